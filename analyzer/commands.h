@@ -1,0 +1,11 @@
+// The idlescope CLI's subcommands. main.cc dispatches `idlescope <command> ARGS...` to these;
+// each gets argv with argv[0] = the command name and returns the process exit status.
+#pragma once
+
+namespace idlescope {
+
+int RunCommand(int argc, char** argv);     // idlescope run [-o DIR] -- CMD...   (run_command.cc)
+int DumpCommand(int argc, char** argv);    // idlescope dump FILE                (trace/dump_command.cc)
+int ReportCommand(int argc, char** argv);  // idlescope report DIR|FILE...       (report_command.cc)
+
+}  // namespace idlescope

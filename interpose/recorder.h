@@ -1,0 +1,199 @@
+// The recorder: the one API every hook (interpose/hooks/*) and the CUPTI layer (cupti/) use to
+// put events into the trace. Hooks stay thin: take a timestamp, call the real function, fill a
+// RawEvent, Record() it, return the real result with errno preserved.
+//
+// Hot path (Record, NowNs, the guard) touches only thread-local state: a fixed-size single-
+// producer ring per thread that the writer thread drains. Everything slow (interning new
+// streams, resolving stack frames to symbols, encoding protobuf, write(2)) happens on the writer
+// thread. See docs/architecture.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace idlescope {
+
+// Values mirror the enums of proto/trace.proto (EventType, CopyKind, MemKind, FsType, NcclOp,
+// NetScope, GpuActivityKind); the recorder writes them through unchanged.
+namespace ev {
+enum Type : uint8_t {
+  kCudaMemcpy = 1,
+  kCudaMemset = 2,
+  kCudaSync = 3,
+  kCudaLaunch = 4,
+  kCudaGraphLaunch = 5,
+  kCudaHostAlloc = 6,
+  kCudaHostFree = 7,
+  kCudaMalloc = 8,
+  kCudaFree = 9,
+  kCudaLaunchSummary = 10,
+  kNcclCollective = 20,
+  kNcclGroup = 21,
+  kNcclCommInit = 22,
+  kNcclCommDestroy = 23,
+  kFileOpen = 30,
+  kFileWrite = 31,
+  kFileRead = 32,
+  kFileSync = 33,
+  kFileRename = 34,
+  kFileClose = 35,
+  kNetConnect = 40,
+  kNetRecv = 41,
+  kNetSend = 42,
+  kProcFork = 50,
+  kProcExec = 51,
+  kProcSpawn = 52,
+  kProcExit = 53,
+  kThreadStart = 54,
+  kMark = 60,
+};
+enum CopyKind : uint8_t { kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kPeer = 5 };
+enum MemKind : uint8_t {
+  kPageable = 1,
+  kPinned = 2,
+  kDevice = 3,
+  kManaged = 4,
+  kArray = 5
+};
+}  // namespace ev
+
+// One host event, fixed size (96 bytes) so the hot path is a copy into a ring slot. Field
+// meanings are those of the same-named fields of idlescope.Event in proto/trace.proto; ids
+// (api, stack, path, argv) come from InternString/CaptureStack. Zero means "not set".
+struct RawEvent {
+  uint64_t ts = 0;     // start, absolute ns on the trace clock (NowNs)
+  uint64_t dur = 0;    // ns the thread spent in the call
+  uint64_t bytes = 0;  // bytes moved
+  uint64_t count = 0;  // I/O burst: calls merged; NCCL: elements; launch summary: launches
+  uint32_t api = 0;    // InternString id of the API name
+  uint32_t stack = 0;  // CaptureStack id
+  int32_t result = 0;  // cudaError_t / ncclResult_t / -errno
+  uint8_t type = 0;    // ev::Type
+  uint8_t pad_[3] = {};
+  union Payload {
+    struct Cuda {
+      uint64_t stream;       // raw cudaStream_t value; the writer interns it
+      uint64_t correlation;  // CUPTI correlation id when known
+      uint64_t ptr;          // alloc/free/register address
+      uint32_t device;
+      uint8_t copy_kind;  // ev::CopyKind
+      uint8_t host_mem;   // ev::MemKind
+      uint8_t async;
+    } cuda;
+    struct Nccl {
+      uint64_t comm;  // communicator id (hash of the unique id)
+      uint64_t parent_comm;
+      uint64_t seq;
+      uint64_t stream;  // raw cudaStream_t
+      int32_t peer;
+      int32_t rank;
+      int32_t nranks;
+      uint8_t op;  // NcclOp
+      uint8_t dtype;
+      uint8_t redop;
+      uint8_t group_depth;
+    } nccl;
+    struct Io {
+      uint64_t offset;
+      uint32_t path;  // InternString id
+      int32_t fd;
+      uint8_t fs_type;    // FsType
+      uint8_t net_scope;  // NetScope
+    } io;
+    struct Proc {
+      uint32_t child_pid;
+      uint32_t path;  // InternString id of the program
+      uint32_t argv;  // InternString id of the NUL-separated arguments
+    } proc;
+    uint8_t raw[48];
+  } u = {};
+};
+static_assert(sizeof(RawEvent) == 96, "RawEvent must stay one fixed 96-byte slot");
+
+// One GPU activity record (from CUPTI), same meanings as idlescope.GpuActivity.
+struct RawGpuActivity {
+  uint64_t start = 0;  // trace clock
+  uint64_t dur = 0;
+  uint64_t correlation = 0;
+  uint64_t bytes = 0;
+  uint64_t grid = 0;   // blocks
+  uint32_t name = 0;   // InternString id
+  uint32_t block = 0;  // threads per block
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t graph = 0;
+  uint32_t dst_device = 0;
+  uint32_t shared_mem = 0;
+  uint32_t registers = 0;
+  uint8_t kind = 0;  // GpuActivityKind
+  uint8_t copy_kind = 0;
+  uint8_t src_kind = 0;
+  uint8_t dst_kind = 0;
+  uint8_t nccl = 0;
+};
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO).
+uint64_t NowNs();
+
+// True once the recorder is running in this process (and not shut down). Hooks that find it
+// false just call the real function.
+bool RecorderActive();
+
+// Which event families are enabled (IDLESCOPE_DISABLE / IDLESCOPE_ENABLE).
+enum class Family : uint8_t { kCuda, kCupti, kNccl, kIo, kNet, kProc, kCount };
+bool FamilyEnabled(Family family);
+
+// Per-thread recursion guard, one per hook invocation. A hook records only when active();
+// calls made by the recorder itself (writer thread, interning, stack capture) and hooks nested
+// inside another hook are not recorded.
+class HookGuard {
+ public:
+  explicit HookGuard(Family family);
+  ~HookGuard();
+  HookGuard(const HookGuard&) = delete;
+  HookGuard& operator=(const HookGuard&) = delete;
+  // Whether this call should be recorded (recorder active, not nested, family enabled).
+  bool active() const { return active_; }
+
+ private:
+  bool active_;
+};
+
+// Appends one event to the calling thread's buffer. Never blocks: when the buffer is full the
+// event is counted as dropped. Never changes errno.
+void Record(const RawEvent& event);
+
+// Appends one GPU activity record (any thread; CUPTI's completion thread in practice).
+void RecordGpu(const RawGpuActivity& activity);
+
+// Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the file.
+// Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
+uint32_t InternString(std::string_view s);
+
+// Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
+// or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the
+// writer thread.
+uint32_t CaptureStack(int skip = 1);
+
+// Device properties, written once per device.
+struct RawDeviceInfo {
+  uint32_t device = 0;
+  uint32_t sm_count = 0;
+  uint64_t total_memory = 0;
+  uint32_t visible_devices = 0;
+  uint32_t pci_bus = 0;
+  char name[96] = {};
+  char uuid[40] = {};
+};
+void RecordDeviceInfo(const RawDeviceInfo& info);
+
+// A notice for the reader ("cupti_unavailable", ...). Also printed once on stderr, prefixed
+// "idlescope: ", when `print` is true.
+enum class Severity : uint8_t { kInfo = 1, kWarning = 2, kError = 3 };
+void RecordNotice(Severity severity, std::string_view code, std::string_view text, bool print);
+
+// Flush everything buffered so far to the file (blocking; used at exit and by tests).
+void FlushNow();
+
+}  // namespace idlescope
