@@ -1,0 +1,110 @@
+#include "analyzer/trace/interned_data.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace idlescope {
+namespace {
+
+// Inserts (id, value); counts a redefinition with a different value. The first definition wins:
+// ids are never reused by the recorder, so a second one is corruption, not an update.
+template <typename Map, typename Value, typename Equal>
+void Define(Map& map, uint64_t id, Value&& value, Equal equal, uint64_t* conflicts) {
+  auto [it, inserted] = map.try_emplace(id, std::forward<Value>(value));
+  if (!inserted && !equal(it->second, value)) ++*conflicts;
+}
+
+}  // namespace
+
+void InternedData::Add(const Interned& interned) {
+  for (const InternedString& s : interned.strings()) {
+    if (s.id() == 0) continue;
+    Define(
+        strings_, s.id(), s.str(),
+        [](const std::string& a, const std::string& b) { return a == b; }, &conflicting_ids_);
+  }
+  for (const Frame& f : interned.frames()) {
+    if (f.id() == 0) continue;
+    Define(
+        frames_, f.id(), f,
+        [](const Frame& a, const Frame& b) {
+          return a.function() == b.function() && a.module() == b.module() &&
+                 a.rel_pc() == b.rel_pc() && a.file() == b.file() && a.line() == b.line();
+        },
+        &conflicting_ids_);
+  }
+  for (const StackNode& n : interned.stack_nodes()) {
+    if (n.id() == 0) continue;
+    Define(
+        stack_nodes_, n.id(), StackNodeEntry{n.parent(), n.frame()},
+        [](const StackNodeEntry& a, const StackNodeEntry& b) {
+          return a.parent == b.parent && a.frame == b.frame;
+        },
+        &conflicting_ids_);
+  }
+  for (const InternedStream& s : interned.streams()) {
+    if (s.id() == 0) continue;
+    Define(
+        streams_, s.id(), s,
+        [](const InternedStream& a, const InternedStream& b) {
+          return a.handle() == b.handle() && a.device() == b.device();
+        },
+        &conflicting_ids_);
+  }
+  // Thread names may legitimately change (pthread_setname_np after start): the latest wins.
+  for (const idlescope::ThreadName& t : interned.threads()) thread_names_[t.tid()] = t.name();
+}
+
+absl::string_view InternedData::String(uint64_t id) const {
+  auto it = strings_.find(id);
+  return it == strings_.end() ? absl::string_view() : absl::string_view(it->second);
+}
+
+const Frame* InternedData::FindFrame(uint64_t id) const {
+  auto it = frames_.find(id);
+  return it == frames_.end() ? nullptr : &it->second;
+}
+
+const InternedStream* InternedData::FindStream(uint64_t id) const {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : &it->second;
+}
+
+absl::string_view InternedData::ThreadName(uint32_t tid) const {
+  auto it = thread_names_.find(tid);
+  return it == thread_names_.end() ? absl::string_view() : absl::string_view(it->second);
+}
+
+std::vector<const Frame*> InternedData::Stack(uint64_t stack_id, bool* complete) const {
+  std::vector<const Frame*> frames;
+  bool reached_root = stack_id == 0;
+  absl::flat_hash_set<uint64_t> seen;
+  for (uint64_t id = stack_id; id != 0;) {
+    auto it = stack_nodes_.find(id);
+    if (it == stack_nodes_.end() || !seen.insert(id).second) break;  // undefined, or a cycle
+    if (const Frame* f = FindFrame(it->second.frame)) frames.push_back(f);
+    id = it->second.parent;
+    if (id == 0) reached_root = true;
+  }
+  if (complete != nullptr) *complete = reached_root;
+  return frames;
+}
+
+std::string InternedData::FormatFrame(const Frame& frame) const {
+  absl::string_view function = String(frame.function());
+  absl::string_view module = String(frame.module());
+  // Only the module's file name: full paths make stacks unreadable and the path is in ModuleMap.
+  if (size_t slash = module.rfind('/'); slash != absl::string_view::npos) {
+    module = module.substr(slash + 1);
+  }
+  std::string out = absl::StrFormat("%s (%s+0x%x)", function.empty() ? "?" : function,
+                                    module.empty() ? "?" : module, frame.rel_pc());
+  if (frame.file() != 0) {
+    absl::StrAppend(&out, " ", String(frame.file()));
+    if (frame.line() != 0) absl::StrAppend(&out, ":", frame.line());
+  }
+  return out;
+}
+
+}  // namespace idlescope

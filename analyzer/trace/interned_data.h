@@ -1,0 +1,60 @@
+// Per-file interned data: the string, frame, stack, stream and thread-name tables that a trace
+// file defines in Interned packets (proto/trace.proto). Ids are scoped to one file and never
+// reused, and an id is always defined before the first packet that uses it, so a reader feeds
+// every Interned packet to Add() as it streams and can resolve ids in the packets that follow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "trace.pb.h"
+
+namespace idlescope {
+
+class InternedData {
+ public:
+  void Add(const Interned& interned);
+
+  // The string with id `id`; empty for id 0 or an id never defined.
+  absl::string_view String(uint64_t id) const;
+  bool HasString(uint64_t id) const { return strings_.contains(id); }
+
+  // nullptr when not defined.
+  const Frame* FindFrame(uint64_t id) const;
+  const InternedStream* FindStream(uint64_t id) const;
+  absl::string_view ThreadName(uint32_t tid) const;
+
+  // The frames of stack `stack_id`, innermost first. Stops at a node whose parent is undefined
+  // or at a cycle (a corrupt file must not hang the reader); `complete` tells whether the walk
+  // reached the root.
+  std::vector<const Frame*> Stack(uint64_t stack_id, bool* complete = nullptr) const;
+
+  // "function (module+0xoff)", with "file:line" appended when known; "?" for unknown parts.
+  std::string FormatFrame(const Frame& frame) const;
+
+  // Entries that redefined an existing id with a different value (a recorder bug; counted, the
+  // first definition is kept).
+  uint64_t conflicting_ids() const { return conflicting_ids_; }
+
+  size_t string_count() const { return strings_.size(); }
+  size_t frame_count() const { return frames_.size(); }
+  size_t stack_node_count() const { return stack_nodes_.size(); }
+  size_t stream_count() const { return streams_.size(); }
+
+ private:
+  struct StackNodeEntry {
+    uint64_t parent;
+    uint64_t frame;
+  };
+  absl::flat_hash_map<uint64_t, std::string> strings_;
+  absl::flat_hash_map<uint64_t, Frame> frames_;
+  absl::flat_hash_map<uint64_t, StackNodeEntry> stack_nodes_;
+  absl::flat_hash_map<uint64_t, InternedStream> streams_;
+  absl::flat_hash_map<uint32_t, std::string> thread_names_;
+  uint64_t conflicting_ids_ = 0;
+};
+
+}  // namespace idlescope

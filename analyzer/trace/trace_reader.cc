@@ -1,0 +1,407 @@
+#include "analyzer/trace/trace_reader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/unknown_field_set.h"
+
+namespace idlescope {
+namespace {
+
+// Trace.packet: field 1, wire type 2 (length-delimited).
+constexpr uint8_t kPacketTag = 0x0a;
+// The longest framing: a tag varint and a length varint of 10 bytes each.
+constexpr size_t kMaxFramingBytes = 20;
+
+// Calls f(message) for the packet and every message nested in it that can carry unknown fields
+// the reader should count. Typed (no reflection) so that it costs a pointer test per message.
+// The unknown fields libprotobuf kept while parsing `m` (proto3 keeps them since 3.5). The
+// generated classes of 3.21 have no unknown_fields() accessor; the per-type Reflection is looked
+// up once, after which this is a pointer test.
+template <typename M>
+const google::protobuf::UnknownFieldSet& UnknownFieldsOf(const M& m) {
+  static const google::protobuf::Reflection* const reflection = M::GetReflection();
+  return reflection->GetUnknownFields(m);
+}
+
+template <typename F>
+void ForEachMessage(const Packet& packet, F&& f) {
+  f(packet);
+  switch (packet.data_case()) {
+    case Packet::kHeader: {
+      const Header& h = packet.header();
+      f(h);
+      if (h.has_clock()) f(h.clock());
+      if (h.has_config()) f(h.config());
+      break;
+    }
+    case Packet::kInterned: {
+      const Interned& in = packet.interned();
+      f(in);
+      for (const auto& m : in.strings()) f(m);
+      for (const auto& m : in.frames()) f(m);
+      for (const auto& m : in.stack_nodes()) f(m);
+      for (const auto& m : in.streams()) f(m);
+      for (const auto& m : in.threads()) f(m);
+      break;
+    }
+    case Packet::kEvents: {
+      const EventBatch& batch = packet.events();
+      f(batch);
+      for (const Event& e : batch.events()) f(e);
+      break;
+    }
+    case Packet::kGpu: {
+      const GpuBatch& batch = packet.gpu();
+      f(batch);
+      for (const GpuActivity& a : batch.activities()) f(a);
+      break;
+    }
+    case Packet::kDevice:
+      f(packet.device());
+      break;
+    case Packet::kModules:
+      f(packet.modules());
+      for (const Module& m : packet.modules().modules()) f(m);
+      break;
+    case Packet::kNotice:
+      f(packet.notice());
+      break;
+    case Packet::kFooter:
+      f(packet.footer());
+      break;
+    case Packet::DATA_NOT_SET:
+      break;
+  }
+}
+
+std::string TailReason(TailProblem tail) {
+  switch (tail) {
+    case TailProblem::kNone:
+      return "";
+    case TailProblem::kCutInPacket:
+      return "cut inside a packet";
+    case TailProblem::kCutInFraming:
+      return "cut inside a packet's length prefix";
+    case TailProblem::kOversizedPacket:
+      return "corrupt packet length";
+    case TailProblem::kBadFraming:
+      return "corrupt data: not a packet";
+    case TailProblem::kUnparseablePacket:
+      return "corrupt packet";
+    case TailProblem::kReadError:
+      return "read error";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string TraceReadStats::TailDescription() const {
+  if (tail == TailProblem::kNone) return "";
+  const bool cut = tail == TailProblem::kCutInPacket || tail == TailProblem::kCutInFraming;
+  std::string reason = TailReason(tail);
+  if (!tail_detail.empty()) absl::StrAppend(&reason, ": ", tail_detail);
+  return absl::StrFormat("%s: %d bytes after offset %d were dropped (%s)",
+                         cut ? "truncated" : "corrupt", dropped_bytes, good_end_offset, reason);
+}
+
+TraceFileReader::TraceFileReader(std::string path, int fd, uint64_t file_bytes, size_t chunk_bytes)
+    : path_(std::move(path)), fd_(fd), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)) {
+  stats_.file_bytes = file_bytes;
+  buf_.resize(chunk_bytes_);
+}
+
+TraceFileReader::~TraceFileReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std::string& path,
+                                                                       size_t chunk_bytes) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string msg = absl::StrCat("cannot open ", path, ": ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file",
+                     S_ISDIR(st.st_mode) ? " (a directory; give a trace file)" : ""));
+  }
+  if (st.st_size == 0) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": empty file (0 bytes), not a trace: the process wrote nothing before it ended"));
+  }
+  std::unique_ptr<TraceFileReader> reader(
+      new TraceFileReader(path, fd, static_cast<uint64_t>(st.st_size), chunk_bytes));
+
+  Packet first;
+  if (!reader->ReadPacket(&first)) {
+    const TraceReadStats& s = reader->stats_;
+    if (s.tail == TailProblem::kReadError) {
+      return absl::DataLossError(absl::StrCat("cannot read ", path, ": ", s.tail_detail));
+    }
+    // A header packet starts: 0a <len> 0a <len> 0a 09 "IDLESCOPE" (Packet.header, Header.magic).
+    // A file cut inside its header still shows the magic; anything else is not a trace.
+    std::string_view head(reader->buf_.data() + reader->pos_, reader->end_ - reader->pos_);
+    bool looks_like_header = head.substr(0, 64).find("\x0a\x09IDLESCOPE") != std::string_view::npos;
+    if ((s.tail == TailProblem::kCutInPacket || s.tail == TailProblem::kCutInFraming) &&
+        looks_like_header) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s: trace header cut short (file of %d bytes): the process ended before its first flush",
+          path, s.file_bytes));
+    }
+    if (s.tail == TailProblem::kNone) {  // the file shrank to nothing after fstat
+      return absl::InvalidArgumentError(absl::StrCat(path, ": empty file, not a trace"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an idlescope trace (no trace header at the start of the file)"));
+  }
+  if (first.data_case() != Packet::kHeader || first.header().magic() != kTraceMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not an idlescope trace (the first packet is not a header with magic IDLESCOPE)"));
+  }
+  if (first.header().format_version() != kTraceFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: unsupported trace format version %d (this idlescope reads version %d); "
+        "use the idlescope that wrote it",
+        path, first.header().format_version(), kTraceFormatVersion));
+  }
+  reader->header_ = std::move(*first.mutable_header());
+  return reader;
+}
+
+bool TraceFileReader::Next(Packet* packet) { return ReadPacket(packet); }
+
+bool TraceFileReader::Fill(size_t n) {
+  if (end_ - pos_ >= n) return true;
+  if (pos_ > 0) {
+    // Move the unread bytes to the front so the buffer never grows past chunk or packet size.
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    buf_offset_ += pos_;
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  if (buf_.size() < n) buf_.resize(n);
+  while (end_ < n && !eof_) {
+    ssize_t got = read(fd_, buf_.data() + end_, buf_.size() - end_);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      StopAt(TailProblem::kReadError, std::strerror(errno));
+      eof_ = true;
+      return false;
+    }
+    if (got == 0) {
+      eof_ = true;
+      // The file may have grown since fstat (a live trace): count what is really there.
+      stats_.file_bytes = std::max<uint64_t>(stats_.file_bytes, buf_offset_ + end_);
+      break;
+    }
+    end_ += static_cast<size_t>(got);
+  }
+  return end_ >= n;
+}
+
+bool TraceFileReader::ReadVarint(size_t* at, uint64_t* value, bool* cut) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    if (pos_ + *at >= end_) {
+      *cut = true;
+      return false;
+    }
+    uint8_t byte = static_cast<uint8_t>(buf_[pos_ + *at]);
+    ++*at;
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = v;
+      return true;
+    }
+  }
+  *cut = false;
+  return false;
+}
+
+void TraceFileReader::StopAt(TailProblem problem, std::string detail) {
+  done_ = true;
+  if (stats_.tail != TailProblem::kNone) return;  // keep the first problem
+  stats_.tail = problem;
+  stats_.tail_detail = std::move(detail);
+  if (problem != TailProblem::kNone) {
+    stats_.dropped_bytes =
+        stats_.file_bytes > stats_.good_end_offset ? stats_.file_bytes - stats_.good_end_offset : 0;
+  }
+}
+
+bool TraceFileReader::ReadPacket(Packet* packet) {
+  while (!done_) {
+    Fill(kMaxFramingBytes);
+    if (done_) return false;  // read error
+    if (pos_ == end_) {       // clean end at a packet boundary
+      done_ = true;
+      return false;
+    }
+    const uint64_t offset = buf_offset_ + pos_;
+    size_t at = 0;
+    uint64_t tag = 0;
+    bool cut = false;
+    if (!ReadVarint(&at, &tag, &cut)) {
+      StopAt(cut ? TailProblem::kCutInFraming : TailProblem::kBadFraming,
+             cut ? "" : "overlong tag varint");
+      return false;
+    }
+    const uint64_t field = tag >> 3;
+    const int wire_type = static_cast<int>(tag & 7);
+    if (field == 0 || (field == 1 && tag != kPacketTag) ||
+        !(wire_type == 0 || wire_type == 1 || wire_type == 2 || wire_type == 5)) {
+      StopAt(TailProblem::kBadFraming,
+             absl::StrFormat("byte 0x%02x is not a packet tag", static_cast<uint8_t>(buf_[pos_])));
+      return false;
+    }
+    uint64_t length = 0;
+    if (wire_type == 0 || wire_type == 2) {
+      if (!ReadVarint(&at, &length, &cut)) {
+        StopAt(cut ? TailProblem::kCutInFraming : TailProblem::kBadFraming,
+               cut ? "" : "overlong length varint");
+        return false;
+      }
+      if (wire_type == 0) length = 0;  // the varint was the value itself
+    } else {
+      length = wire_type == 1 ? 8 : 4;
+    }
+    if (length > kMaxPacketBytes) {
+      StopAt(TailProblem::kOversizedPacket,
+             absl::StrFormat("length %d exceeds the %d MiB limit", length, kMaxPacketBytes >> 20));
+      return false;
+    }
+    const uint64_t total = at + length;
+    if (offset + total > stats_.file_bytes) {
+      // Check the real size before deciding: a live trace may have grown since fstat.
+      struct stat st;
+      if (fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) > stats_.file_bytes) {
+        stats_.file_bytes = static_cast<uint64_t>(st.st_size);
+      }
+      if (offset + total > stats_.file_bytes) {
+        StopAt(TailProblem::kCutInPacket,
+               absl::StrFormat("a packet of %d bytes at offset %d, the file ends %d bytes into it",
+                               total, offset, stats_.file_bytes - offset));
+        return false;
+      }
+    }
+    if (!Fill(total)) {
+      if (stats_.tail == TailProblem::kNone) {
+        StopAt(TailProblem::kCutInPacket, "the file shrank while being read");
+      }
+      return false;
+    }
+    if (tag != kPacketTag) {
+      // Another Trace field: unknown to format v1, skipped and counted (readers ignore unknown
+      // fields, proto/trace.proto "Compatibility").
+      pos_ += total;
+      stats_.bytes_read += total;
+      stats_.good_end_offset = offset + total;
+      ++stats_.skipped_trace_fields;
+      ++stats_.unknown_fields;
+      continue;
+    }
+    if (!packet->ParseFromArray(buf_.data() + pos_ + at, static_cast<int>(length))) {
+      StopAt(TailProblem::kUnparseablePacket,
+             absl::StrFormat("a packet of %d bytes at offset %d does not parse", length, offset));
+      return false;
+    }
+    pos_ += total;
+    last_packet_offset_ = offset;
+    stats_.bytes_read += total;
+    stats_.good_end_offset = offset + total;
+    ++stats_.packets;
+    stats_.unknown_fields += CountUnknownFields(*packet);
+    if (packet->data_case() == Packet::kFooter) stats_.footer_seen = true;
+    return true;
+  }
+  return false;
+}
+
+uint64_t CountUnknownFields(const Packet& packet) {
+  uint64_t n = 0;
+  ForEachMessage(packet, [&n](const auto& m) { n += UnknownFieldsOf(m).field_count(); });
+  return n;
+}
+
+void DescribeUnknownFields(const Packet& packet, std::vector<std::string>* out) {
+  ForEachMessage(packet, [out](const auto& m) {
+    const google::protobuf::UnknownFieldSet& unknown = UnknownFieldsOf(m);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      out->push_back(absl::StrCat(m.GetDescriptor()->name(), ":", unknown.field(i).number()));
+    }
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    int err = errno;
+    return absl::NotFoundError(
+        absl::StrCat("cannot open directory ", dir, ": ", std::strerror(err)));
+  }
+  std::vector<std::string> files;
+  const std::string suffix = kTraceFileSuffix;
+  while (struct dirent* entry = readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) {
+      continue;
+    }
+    std::string full = absl::StrCat(dir, dir.empty() || dir.back() == '/' ? "" : "/", name);
+    if (entry->d_type != DT_REG) {
+      struct stat st;  // DT_UNKNOWN on some filesystems; symlinks to files count too
+      if (stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    }
+    files.push_back(std::move(full));
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<int64_t> EventStartTimes(const EventBatch& batch) {
+  std::vector<int64_t> times;
+  times.reserve(batch.events_size());
+  // Unsigned sums: a corrupt file must not cause signed overflow (wraps like the encoder's deltas).
+  uint64_t t = 0;
+  for (const Event& e : batch.events()) {
+    t += static_cast<uint64_t>(e.ts());
+    times.push_back(static_cast<int64_t>(t));
+  }
+  return times;
+}
+
+std::vector<int64_t> GpuActivityStartTimes(const GpuBatch& batch) {
+  std::vector<int64_t> times;
+  times.reserve(batch.activities_size());
+  uint64_t t = 0;
+  for (const GpuActivity& a : batch.activities()) {
+    t += static_cast<uint64_t>(a.start());
+    times.push_back(static_cast<int64_t>(t));
+  }
+  return times;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,139 @@
+// Streaming reader of one idlescope trace file (proto/trace.proto, format v1).
+//
+// A trace file is a stream of `Trace.packet` fields: tag 0x0a, varint length, Packet bytes
+// (Perfetto's framing). The reader reads the file in chunks and decodes one Packet at a time,
+// so memory stays bounded by the chunk size and the largest packet, never the file size.
+//
+// A file cut by a crash or SIGKILL ends in a partial packet. The reader keeps every complete
+// packet, stops at the first packet it cannot decode, and reports the rest in stats(): the offset
+// where the good data ends, how many bytes were dropped and why. That is never an error: only a
+// file that cannot be opened, is empty, or does not start with an idlescope Header is.
+//
+// Typical use:
+//   ASSIGN_OR_RETURN(auto reader, TraceFileReader::Open(path));
+//   const idlescope::Header& header = reader->header();
+//   idlescope::Packet packet;
+//   while (reader->Next(&packet)) { ... }
+//   if (reader->stats().truncated()) { ... reader->stats().TailDescription() ... }
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trace.pb.h"
+
+namespace idlescope {
+
+// The format version this reader understands (Header.format_version).
+inline constexpr uint32_t kTraceFormatVersion = 1;
+// Header.magic.
+inline constexpr char kTraceMagic[] = "IDLESCOPE";
+// File name suffix of trace files written by the recorder.
+inline constexpr char kTraceFileSuffix[] = ".idlescope";
+// A length prefix above this is treated as corruption, not as a request to allocate: the
+// recorder flushes at least every second with bounded per-thread buffers, so real packets are a
+// few MiB at most.
+inline constexpr uint64_t kMaxPacketBytes = 64ull << 20;
+
+// Why the reader stopped before the end of the file.
+enum class TailProblem {
+  kNone,               // the file ends exactly at a packet boundary
+  kCutInPacket,        // the last packet's length reaches past the end of the file
+  kCutInFraming,       // the file ends inside a packet's tag or length prefix
+  kOversizedPacket,    // a length prefix above kMaxPacketBytes
+  kBadFraming,         // bytes that are not a Trace field (wrong tag/wire type)
+  kUnparseablePacket,  // a complete packet whose bytes are not a valid Packet
+  kReadError,          // read(2) failed
+};
+
+struct TraceReadStats {
+  uint64_t file_bytes = 0;       // size of the file when opened (fstat), or bytes seen if larger
+  uint64_t packets = 0;          // complete packets decoded, the header included
+  uint64_t bytes_read = 0;       // bytes consumed by complete packets (framing included)
+  uint64_t good_end_offset = 0;  // file offset where the last complete packet ends
+  uint64_t dropped_bytes = 0;    // bytes after good_end_offset that were not decoded
+  uint64_t unknown_fields = 0;   // unknown fields seen (Trace, Packet and message levels)
+  uint64_t skipped_trace_fields = 0;  // Trace-level fields other than `packet` (skipped)
+  bool footer_seen = false;
+  TailProblem tail = TailProblem::kNone;
+  std::string tail_detail;  // extra detail for the tail problem (e.g. the length prefix)
+
+  bool truncated() const { return tail != TailProblem::kNone; }
+  // One line for the user, empty when the file ends cleanly, e.g.
+  // "truncated: 118 bytes after offset 4096 were dropped (cut inside a packet)".
+  std::string TailDescription() const;
+};
+
+class TraceFileReader {
+ public:
+  // Default read size; packets larger than this grow the buffer up to the packet's size.
+  static constexpr size_t kDefaultChunkBytes = 1 << 20;
+
+  // Opens `path` and reads its Header packet. Errors (one line each, naming the file):
+  // cannot open (strerror), not a regular file, empty file, "not an idlescope trace" (the first
+  // packet is not a Header with magic IDLESCOPE), header cut short, unsupported format_version.
+  static absl::StatusOr<std::unique_ptr<TraceFileReader>> Open(
+      const std::string& path, size_t chunk_bytes = kDefaultChunkBytes);
+
+  ~TraceFileReader();
+  TraceFileReader(const TraceFileReader&) = delete;
+  TraceFileReader& operator=(const TraceFileReader&) = delete;
+
+  // The next packet after the header. Returns false at the end of the file, or at the first
+  // packet that cannot be decoded (see stats().tail); every packet before it was returned.
+  bool Next(Packet* packet);
+
+  const Header& header() const { return header_; }
+  const TraceReadStats& stats() const { return stats_; }
+  const std::string& path() const { return path_; }
+  // File offset of the packet most recently returned by Next() (its tag byte).
+  uint64_t last_packet_offset() const { return last_packet_offset_; }
+
+ private:
+  TraceFileReader(std::string path, int fd, uint64_t file_bytes, size_t chunk_bytes);
+
+  // Makes at least `n` bytes available at buf_[pos_]; false at end of file (or read error).
+  bool Fill(size_t n);
+  // Decodes a varint at buf_[pos_ + *at]; advances *at. Returns false if the varint is cut by the
+  // end of the file (*cut = true) or is longer than 10 bytes (*cut = false).
+  bool ReadVarint(size_t* at, uint64_t* value, bool* cut);
+  // Reads the next framed packet into `packet`; false (with stats_.tail set) when none.
+  bool ReadPacket(Packet* packet);
+  void StopAt(TailProblem problem, std::string detail);
+
+  std::string path_;
+  int fd_ = -1;
+  bool eof_ = false;
+  bool done_ = false;
+  size_t chunk_bytes_;
+  std::vector<char> buf_;
+  size_t pos_ = 0;           // next unread byte in buf_
+  size_t end_ = 0;           // end of valid bytes in buf_
+  uint64_t buf_offset_ = 0;  // file offset of buf_[0]
+  uint64_t last_packet_offset_ = 0;
+  Header header_;
+  TraceReadStats stats_;
+};
+
+// Counts unknown fields in a packet: on the Packet itself, its payload message, and the messages
+// nested in it (events, GPU activities, interned entries, modules, header clock/config).
+uint64_t CountUnknownFields(const Packet& packet);
+
+// The field numbers of the unknown fields counted by CountUnknownFields, for reports
+// ("field 99 in Event"). Appends "Message:number" strings.
+void DescribeUnknownFields(const Packet& packet, std::vector<std::string>* out);
+
+// Trace files (*.idlescope) in `dir`, as full paths, sorted by name. Errors: cannot open the
+// directory (strerror). An empty result is not an error.
+absl::StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& dir);
+
+// Absolute timestamps (trace clock, ns) of a batch's events / activities, undoing the delta
+// encoding: the first `ts` is absolute, each later one relative to the previous start.
+std::vector<int64_t> EventStartTimes(const EventBatch& batch);
+std::vector<int64_t> GpuActivityStartTimes(const GpuBatch& batch);
+
+}  // namespace idlescope
