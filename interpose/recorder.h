@@ -8,6 +8,9 @@
 // thread. See docs/architecture.md.
 #pragma once
 
+#include <time.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -49,13 +52,7 @@ enum Type : uint8_t {
   kMark = 60,
 };
 enum CopyKind : uint8_t { kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kPeer = 5 };
-enum MemKind : uint8_t {
-  kPageable = 1,
-  kPinned = 2,
-  kDevice = 3,
-  kManaged = 4,
-  kArray = 5
-};
+enum MemKind : uint8_t { kPageable = 1, kPinned = 2, kDevice = 3, kManaged = 4, kArray = 5 };
 }  // namespace ev
 
 // One host event, fixed size (96 bytes) so the hot path is a copy into a ring slot. Field
@@ -133,24 +130,49 @@ struct RawGpuActivity {
   uint8_t nccl = 0;
 };
 
-// Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO).
-uint64_t NowNs();
+namespace detail {
+// Set by the recorder once its file is open and its writer runs; cleared at shutdown or when
+// the trace cannot go on. Read on every hook call, hence inline below.
+extern std::atomic<bool> g_recorder_active;
+}  // namespace detail
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO, ~20 ns), inline so a
+// hook pays no call.
+inline uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // True once the recorder is running in this process (and not shut down). Hooks that find it
 // false just call the real function.
-bool RecorderActive();
+inline bool RecorderActive() { return detail::g_recorder_active.load(std::memory_order_relaxed); }
 
 // Which event families are enabled (IDLESCOPE_DISABLE / IDLESCOPE_ENABLE).
 enum class Family : uint8_t { kCuda, kCupti, kNccl, kIo, kNet, kProc, kCount };
-bool FamilyEnabled(Family family);
+
+namespace detail {
+// Bit i set = Family i enabled. Written once at init.
+extern std::atomic<uint32_t> g_family_mask;
+// Hook nesting depth of this thread; the writer thread keeps it >= 1 so nothing it does (its own
+// write(2), /proc reads, symbolization) is recorded. initial-exec TLS: one %fs-relative load,
+// no __tls_get_addr call on the hot path.
+extern __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+inline bool FamilyEnabled(Family family) {
+  return (detail::g_family_mask.load(std::memory_order_relaxed) >> static_cast<uint32_t>(family)) &
+         1u;
+}
 
 // Per-thread recursion guard, one per hook invocation. A hook records only when active();
 // calls made by the recorder itself (writer thread, interning, stack capture) and hooks nested
 // inside another hook are not recorded.
 class HookGuard {
  public:
-  explicit HookGuard(Family family);
-  ~HookGuard();
+  explicit HookGuard(Family family)
+      : active_(detail::t_hook_depth++ == 0 && RecorderActive() && FamilyEnabled(family)) {}
+  ~HookGuard() { --detail::t_hook_depth; }
   HookGuard(const HookGuard&) = delete;
   HookGuard& operator=(const HookGuard&) = delete;
   // Whether this call should be recorded (recorder active, not nested, family enabled).
@@ -166,6 +188,8 @@ void Record(const RawEvent& event);
 
 // Appends one GPU activity record (any thread; CUPTI's completion thread in practice).
 void RecordGpu(const RawGpuActivity& activity);
+// Adds CUPTI records lost (cuptiActivityGetNumDroppedRecords) to the next GpuBatch.dropped.
+void RecordGpuDropped(uint64_t records);
 
 // Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the file.
 // Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
@@ -195,5 +219,14 @@ void RecordNotice(Severity severity, std::string_view code, std::string_view tex
 
 // Flush everything buffered so far to the file (blocking; used at exit and by tests).
 void FlushNow();
+
+// exec support for the process hooks: BeforeExec() flushes and writes the footer (EXIT_EXEC: the
+// new image writes its own file with the same pid); AfterExecFailed() removes that footer again
+// when execve returned, and tracing goes on in the same file.
+void BeforeExec();
+void AfterExecFailed();
+
+// True when `fd` is the trace file (close/dup2 hooks may protect it, see docs/architecture.md).
+bool IsTraceFd(int fd);
 
 }  // namespace idlescope

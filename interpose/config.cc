@@ -1,0 +1,117 @@
+// IDLESCOPE_* environment variables. getenv only: this runs in the library constructor, before
+// the program's main, and must not allocate through anything hooked.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "interpose/recorder_internal.h"
+
+namespace idlescope::internal {
+
+namespace {
+
+constexpr const char* kFamilyNames[] = {"cuda", "cupti", "nccl", "io", "net", "proc"};
+constexpr uint32_t kAllFamilies = (1u << static_cast<uint32_t>(Family::kCount)) - 1;
+static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
+              static_cast<size_t>(Family::kCount));
+
+bool g_quiet = false;
+
+void Warn(const std::string& text) { Say(text.c_str()); }
+
+// Unsigned integer in [lo, hi]; anything else keeps the default, with one warning.
+uint32_t ParseNumber(const char* name, uint32_t def, uint32_t lo, uint32_t hi) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return def;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi || v[0] == '-') {
+    Warn(std::string(name) + "=" + v + " is not a number in [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]; using " + std::to_string(def));
+    return def;
+  }
+  return static_cast<uint32_t>(n);
+}
+
+// Comma list of family names; unknown names are reported and ignored.
+uint32_t ParseFamilies(const char* name, const char* v) {
+  uint32_t mask = 0;
+  std::string list(v);
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    bool known = false;
+    for (uint32_t i = 0; i < static_cast<uint32_t>(Family::kCount); ++i) {
+      if (item == kFamilyNames[i]) {
+        mask |= 1u << i;
+        known = true;
+      }
+    }
+    if (!known) {
+      Warn(std::string(name) + ": unknown family '" + item +
+           "' ignored (known: cuda,cupti,nccl,io,net,proc)");
+    }
+  }
+  return mask;
+}
+
+}  // namespace
+
+const char* FamilyName(uint32_t family) {
+  return family < static_cast<uint32_t>(Family::kCount) ? kFamilyNames[family] : "?";
+}
+
+void Say(const char* text) {
+  if (g_quiet) return;
+  char buf[512];
+  size_t n = 0;
+  auto put = [&](const char* s) {
+    size_t len = strlen(s);
+    if (len > sizeof(buf) - 1 - n) len = sizeof(buf) - 1 - n;
+    memcpy(buf + n, s, len);
+    n += len;
+  };
+  put("idlescope: ");
+  put(text);
+  put("\n");
+  int saved = errno;
+  ssize_t r;
+  do {
+    r = write(STDERR_FILENO, buf, n);
+  } while (r < 0 && errno == EINTR);
+  errno = saved;
+}
+
+Config ParseConfig() {
+  Config c;
+  const char* quiet = getenv("IDLESCOPE_QUIET");
+  c.quiet = quiet != nullptr && *quiet != '\0' && strcmp(quiet, "0") != 0;
+  g_quiet = c.quiet;
+  if (const char* out = getenv("IDLESCOPE_OUT"); out != nullptr && *out != '\0') c.out_dir = out;
+  // At most 1 s between flushes: after a SIGKILL the file holds everything up to the last one.
+  c.flush_ms = ParseNumber("IDLESCOPE_FLUSH_MS", 500, 1, 1000);
+  c.buffer_kb = ParseNumber("IDLESCOPE_BUFFER_KB", 1024, 16, 1u << 20);
+  c.stack_depth = ParseNumber("IDLESCOPE_STACK_DEPTH", 24, 0, 128);
+  uint32_t mask = kAllFamilies;
+  if (const char* v = getenv("IDLESCOPE_ENABLE"); v != nullptr && *v != '\0') {
+    mask = ParseFamilies("IDLESCOPE_ENABLE", v);
+  }
+  if (const char* v = getenv("IDLESCOPE_DISABLE"); v != nullptr && *v != '\0') {
+    mask &= ~ParseFamilies("IDLESCOPE_DISABLE", v);
+  }
+  c.family_mask = mask;
+  for (uint32_t i = 0; i < static_cast<uint32_t>(Family::kCount); ++i) {
+    if (mask & (1u << i)) c.families.push_back(kFamilyNames[i]);
+  }
+  return c;
+}
+
+}  // namespace idlescope::internal

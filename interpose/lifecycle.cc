@@ -1,0 +1,251 @@
+// Process life of a traced program: start (library constructor), end of main, exit, _exit/_Exit,
+// SIGTERM/SIGINT, plus the small exported annotation API (idlescope_mark, idlescope_flush).
+//
+// Why each exit path needs its own handling:
+// - return from main: wrapped through __libc_start_main so the events are on disk before atexit
+//   handlers and static destructors run (those may hang or crash);
+// - exit(): the status goes into the footer; the footer itself is written by the library
+//   destructor, which runs after the program's atexit handlers (a preloaded object is finalized
+//   after the objects that depend on it), so their I/O is traced too;
+// - _exit/_Exit: no atexit handlers, no destructors (Python multiprocessing workers end in
+//   os._exit): the hook writes the footer before the real call;
+// - SIGTERM/SIGINT with the default action: the process dies without exit handlers; our handler
+//   has the writer thread flush (async-signal-safe handshake, bounded wait), restores SIG_DFL
+//   and re-raises, so the exit status is the signal's. A handler of the program is chained.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "interpose/recorder.h"
+#include "interpose/recorder_internal.h"
+
+#define IDLESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace idlescope::internal {
+namespace {
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+using ExitFn = void (*)(int);
+using MainFn = int (*)(int, char**, char**);
+using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+
+SigactionFn g_real_sigaction = nullptr;
+ExitFn g_real_exit = nullptr;
+ExitFn g_real__exit = nullptr;
+ExitFn g_real__Exit = nullptr;
+MainFn g_program_main = nullptr;
+
+template <typename F>
+F Resolve(F& slot, const char* name) {
+  if (slot == nullptr) slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+  return slot;
+}
+
+int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (Resolve(g_real_sigaction, "sigaction") == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return g_real_sigaction(sig, act, old);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIGTERM and SIGINT. The program sees its own disposition through sigaction/signal (we answer
+// with what it installed); the kernel sees our handler, except while the program ignores the
+// signal: SIG_IGN then goes to the kernel as is, because an ignored signal stays ignored across
+// exec (shells start background jobs with SIGINT ignored) and a handler would not.
+
+bool IsManaged(int sig) { return sig == SIGTERM || sig == SIGINT; }
+
+struct Managed {
+  struct sigaction program;  // what the program installed (initially: what was there)
+  bool ours_installed;
+};
+Managed g_managed[NSIG];
+bool g_signals_managed = false;
+
+void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
+  int saved = errno;
+  struct sigaction program = g_managed[sig].program;
+  bool siginfo = (program.sa_flags & SA_SIGINFO) != 0;
+  void* handler = siginfo ? reinterpret_cast<void*>(program.sa_sigaction)
+                          : reinterpret_cast<void*>(program.sa_handler);
+  if (handler == reinterpret_cast<void*>(SIG_DFL)) {
+    // The default action ends the process: write what we have and the footer, then die of the
+    // same signal (blocked while we run, so raise() leaves it pending until we return).
+    Shutdown(trace::kExitSignal, sig, /*from_signal=*/true);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    RealSigaction(sig, &dfl, nullptr);
+    g_managed[sig].ours_installed = false;
+    raise(sig);
+    errno = saved;
+    return;
+  }
+  if (handler == reinterpret_cast<void*>(SIG_IGN)) {
+    errno = saved;
+    return;
+  }
+  // The program handles it (Python raises KeyboardInterrupt later): flush soon, chain.
+  FlushSoon();
+  if (program.sa_flags & SA_RESETHAND) {
+    memset(&g_managed[sig].program, 0, sizeof(g_managed[sig].program));
+    g_managed[sig].program.sa_handler = SIG_DFL;
+  }
+  errno = saved;
+  if (siginfo) {
+    program.sa_sigaction(sig, info, ucontext);
+  } else {
+    program.sa_handler(sig);
+  }
+}
+
+int InstallOurs(int sig, const struct sigaction& program) {
+  struct sigaction ours;
+  memset(&ours, 0, sizeof(ours));
+  ours.sa_sigaction = OnTerminationSignal;
+  ours.sa_mask = program.sa_mask;
+  // The program's flags (SA_RESTART, SA_NODEFER, SA_ONSTACK) keep their meaning; SA_RESETHAND is
+  // emulated above, since the kernel would remove our handler.
+  ours.sa_flags = (program.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+  int rc = RealSigaction(sig, &ours, nullptr);
+  if (rc == 0) g_managed[sig].ours_installed = true;
+  return rc;
+}
+
+void ManageSignals() {
+  for (int sig : {SIGTERM, SIGINT}) {
+    struct sigaction current;
+    if (RealSigaction(sig, nullptr, &current) != 0) continue;
+    g_managed[sig].program = current;
+    g_managed[sig].ours_installed = false;
+    bool ignored = !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN;
+    if (!ignored) InstallOurs(sig, current);
+  }
+  g_signals_managed = true;
+}
+
+int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  // Keep the signal out while the record changes (our handler reads it).
+  sigset_t block, saved_mask;
+  sigemptyset(&block);
+  sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, &saved_mask);
+  struct sigaction previous = g_managed[sig].program;
+  int rc = 0;
+  if (act != nullptr) {
+    bool ignore = !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_IGN;
+    if (ignore) {
+      rc = RealSigaction(sig, act, nullptr);
+      if (rc == 0) g_managed[sig].ours_installed = false;
+    } else {
+      rc = InstallOurs(sig, *act);
+    }
+    if (rc == 0) g_managed[sig].program = *act;
+  }
+  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
+  if (rc == 0 && old != nullptr) *old = previous;
+  return rc;
+}
+
+int MainWrapper(int argc, char** argv, char** envp) {
+  int status = g_program_main(argc, argv, envp);
+  SetExitStatus(status);
+  FlushNow();
+  return status;
+}
+
+__attribute__((constructor)) void OnLoad() {
+  ++detail::t_hook_depth;  // dlsym may allocate and read files: nothing of ours is traced
+  Resolve(g_real_sigaction, "sigaction");
+  Resolve(g_real_exit, "exit");
+  Resolve(g_real__exit, "_exit");
+  Resolve(g_real__Exit, "_Exit");
+  --detail::t_hook_depth;
+  Init();
+  if (RecorderActive()) ManageSignals();
+}
+
+__attribute__((destructor)) void OnUnload() { Shutdown(trace::kExitNormal, 0, false); }
+
+}  // namespace
+}  // namespace idlescope::internal
+
+using namespace idlescope;            // NOLINT
+using namespace idlescope::internal;  // NOLINT
+
+IDLESCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
+                                       void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  StartMainFn real = reinterpret_cast<StartMainFn>(dlsym(RTLD_NEXT, "__libc_start_main"));
+  g_program_main = main;
+  return real(MainWrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+IDLESCOPE_EXPORT void exit(int status) noexcept {
+  SetExitStatus(status);
+  FlushSoon();  // the footer comes from the destructor, after the atexit handlers
+  Resolve(g_real_exit, "exit")(status);
+  __builtin_unreachable();
+}
+
+IDLESCOPE_EXPORT void _exit(int status) noexcept {
+  // A vfork child shares our memory and file: only the traced process itself writes.
+  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/true);
+  if (Resolve(g_real__exit, "_exit") != nullptr) g_real__exit(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+IDLESCOPE_EXPORT void _Exit(int status) noexcept {
+  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/true);
+  if (Resolve(g_real__Exit, "_Exit") != nullptr) g_real__Exit(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
+                               struct sigaction* old) noexcept {
+  if (!g_signals_managed || !IsManaged(sig)) return RealSigaction(sig, act, old);
+  return ManagedSigaction(sig, act, old);
+}
+
+IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
+  if (!g_signals_managed || !IsManaged(sig)) {
+    using SignalFn = sighandler_t (*)(int, sighandler_t);
+    static SignalFn real = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
+    return real(sig, handler);
+  }
+  // glibc's signal() has BSD semantics: SA_RESTART, the signal blocked in its handler.
+  struct sigaction act, old;
+  memset(&act, 0, sizeof(act));
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  if (ManagedSigaction(sig, &act, &old) != 0) return SIG_ERR;
+  // sa_handler and sa_sigaction share storage (a union in glibc's struct sigaction).
+  return old.sa_handler;
+}
+
+// Annotation API for programs and tests: a MARK event (with the caller's stack) and a flush.
+// Found with dlsym(RTLD_DEFAULT, "idlescope_mark") so a program does not depend on the tracer.
+IDLESCOPE_EXPORT void idlescope_mark(const char* text) {
+  if (!RecorderActive() || detail::t_hook_depth != 0) return;
+  int saved = errno;
+  RawEvent e;
+  e.ts = NowNs();
+  e.type = ev::kMark;
+  e.stack = CaptureStack(1);
+  e.u.io.path = InternString(text != nullptr ? text : "");
+  e.dur = NowNs() - e.ts;
+  Record(e);
+  errno = saved;
+}
+
+IDLESCOPE_EXPORT void idlescope_flush() { FlushNow(); }

@@ -1,0 +1,1008 @@
+// The recorder core: per-thread rings, interning, the writer thread, the trace file.
+//
+// Threads: any program thread calls Record() (lock-free, its own ring); InternString and
+// RecordGpu/RecordNotice/RecordDeviceInfo take short mutexes; the writer thread (all signals
+// blocked, hook depth >= 1 so nothing it does is traced) wakes every IDLESCOPE_FLUSH_MS or when a
+// ring is half full, encodes and writes. Flush() runs under g_flush_mu, on the writer or on a
+// FlushNow() caller.
+#include "interpose/recorder.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interpose/recorder_internal.h"
+#include "interpose/trace_encoder.h"
+#include "interpose/wire.h"
+
+#ifndef IDLESCOPE_VERSION
+#define IDLESCOPE_VERSION "0.0.0"
+#endif
+
+namespace idlescope {
+
+namespace detail {
+std::atomic<bool> g_recorder_active{false};
+std::atomic<uint32_t> g_family_mask{0};
+__thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace detail
+
+namespace internal {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers (no stdio anywhere in the recorder: a signal arriving inside stdio's locks, or
+// the program's own buffering, must never meet ours).
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+uint32_t GetTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+// Whole file into a string (for /proc files, whose size stat does not tell).
+bool ReadFile(const char* path, std::string* out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::optional<int32_t> EnvInt(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < INT32_MIN || n > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(n);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread rings. Ring headers live in a static array (no allocation to find or register one);
+// the slots are mmap'd (Record may run in a signal handler of the program: no malloc there).
+
+enum RingState : uint32_t { kUnused = 0, kOwned = 1, kExited = 2, kFree = 3, kClaiming = 4 };
+
+struct Ring {
+  // Producer side (the owning thread).
+  alignas(64) std::atomic<uint64_t> head{0};
+  std::atomic<uint64_t> dropped{0};
+  RawEvent* slots = nullptr;
+  uint64_t mask = 0;
+  std::atomic<bool> wake_pending{false};
+  // Consumer side (the flushing thread, under g_flush_mu).
+  alignas(64) std::atomic<uint64_t> tail{0};
+  std::atomic<uint32_t> state{kUnused};
+  uint32_t tid = 0;
+  uint64_t dropped_reported = 0;
+  uint64_t seq = 0;
+  uint64_t snap_head = 0;
+  bool snapped = false;
+  bool exited_at_snap = false;
+  uint32_t name_checks = 0;
+  char name[16] = {};
+};
+
+constexpr uint32_t kMaxRings = 8192;
+Ring g_rings[kMaxRings];
+std::atomic<uint32_t> g_ring_count{0};
+uint64_t g_ring_slots = 0;  // per ring, power of two; 0 until Init
+pthread_key_t g_ring_key;
+
+__thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread bool t_thread_dead __attribute__((tls_model("initial-exec"))) = false;
+
+std::atomic<uint32_t> g_wake_word{0};
+std::atomic<uint64_t> g_rings_unavailable{0};  // events lost because no ring could be had
+
+void WakeWriter() {
+  g_wake_word.fetch_add(1, std::memory_order_release);
+  Futex(&g_wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+bool MapSlots(Ring* r) {
+  size_t bytes = g_ring_slots * sizeof(RawEvent);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  r->slots = static_cast<RawEvent*>(p);
+  r->mask = g_ring_slots - 1;
+  return true;
+}
+
+void UnmapSlots(Ring* r) {
+  if (r->slots != nullptr) munmap(r->slots, (r->mask + 1) * sizeof(RawEvent));
+  r->slots = nullptr;
+}
+
+void ResetRing(Ring* r, uint32_t tid) {
+  r->head.store(0, std::memory_order_relaxed);
+  r->tail.store(0, std::memory_order_relaxed);
+  r->dropped.store(0, std::memory_order_relaxed);
+  r->wake_pending.store(false, std::memory_order_relaxed);
+  r->dropped_reported = 0;
+  r->seq = 0;
+  r->snapped = false;
+  r->name_checks = 0;
+  r->name[0] = '\0';
+  r->tid = tid;
+}
+
+// Thread exit (pthread key destructor): the writer drains the ring, then frees its slots.
+void OnThreadExit(void* arg) {
+  Ring* r = static_cast<Ring*>(arg);
+  t_ring = nullptr;
+  t_thread_dead = true;  // events recorded later in this thread's teardown are not kept
+  r->state.store(kExited, std::memory_order_release);
+}
+
+__attribute__((noinline)) Ring* ClaimRing() {
+  if (t_thread_dead || g_ring_slots == 0) return nullptr;
+  int saved = errno;
+  Ring* r = nullptr;
+  uint32_t n = g_ring_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n && r == nullptr; ++i) {
+    uint32_t expected = kFree;
+    if (g_rings[i].state.compare_exchange_strong(expected, kClaiming)) r = &g_rings[i];
+  }
+  if (r == nullptr) {
+    uint32_t i = g_ring_count.load(std::memory_order_relaxed);
+    do {
+      if (i >= kMaxRings) {
+        errno = saved;
+        return nullptr;
+      }
+    } while (!g_ring_count.compare_exchange_weak(i, i + 1));
+    r = &g_rings[i];
+    r->state.store(kClaiming, std::memory_order_relaxed);
+  }
+  ResetRing(r, GetTid());
+  if (!MapSlots(r)) {
+    r->state.store(kFree, std::memory_order_release);
+    errno = saved;
+    return nullptr;
+  }
+  r->state.store(kOwned, std::memory_order_release);
+  t_ring = r;
+  pthread_setspecific(g_ring_key, r);
+  errno = saved;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interned strings: ids from 1, stable for the process (hooks keep them in static locals, and a
+// forked child keeps using them: its new file defines them all again).
+
+std::mutex g_strings_mu;
+std::unordered_map<std::string, uint32_t>* g_string_ids;  // never destroyed (exit ordering)
+std::vector<const std::string*>* g_strings;               // id - 1 -> string
+size_t g_strings_emitted = 0;                             // under g_strings_mu
+
+// ---------------------------------------------------------------------------------------------
+// Queues filled by other threads, drained by Flush.
+
+std::mutex g_queue_mu;
+std::vector<RawGpuActivity>* g_gpu_queue;
+uint64_t g_gpu_dropped_pending = 0;
+uint64_t g_gpu_queue_overflow = 0;
+std::vector<RawDeviceInfo>* g_devices_pending;
+std::vector<uint32_t>* g_devices_seen;
+std::vector<trace::Notice>* g_notices_pending;
+constexpr size_t kMaxGpuQueue = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// The file and the flushing state (under g_flush_mu).
+
+std::mutex g_flush_mu;
+Config* g_config;
+int g_fd = -1;
+dev_t g_fd_dev = 0;
+ino_t g_fd_ino = 0;
+std::string* g_path;
+uint32_t g_pid = 0;
+uint64_t g_file_bytes = 0;
+uint64_t g_footer_at = 0;  // file size before the footer (exec support)
+bool g_closed = false;     // footer written: nothing more goes into this file
+bool g_fd_lost_said = false;
+int g_exit_status = 0;
+bool g_exit_status_set = false;
+
+// Totals for the footer.
+uint64_t g_total_events = 0, g_total_dropped = 0, g_total_gpu = 0, g_total_gpu_dropped = 0,
+         g_total_batches = 0;
+
+// Writer-side interning of stream handles.
+struct StreamKey {
+  uint64_t handle;
+  int32_t device;
+  bool operator==(const StreamKey&) const = default;
+};
+struct StreamKeyHash {
+  size_t operator()(const StreamKey& k) const {
+    return std::hash<uint64_t>()(k.handle * 31 + static_cast<uint64_t>(k.device));
+  }
+};
+std::unordered_map<StreamKey, uint64_t, StreamKeyHash>* g_stream_ids;
+
+// Writer thread and shutdown handshake.
+pthread_t g_writer;
+std::atomic<bool> g_writer_running{false};
+std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
+int g_final_status = 0;
+std::atomic<uint32_t> g_final_done{0};
+std::atomic<bool> g_shutdown_started{false};
+std::atomic<bool> g_initialized{false};
+trace::Origin g_origin = trace::kOriginPreload;
+uint32_t g_parent_pid = 0;
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+bool FdStillOurs() {
+  struct stat st;
+  if (g_fd < 0 || fstat(g_fd, &st) != 0) return false;
+  return st.st_dev == g_fd_dev && st.st_ino == g_fd_ino;
+}
+
+// Moves `fd` above the range programs use, so a program that dup2()s onto low numbers or opens
+// many files does not meet it (heaptrack and uftrace protect their fd the same way).
+int MoveFdHigh(int fd) {
+  struct rlimit rl;
+  long floor = 1000;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      static_cast<long>(rl.rlim_cur) <= floor + 16) {
+    floor = static_cast<long>(rl.rlim_cur) * 3 / 4;
+  }
+  if (floor <= fd) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(floor));
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+void AdoptFd(int fd) {
+  g_fd = MoveFdHigh(fd);
+  struct stat st;
+  if (fstat(g_fd, &st) == 0) {
+    g_fd_dev = st.st_dev;
+    g_fd_ino = st.st_ino;
+  }
+}
+
+// Stops tracing for good (the file cannot be written): said once.
+void StopTracing(const std::string& why) {
+  detail::g_recorder_active.store(false, std::memory_order_relaxed);
+  g_closed = true;
+  if (!g_fd_lost_said) {
+    g_fd_lost_said = true;
+    Say(why.c_str());
+  }
+}
+
+// The program closed (or replaced) our fd: reopen the file in append mode and go on, or stop.
+bool RecoverFd() {
+  int fd = open(g_path->c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    StopTracing("the program closed the trace file descriptor and " + *g_path +
+                " cannot be reopened (" + strerror(errno) + "); tracing stopped");
+    return false;
+  }
+  AdoptFd(fd);
+  if (!g_fd_lost_said) {
+    g_fd_lost_said = true;
+    Say(("the program closed the trace file descriptor; reopened " + *g_path + " and went on")
+            .c_str());
+  }
+  return true;
+}
+
+bool WriteAll(const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(g_fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      StopTracing("cannot write " + *g_path + ": " + strerror(errno) + "; tracing stopped");
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    g_file_bytes += static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+// Writes whole packets; checks first that the fd is still the trace file.
+bool WritePackets(const wire::Buffer& b) {
+  if (g_closed || b.empty()) return !g_closed;
+  if (!FdStillOurs()) {
+    bool recovered = RecoverFd();
+    if (recovered) {
+      trace::Notice n{NowNs(), static_cast<uint32_t>(Severity::kWarning), "trace_fd_closed",
+                      "the program closed the trace file descriptor; the file was reopened "
+                      "(events of the last interval may be missing)"};
+      wire::Buffer nb;
+      trace::WriteNoticePacket(nb, n);
+      if (!WriteAll(nb.data(), nb.size())) return false;
+    } else {
+      return false;
+    }
+  }
+  return WriteAll(b.data(), b.size());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header.
+
+uint64_t ProcessStartNs() {
+  std::string stat;
+  if (!ReadFile("/proc/self/stat", &stat)) return 0;
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  // Fields after the command name start at field 3 (state); starttime is field 22, in clock
+  // ticks since boot, measured on CLOCK_BOOTTIME (proc(5)). Map it onto CLOCK_MONOTONIC.
+  const char* p = stat.c_str() + paren + 2;
+  for (int field = 3; field < 22 && *p; ++field) {
+    p = strchr(p, ' ');
+    if (p == nullptr) return 0;
+    ++p;
+  }
+  unsigned long long ticks = strtoull(p, nullptr, 10);
+  long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  timespec mono, boot;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  int64_t boot_minus_mono =
+      (boot.tv_sec - mono.tv_sec) * 1000000000ll + (boot.tv_nsec - mono.tv_nsec);
+  int64_t start_boot = static_cast<int64_t>(ticks) * (1000000000ll / hz);
+  int64_t start_mono = start_boot - boot_minus_mono;
+  return start_mono > 0 ? static_cast<uint64_t>(start_mono) : 0;
+}
+
+trace::Header BuildHeader() {
+  trace::Header h;
+  h.pid = g_pid;
+  h.ppid = g_origin == trace::kOriginFork ? g_parent_pid : static_cast<uint32_t>(getppid());
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) h.host = host;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+  if (n > 0) h.exe.assign(exe, static_cast<size_t>(n));
+  std::string cmdline;
+  if (ReadFile("/proc/self/cmdline", &cmdline)) {
+    size_t pos = 0;
+    while (pos < cmdline.size()) {
+      size_t end = cmdline.find('\0', pos);
+      if (end == std::string::npos) end = cmdline.size();
+      h.cmdline.push_back(cmdline.substr(pos, end - pos));
+      pos = end + 1;
+    }
+  }
+  h.rank = EnvInt("RANK");
+  h.local_rank = EnvInt("LOCAL_RANK");
+  h.world_size = EnvInt("WORLD_SIZE");
+  h.slurm_procid = EnvInt("SLURM_PROCID");
+  timespec mono, real;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  h.clock.monotonic_ns = mono.tv_sec * 1000000000ull + mono.tv_nsec;
+  h.clock.realtime_ns = real.tv_sec * 1000000000ull + real.tv_nsec;
+  h.origin = g_origin;
+  h.tool_version = IDLESCOPE_VERSION;
+  if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) h.cuda_visible_devices = v;
+  h.process_start_ns = ProcessStartNs();
+  h.main_tid = g_pid;
+  std::string boot_id;
+  if (ReadFile("/proc/sys/kernel/random/boot_id", &boot_id)) h.boot_id = Trim(boot_id);
+  h.config.flush_interval_ms = g_config->flush_ms;
+  h.config.buffer_bytes = g_ring_slots * sizeof(RawEvent);
+  h.config.stack_depth = g_config->stack_depth;
+  h.config.families = g_config->families;
+  return h;
+}
+
+// mkdir -p
+bool MakeDirs(const std::string& dir) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) return false;
+  }
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Opens <out>/<host>-<pid>.idlescope, or -1, -2, ... when it exists (exec keeps the pid), and
+// writes the header. Under g_flush_mu (or before any other thread can flush).
+bool OpenTraceFile() {
+  const std::string& dir = g_config->out_dir;
+  if (!MakeDirs(dir)) {
+    Say(("cannot create output directory " + dir + ": " + strerror(errno) + "; not tracing")
+            .c_str());
+    return false;
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string base = dir + "/" + host + "-" + std::to_string(g_pid);
+  int fd = -1;
+  for (int i = 0; i < 10000 && fd < 0; ++i) {
+    std::string path = base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope";
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      *g_path = path;
+    } else if (errno != EEXIST) {
+      Say(("cannot create " + path + ": " + strerror(errno) + "; not tracing").c_str());
+      return false;
+    }
+  }
+  if (fd < 0) return false;
+  AdoptFd(fd);
+  g_file_bytes = 0;
+  g_closed = false;
+  g_fd_lost_said = false;
+  wire::Buffer b;
+  trace::WriteHeaderPacket(b, BuildHeader());
+  return WritePackets(b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flush: everything recorded so far becomes packets in the file.
+
+uint64_t StreamId(uint64_t handle, int32_t device, trace::Interned* interned) {
+  // Special handles (0 legacy default, 1 cudaStreamLegacy, 2 cudaStreamPerThread) exist once per
+  // device; a created stream's handle is unique in the process.
+  StreamKey key{handle, handle <= 2 ? device : 0};
+  auto [it, inserted] = g_stream_ids->try_emplace(key, g_stream_ids->size() + 1);
+  if (inserted) interned->streams.push_back({it->second, handle, device});
+  return it->second;
+}
+
+uint64_t EventStreamId(const RawEvent& e, trace::Interned* interned) {
+  switch (e.type) {
+    case ev::kCudaMemcpy:
+    case ev::kCudaMemset:
+    case ev::kCudaSync:
+    case ev::kCudaLaunch:
+    case ev::kCudaGraphLaunch:
+    case ev::kCudaLaunchSummary:
+      return StreamId(e.u.cuda.stream, static_cast<int32_t>(e.u.cuda.device), interned);
+    case ev::kNcclCollective:
+      return StreamId(e.u.nccl.stream, 0, interned);
+    default:
+      return 0;  // allocations and non-CUDA events have no stream
+  }
+}
+
+void ReadThreadName(Ring* r, trace::Interned* interned) {
+  std::string path = "/proc/self/task/" + std::to_string(r->tid) + "/comm";
+  std::string name;
+  if (!ReadFile(path.c_str(), &name)) return;
+  name = Trim(name);
+  if (name.empty() || name.size() >= sizeof(r->name) || name == r->name) return;
+  memcpy(r->name, name.c_str(), name.size() + 1);
+  interned->threads.push_back({r->tid, name});
+}
+
+constexpr size_t kMaxEventsPerBatch = 4096;
+
+void EncodeRing(Ring* r, wire::Buffer* body, trace::Interned* interned) {
+  uint64_t tail = r->tail.load(std::memory_order_relaxed);
+  uint64_t head = r->snap_head;
+  uint64_t dropped = r->dropped.load(std::memory_order_relaxed);
+  uint64_t new_dropped = dropped - r->dropped_reported;
+  if (tail == head && new_dropped == 0) return;
+  // Thread names change after start (PyTorch names its workers): look again now and then.
+  if (r->name_checks++ % 16 == 0) ReadThreadName(r, interned);
+  while (tail != head || new_dropped != 0) {
+    uint64_t end = head - tail > kMaxEventsPerBatch ? tail + kMaxEventsPerBatch : head;
+    trace::PacketScope p(*body, trace::kEvents);
+    trace::EncodeEventBatchHeader(*body, r->tid, r->seq++, new_dropped);
+    g_total_dropped += new_dropped;
+    r->dropped_reported += new_dropped;
+    new_dropped = 0;
+    uint64_t prev_ts = 0;
+    for (uint64_t i = tail; i != end; ++i) {
+      const RawEvent& e = r->slots[i & r->mask];
+      uint64_t stream = EventStreamId(e, interned);
+      size_t t = body->BeginNested(trace::kEventBatchEventField);
+      trace::EncodeEvent(*body, e, static_cast<int64_t>(e.ts - prev_ts), stream);
+      body->EndNested(t);
+      prev_ts = e.ts;
+    }
+    g_total_events += end - tail;
+    ++g_total_batches;
+    tail = end;
+  }
+  r->tail.store(tail, std::memory_order_release);
+}
+
+void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer* body) {
+  size_t i = 0;
+  while (i < gpu.size() || dropped != 0) {
+    size_t end = std::min(gpu.size(), i + kMaxEventsPerBatch);
+    trace::PacketScope p(*body, trace::kGpu);
+    uint64_t prev = 0;
+    for (; i < end; ++i) {
+      size_t t = body->BeginNested(trace::kGpuBatchActivityField);
+      trace::EncodeGpuActivity(*body, gpu[i], static_cast<int64_t>(gpu[i].start - prev));
+      body->EndNested(t);
+      prev = gpu[i].start;
+    }
+    trace::EncodeGpuBatchDropped(*body, dropped);
+    g_total_gpu_dropped += dropped;
+    dropped = 0;
+  }
+  g_total_gpu += gpu.size();
+}
+
+// Under g_flush_mu. Order matters: snapshot the rings' heads and swap the queues first, then take
+// the interned data, so that every id an event uses was published before we look for new ids.
+void FlushLocked() {
+  if (g_closed) return;
+  uint32_t n = g_ring_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i) {
+    Ring* r = &g_rings[i];
+    uint32_t st = r->state.load(std::memory_order_acquire);
+    r->snapped = st == kOwned || st == kExited;
+    if (!r->snapped) continue;
+    r->exited_at_snap = st == kExited;
+    r->snap_head = r->head.load(std::memory_order_acquire);
+  }
+  std::vector<RawGpuActivity> gpu;
+  std::vector<RawDeviceInfo> devices;
+  std::vector<trace::Notice> notices;
+  uint64_t gpu_dropped;
+  {
+    std::lock_guard<std::mutex> lock(g_queue_mu);
+    gpu.swap(*g_gpu_queue);
+    devices.swap(*g_devices_pending);
+    notices.swap(*g_notices_pending);
+    gpu_dropped = g_gpu_dropped_pending + g_gpu_queue_overflow;
+    g_gpu_dropped_pending = g_gpu_queue_overflow = 0;
+  }
+
+  trace::Interned interned;
+  wire::Buffer body;
+  for (uint32_t i = 0; i < n; ++i) {
+    Ring* r = &g_rings[i];
+    if (!r->snapped) continue;
+    EncodeRing(r, &body, &interned);
+    r->wake_pending.store(false, std::memory_order_relaxed);
+    if (r->exited_at_snap) {
+      UnmapSlots(r);
+      r->state.store(kFree, std::memory_order_release);
+    }
+  }
+  EncodeGpu(gpu, gpu_dropped, &body);
+
+  // New stack nodes, resolved to frames (which intern function and module names).
+  std::vector<stacks::NewNode> nodes;
+  stacks::TakeNewNodes(&nodes);
+  stacks::Symbolizer& sym = stacks::WriterSymbolizer();
+  for (const stacks::NewNode& node : nodes) {
+    uint64_t frame = sym.FrameFor(node.pc, &interned);
+    interned.stack_nodes.push_back({node.id, node.parent, frame});
+  }
+  std::vector<trace::Module> modules;
+  if (!nodes.empty()) sym.TakeNewModules(&modules);
+  {
+    std::lock_guard<std::mutex> lock(g_strings_mu);
+    for (; g_strings_emitted < g_strings->size(); ++g_strings_emitted) {
+      interned.strings.push_back({g_strings_emitted + 1, *(*g_strings)[g_strings_emitted]});
+    }
+  }
+
+  wire::Buffer out;
+  if (!interned.empty()) trace::WriteInternedPacket(out, interned);
+  if (!modules.empty()) {
+    trace::PacketScope p(out, trace::kModules);
+    for (const trace::Module& m : modules) {
+      size_t t = out.BeginNested(trace::kModuleMapModuleField);
+      trace::EncodeModule(out, m);
+      out.EndNested(t);
+    }
+  }
+  for (const RawDeviceInfo& d : devices) trace::WriteDevicePacket(out, d);
+  for (const trace::Notice& notice : notices) trace::WriteNoticePacket(out, notice);
+  out.Raw(body.data(), body.size());
+  WritePackets(out);
+}
+
+void WriteFooterLocked(trace::ExitReason reason, int status) {
+  if (g_closed) return;
+  g_footer_at = g_file_bytes;
+  trace::Footer f;
+  f.end_ns = NowNs();
+  f.events = g_total_events;
+  f.events_dropped = g_total_dropped + g_rings_unavailable.load(std::memory_order_relaxed);
+  f.gpu_activities = g_total_gpu;
+  f.gpu_dropped = g_total_gpu_dropped;
+  f.batches = g_total_batches;
+  f.bytes = g_file_bytes;
+  f.reason = reason;
+  f.exit_status = status;
+  wire::Buffer b;
+  trace::WriteFooterPacket(b, f);
+  WritePackets(b);
+  g_closed = true;
+}
+
+void FinalFlush(trace::ExitReason reason, int status) {
+  std::lock_guard<std::mutex> lock(g_flush_mu);
+  FlushLocked();
+  WriteFooterLocked(reason, status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The writer thread.
+
+void* WriterMain(void*) {
+  detail::t_hook_depth = 1;  // nothing this thread does is traced
+  t_thread_dead = true;      // and it never records
+  for (;;) {
+    uint32_t word = g_wake_word.load(std::memory_order_acquire);
+    uint32_t request = g_final_request.load(std::memory_order_acquire);
+    if (request != 0) {
+      FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
+      g_final_done.store(1, std::memory_order_release);
+      Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_flush_mu);
+      if (g_closed) break;
+      FlushLocked();
+    }
+    timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
+                     static_cast<long>(g_config->flush_ms % 1000) * 1000000L};
+    if (g_wake_word.load(std::memory_order_acquire) == word &&
+        g_final_request.load(std::memory_order_acquire) == 0) {
+      Futex(&g_wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
+    }
+  }
+  g_writer_running.store(false, std::memory_order_release);
+  return nullptr;
+}
+
+bool StartWriter() {
+  // Block every signal in the writer (it inherits the creating thread's mask): a process-directed
+  // signal must go to a program thread, never to ours.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  g_writer_running.store(true, std::memory_order_release);
+  int rc = pthread_create(&g_writer, &attr, WriterMain, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    g_writer_running.store(false, std::memory_order_release);
+    Say("cannot start the writer thread; not tracing");
+    return false;
+  }
+  pthread_setname_np(g_writer, "idlescope-wr");
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fork: the child starts a file of its own, with none of the parent's buffered events.
+
+void ForkPrepare() {
+  g_flush_mu.lock();
+  g_strings_mu.lock();
+  g_queue_mu.lock();
+}
+
+void ForkParent() {
+  g_queue_mu.unlock();
+  g_strings_mu.unlock();
+  g_flush_mu.unlock();
+}
+
+void ForkChild() {
+  g_queue_mu.unlock();
+  g_strings_mu.unlock();
+  g_flush_mu.unlock();
+  uint32_t parent = g_pid;
+  g_pid = static_cast<uint32_t>(getpid());
+  bool was_active = detail::g_recorder_active.load(std::memory_order_relaxed);
+  detail::g_recorder_active.store(false, std::memory_order_relaxed);
+  if (!was_active || g_shutdown_started.load()) return;
+  // Only the forking thread exists in the child: every other ring is the parent's business.
+  uint32_t n = g_ring_count.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    Ring* r = &g_rings[i];
+    if (r == t_ring) {
+      ResetRing(r, GetTid());
+    } else if (r->state.load() == kOwned || r->state.load() == kExited) {
+      UnmapSlots(r);
+      r->state.store(kFree);
+    }
+  }
+  g_strings_emitted = 0;
+  stacks::MarkAllUnemitted();
+  stacks::WriterSymbolizer().Reset();
+  g_stream_ids->clear();
+  g_gpu_queue->clear();
+  g_devices_pending->clear();
+  g_devices_seen->clear();
+  g_notices_pending->clear();
+  g_gpu_dropped_pending = g_gpu_queue_overflow = 0;
+  g_total_events = g_total_dropped = g_total_gpu = g_total_gpu_dropped = g_total_batches = 0;
+  g_rings_unavailable.store(0);
+  g_final_request.store(0);
+  g_final_done.store(0);
+  g_exit_status_set = false;
+  close(g_fd);  // the parent's file stays the parent's
+  g_fd = -1;
+  g_origin = trace::kOriginFork;
+  g_parent_pid = parent;
+  uint32_t saved_depth = detail::t_hook_depth;
+  detail::t_hook_depth = saved_depth + 1;
+  bool ok = OpenTraceFile() && StartWriter();
+  detail::t_hook_depth = saved_depth;
+  if (ok) detail::g_recorder_active.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Internal API.
+
+bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == g_pid; }
+
+void SetExitStatus(int status) {
+  g_exit_status = status;
+  g_exit_status_set = true;
+}
+
+void FlushSoon() {
+  if (g_writer_running.load(std::memory_order_acquire)) WakeWriter();
+}
+
+void Init() {
+  bool expected = false;
+  if (!g_initialized.compare_exchange_strong(expected, true)) return;
+  int saved_errno = errno;
+  ++detail::t_hook_depth;
+  g_config = new Config(ParseConfig());
+  g_path = new std::string();
+  g_string_ids = new std::unordered_map<std::string, uint32_t>();
+  g_strings = new std::vector<const std::string*>();
+  g_gpu_queue = new std::vector<RawGpuActivity>();
+  g_devices_pending = new std::vector<RawDeviceInfo>();
+  g_devices_seen = new std::vector<uint32_t>();
+  g_notices_pending = new std::vector<trace::Notice>();
+  g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
+  uint64_t slots = 1;
+  while (slots * 2 * sizeof(RawEvent) <= uint64_t{g_config->buffer_kb} * 1024) slots *= 2;
+  g_pid = static_cast<uint32_t>(getpid());
+  // CUDA_INJECTION64_PATH loads us with dlopen, without LD_PRELOAD naming us.
+  const char* preload = getenv("LD_PRELOAD");
+  g_origin = preload != nullptr && strstr(preload, "idlescope") != nullptr
+                 ? trace::kOriginPreload
+                 : trace::kOriginInjection;
+  pthread_key_create(&g_ring_key, OnThreadExit);
+  detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
+  stacks::Init(g_config->stack_depth);
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    g_ring_slots = slots;
+    ok = OpenTraceFile();
+  }
+  if (ok) ok = StartWriter();
+  if (ok) {
+    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+    detail::g_recorder_active.store(true, std::memory_order_release);
+  }
+  --detail::t_hook_depth;
+  errno = saved_errno;
+}
+
+void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
+  if (!g_initialized.load() || !InTracedProcess()) return;
+  if (g_shutdown_started.exchange(true)) return;
+  int saved_errno = errno;
+  ++detail::t_hook_depth;
+  if (reason == trace::kExitNormal && g_exit_status_set) status = g_exit_status;
+  if (RecorderActive()) {
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kProcExit;
+    e.result = status;
+    Record(e);
+  }
+  detail::g_recorder_active.store(false, std::memory_order_relaxed);
+  if (g_writer_running.load(std::memory_order_acquire)) {
+    // The writer does the final flush: this thread may be in a signal handler, or hold locks a
+    // flush needs. Wait a bounded time: a stuck writer must not hang the program's exit.
+    g_final_status = status;
+    g_final_request.store(1 + reason, std::memory_order_release);
+    WakeWriter();
+    uint64_t deadline = NowNs() + (from_signal ? 3 : 10) * 1000000000ull;
+    while (g_final_done.load(std::memory_order_acquire) == 0) {
+      uint64_t now = NowNs();
+      if (now >= deadline) break;
+      uint64_t left = deadline - now;
+      timespec ts{static_cast<time_t>(left / 1000000000ull),
+                  static_cast<long>(left % 1000000000ull)};
+      Futex(&g_final_done, FUTEX_WAIT_PRIVATE, 0, &ts);
+    }
+  } else if (!from_signal) {
+    FinalFlush(reason, status);
+  }
+  --detail::t_hook_depth;
+  errno = saved_errno;
+}
+
+}  // namespace internal
+
+using namespace internal;  // NOLINT: the public API below is the internal one's front
+
+// ---------------------------------------------------------------------------------------------
+// Public API (recorder.h).
+
+void Record(const RawEvent& event) {
+  Ring* r = t_ring;
+  if (__builtin_expect(r == nullptr, 0)) {
+    r = ClaimRing();
+    if (r == nullptr) {
+      if (!t_thread_dead) g_rings_unavailable.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  uint64_t h = r->head.load(std::memory_order_relaxed);
+  uint64_t used = h - r->tail.load(std::memory_order_acquire);
+  if (__builtin_expect(used > r->mask, 0)) {
+    r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  r->slots[h & r->mask] = event;
+  r->head.store(h + 1, std::memory_order_release);
+  if (__builtin_expect(used >= (r->mask >> 1), 0) &&
+      !r->wake_pending.load(std::memory_order_relaxed)) {
+    r->wake_pending.store(true, std::memory_order_relaxed);
+    int saved = errno;
+    WakeWriter();
+    errno = saved;
+  }
+}
+
+void RecordGpu(const RawGpuActivity& activity) {
+  if (!RecorderActive()) return;
+  std::lock_guard<std::mutex> lock(g_queue_mu);
+  if (g_gpu_queue->size() >= kMaxGpuQueue) {
+    ++g_gpu_queue_overflow;
+    return;
+  }
+  g_gpu_queue->push_back(activity);
+}
+
+void RecordGpuDropped(uint64_t records) {
+  if (!RecorderActive() || records == 0) return;
+  std::lock_guard<std::mutex> lock(g_queue_mu);
+  g_gpu_dropped_pending += records;
+}
+
+uint32_t InternString(std::string_view s) {
+  if (g_strings == nullptr) return 0;
+  int saved = errno;
+  ++detail::t_hook_depth;
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(g_strings_mu);
+    auto [it, inserted] = g_string_ids->try_emplace(std::string(s), 0);
+    if (inserted) {
+      g_strings->push_back(&it->first);  // node-based map: the key's address is stable
+      it->second = static_cast<uint32_t>(g_strings->size());
+    }
+    id = it->second;
+  }
+  --detail::t_hook_depth;
+  errno = saved;
+  return id;
+}
+
+void RecordDeviceInfo(const RawDeviceInfo& info) {
+  if (!RecorderActive()) return;
+  std::lock_guard<std::mutex> lock(g_queue_mu);
+  for (uint32_t d : *g_devices_seen) {
+    if (d == info.device) return;
+  }
+  g_devices_seen->push_back(info.device);
+  g_devices_pending->push_back(info);
+}
+
+void RecordNotice(Severity severity, std::string_view code, std::string_view text, bool print) {
+  int saved = errno;
+  if (print) Say((std::string(text)).c_str());
+  if (g_notices_pending != nullptr) {
+    std::lock_guard<std::mutex> lock(g_queue_mu);
+    g_notices_pending->push_back(
+        {NowNs(), static_cast<uint32_t>(severity), std::string(code), std::string(text)});
+  }
+  errno = saved;
+  FlushSoon();
+}
+
+void FlushNow() {
+  if (!g_initialized.load() || !InTracedProcess()) return;
+  int saved = errno;
+  ++detail::t_hook_depth;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    FlushLocked();
+  }
+  --detail::t_hook_depth;
+  errno = saved;
+}
+
+void BeforeExec() {
+  if (!g_initialized.load() || !InTracedProcess()) return;
+  int saved = errno;
+  ++detail::t_hook_depth;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    FlushLocked();
+    WriteFooterLocked(trace::kExitExec, 0);
+  }
+  --detail::t_hook_depth;
+  errno = saved;
+}
+
+void AfterExecFailed() {
+  if (!g_initialized.load() || !InTracedProcess()) return;
+  int saved = errno;
+  ++detail::t_hook_depth;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    // Drop the footer: the process goes on, and the file must end with its real footer.
+    if (g_closed && g_fd >= 0 && !g_fd_lost_said && ftruncate(g_fd, g_footer_at) == 0) {
+      g_file_bytes = g_footer_at;
+      g_closed = false;
+      lseek(g_fd, 0, SEEK_END);
+    }
+  }
+  --detail::t_hook_depth;
+  errno = saved;
+}
+
+bool IsTraceFd(int fd) { return fd >= 0 && fd == g_fd; }
+
+}  // namespace idlescope

@@ -1,0 +1,72 @@
+// What the recorder's own files share (recorder.cc, lifecycle.cc, stacks.cc, config.cc). Hooks
+// and the CUPTI layer use recorder.h only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interpose/trace_encoder.h"
+
+namespace idlescope::internal {
+
+// IDLESCOPE_* environment variables, parsed once (docs/architecture.md, "Recorder").
+struct Config {
+  std::string out_dir = ".";          // IDLESCOPE_OUT
+  uint32_t flush_ms = 500;            // IDLESCOPE_FLUSH_MS
+  uint32_t buffer_kb = 1024;          // IDLESCOPE_BUFFER_KB, per thread
+  uint32_t stack_depth = 24;          // IDLESCOPE_STACK_DEPTH, 0 = off
+  uint32_t family_mask = 0;           // IDLESCOPE_ENABLE / IDLESCOPE_DISABLE
+  bool quiet = false;                 // IDLESCOPE_QUIET: no stderr messages
+  std::vector<std::string> families;  // names of the enabled families, for the header
+};
+// Reads the environment; a bad value is reported once on stderr and its default kept.
+Config ParseConfig();
+const char* FamilyName(uint32_t family);
+
+// "idlescope: " + text + "\n" on stderr with one write(2) (async-signal-safe), unless quiet.
+void Say(const char* text);
+
+// Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
+void Init();
+// A clean end: records PROC_EXIT, flushes everything and writes the footer, once. Safe from a
+// signal handler when `from_signal` (then the writer thread does the work; bounded wait).
+void Shutdown(trace::ExitReason reason, int status, bool from_signal);
+// Flushes without ending the trace (end of main, exit() before atexit handlers, signals).
+void FlushSoon();
+// Exit status to put in the footer when the process ends through exit()/return from main.
+void SetExitStatus(int status);
+// The pid the trace file belongs to; a vfork child (same memory, other pid) must not write.
+bool InTracedProcess();
+
+}  // namespace idlescope::internal
+
+namespace idlescope::stacks {
+
+// Loads libunwind (dlopen, RTLD_LOCAL) when depth > 0. Called from Init.
+void Init(uint32_t depth);
+
+// A trie node whose definition has not been written to the current file yet.
+struct NewNode {
+  uint32_t id;
+  uint32_t parent;
+  uint64_t pc;
+};
+// Writer: nodes published since the previous call, parents before children.
+void TakeNewNodes(std::vector<NewNode>* out);
+// fork child: every node must be defined again in the child's file.
+void MarkAllUnemitted();
+
+// Writer-side resolution of program counters to Frames, and the module map.
+class Symbolizer {
+ public:
+  // Frame id of `pc` (a return address), creating and appending it (and its strings) to `out`.
+  uint64_t FrameFor(uint64_t pc, trace::Interned* out);
+  // Modules loaded since the previous call (dl_iterate_phdr), with their path strings interned.
+  void TakeNewModules(std::vector<trace::Module>* out);
+  // New file (fork child): frames and modules are defined again.
+  void Reset();
+};
+Symbolizer& WriterSymbolizer();
+
+}  // namespace idlescope::stacks

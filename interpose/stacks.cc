@@ -1,0 +1,465 @@
+// Call stacks: capture on the calling thread (libunwind), interning into a lock-free trie, and
+// symbolization on the writer thread only (dladdr, the module's ELF .symtab, demangling).
+//
+// libunwind is loaded with dlopen(RTLD_LOCAL), never linked: Debian's libunwind.so.8 exports the
+// _Unwind_* personality ABI and a weak backtrace(), and as a NEEDED library of a preloaded
+// object it would take over the C++ exception unwinding of the whole traced program (its
+// libunwind.a is not built -fPIC, so it cannot be linked into a shared object either). Without
+// libunwind, libgcc's _Unwind_Backtrace (linked statically, -static-libgcc) is the fallback.
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interpose/recorder.h"
+#include "interpose/recorder_internal.h"
+
+namespace idlescope::stacks {
+
+namespace {
+
+constexpr int kMaxDepth = 128;
+
+// ---------------------------------------------------------------------------------------------
+// Unwinding.
+
+using UnwBacktraceFn = int (*)(void** buffer, int size);
+UnwBacktraceFn g_unw_backtrace = nullptr;
+uint32_t g_depth = 0;
+// Our own code's address range: frames inside it (the hook that called CaptureStack) are not
+// part of the program's stack.
+uintptr_t g_self_lo = 0, g_self_hi = 0;
+
+struct GccTrace {
+  void** pcs;
+  int n, max;
+};
+_Unwind_Reason_Code GccTraceStep(struct _Unwind_Context* ctx, void* arg) {
+  GccTrace* t = static_cast<GccTrace*>(arg);
+  if (t->n >= t->max) return _URC_END_OF_STACK;
+  uintptr_t ip = _Unwind_GetIP(ctx);
+  if (ip == 0) return _URC_END_OF_STACK;
+  t->pcs[t->n++] = reinterpret_cast<void*>(ip);
+  return _URC_NO_REASON;
+}
+
+int Backtrace(void** pcs, int max) {
+  if (g_unw_backtrace != nullptr) return g_unw_backtrace(pcs, max);
+  GccTrace t{pcs, 0, max};
+  _Unwind_Backtrace(GccTraceStep, &t);
+  return t.n;
+}
+
+int FindSelf(struct dl_phdr_info* info, size_t, void* arg) {
+  uintptr_t probe = reinterpret_cast<uintptr_t>(arg);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (probe >= lo && probe < hi) {
+      // The whole module, not just this segment.
+      uintptr_t mlo = UINTPTR_MAX, mhi = 0;
+      for (int j = 0; j < info->dlpi_phnum; ++j) {
+        const ElfW(Phdr)& p = info->dlpi_phdr[j];
+        if (p.p_type != PT_LOAD) continue;
+        mlo = std::min<uintptr_t>(mlo, info->dlpi_addr + p.p_vaddr);
+        mhi = std::max<uintptr_t>(mhi, info->dlpi_addr + p.p_vaddr + p.p_memsz);
+      }
+      // Only a shared object: when the recorder is linked into an executable (tests, benchmarks)
+      // that executable is the program.
+      if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+        g_self_lo = mlo;
+        g_self_hi = mhi;
+      }
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The trie: open addressing over (parent id, pc), lock-free. A slot is claimed by CAS on its id
+// (0 -> kBusy), filled, then published with the node's id; lookups that meet kBusy wait for it.
+// Node ids are dense; node i's definition lives in g_nodes[i].
+
+constexpr uint32_t kBusy = UINT32_MAX;
+constexpr uint32_t kFull = UINT32_MAX - 1;  // slot filled, but no id was left for it
+constexpr uint32_t kTrieBits = 19;
+constexpr uint32_t kTrieSlots = 1u << kTrieBits;
+constexpr uint32_t kMaxNodes = kTrieSlots / 2;  // keeps probe sequences short
+
+struct TrieSlot {
+  std::atomic<uint32_t> id;
+  uint32_t parent;
+  uint64_t pc;
+};
+struct Node {
+  uint64_t pc;
+  uint32_t parent;
+  std::atomic<uint8_t> ready;
+  uint8_t emitted;  // writer only
+};
+
+TrieSlot* g_slots = nullptr;
+Node* g_nodes = nullptr;
+std::atomic<uint32_t> g_next_node{1};
+uint32_t g_low_unemitted = 1;  // writer only
+
+inline uint64_t Mix(uint64_t parent, uint64_t pc) {
+  uint64_t h =
+      pc * 0x9E3779B97F4A7C15ull ^ (parent + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+  return h ^ (h >> 29);
+}
+
+uint32_t Child(uint32_t parent, uint64_t pc) {
+  uint32_t i = static_cast<uint32_t>(Mix(parent, pc)) & (kTrieSlots - 1);
+  for (uint32_t probes = 0; probes < kTrieSlots; ++probes) {
+    TrieSlot& s = g_slots[i];
+    uint32_t id = s.id.load(std::memory_order_acquire);
+    if (id == 0) {
+      if (!s.id.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
+      s.parent = parent;
+      s.pc = pc;
+      uint32_t nid = g_next_node.fetch_add(1, std::memory_order_relaxed);
+      if (nid >= kMaxNodes) {
+        s.id.store(kFull, std::memory_order_release);
+        return 0;
+      }
+      g_nodes[nid].pc = pc;
+      g_nodes[nid].parent = parent;
+      g_nodes[nid].ready.store(1, std::memory_order_release);
+      s.id.store(nid, std::memory_order_release);
+      return nid;
+    }
+    if (id == kBusy) {
+      __builtin_ia32_pause();
+      continue;  // same slot again
+    }
+    if (s.parent == parent && s.pc == pc) return id == kFull ? 0 : id;
+    i = (i + 1) & (kTrieSlots - 1);
+  }
+  return 0;
+}
+
+void* MapZeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+void Init(uint32_t depth) {
+  if (depth == 0) return;
+  g_slots = static_cast<TrieSlot*>(MapZeroed(sizeof(TrieSlot) * kTrieSlots));
+  g_nodes = static_cast<Node*>(MapZeroed(sizeof(Node) * kMaxNodes));
+  if (g_slots == nullptr || g_nodes == nullptr) return;
+  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (lib != nullptr)
+    g_unw_backtrace = reinterpret_cast<UnwBacktraceFn>(dlsym(lib, "unw_backtrace"));
+  dl_iterate_phdr(FindSelf, reinterpret_cast<void*>(&Init));
+  g_depth = std::min<uint32_t>(depth, kMaxDepth);
+}
+
+void TakeNewNodes(std::vector<NewNode>* out) {
+  if (g_nodes == nullptr) return;
+  uint32_t end = std::min(g_next_node.load(std::memory_order_acquire), kMaxNodes);
+  bool contiguous = true;
+  for (uint32_t id = g_low_unemitted; id < end; ++id) {
+    Node& n = g_nodes[id];
+    if (n.emitted) continue;
+    // A node still being published is skipped; no event can use it yet (nor any of its
+    // children: a child is published after its parent).
+    if (!n.ready.load(std::memory_order_acquire)) {
+      contiguous = false;
+      continue;
+    }
+    n.emitted = 1;
+    out->push_back({id, n.parent, n.pc});
+    if (contiguous) g_low_unemitted = id + 1;
+  }
+}
+
+void MarkAllUnemitted() {
+  if (g_nodes == nullptr) return;
+  uint32_t end = std::min(g_next_node.load(), kMaxNodes);
+  for (uint32_t id = 1; id < end; ++id) g_nodes[id].emitted = 0;
+  g_low_unemitted = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Symbolization (writer thread).
+
+namespace {
+
+struct ElfSymbol {
+  uint64_t addr, size;
+  std::string name;
+};
+
+// FUNC symbols of a module's file: .symtab when present (static functions, executables not
+// linked with -rdynamic: dladdr only sees .dynsym), else .dynsym. Sorted by address.
+std::vector<ElfSymbol> LoadElfSymbols(const std::string& path) {
+  std::vector<ElfSymbol> out;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    close(fd);
+    return out;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return out;
+  const uint8_t* base = static_cast<const uint8_t*>(map);
+  const Elf64_Ehdr* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  auto in_file = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh->e_shentsize == sizeof(Elf64_Shdr) &&
+      in_file(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr))) {
+    const Elf64_Shdr* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+    const Elf64_Shdr* table = nullptr;
+    for (int pass = 0; pass < 2 && table == nullptr; ++pass) {
+      uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+      for (int i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type == want && sh[i].sh_link < eh->e_shnum) table = &sh[i];
+      }
+    }
+    if (table != nullptr && in_file(table->sh_offset, table->sh_size)) {
+      const Elf64_Shdr& strtab = sh[table->sh_link];
+      if (in_file(strtab.sh_offset, strtab.sh_size)) {
+        const Elf64_Sym* syms = reinterpret_cast<const Elf64_Sym*>(base + table->sh_offset);
+        size_t count = table->sh_size / sizeof(Elf64_Sym);
+        const char* strs = reinterpret_cast<const char*>(base + strtab.sh_offset);
+        for (size_t i = 0; i < count; ++i) {
+          const Elf64_Sym& s = syms[i];
+          if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_value == 0 ||
+              s.st_name >= strtab.sh_size) {
+            continue;
+          }
+          out.push_back({s.st_value, s.st_size,
+                         std::string(strs + s.st_name,
+                                     strnlen(strs + s.st_name, strtab.sh_size - s.st_name))});
+        }
+      }
+    }
+  }
+  munmap(map, size);
+  std::sort(out.begin(), out.end(),
+            [](const ElfSymbol& a, const ElfSymbol& b) { return a.addr < b.addr; });
+  return out;
+}
+
+struct ModuleInfo {
+  std::string path;
+  uintptr_t bias = 0, lo = 0, hi = 0;
+  std::string build_id;
+  bool emitted = false;
+  bool symbols_loaded = false;
+  std::vector<ElfSymbol> symbols;
+};
+
+std::string ReadBuildId(const struct dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr)* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const uint8_t* name = p + sizeof(ElfW(Nhdr));
+      const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (desc + nh->n_descsz > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        return std::string(reinterpret_cast<const char*>(desc), nh->n_descsz);
+      }
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return {};
+}
+
+class SymbolizerState {
+ public:
+  std::vector<std::unique_ptr<ModuleInfo>> modules;
+  std::unordered_map<uint64_t, uint64_t> frame_ids;  // pc -> Frame id
+  uint64_t next_frame = 1;
+
+  ModuleInfo* Find(uintptr_t pc) {
+    for (auto& m : modules) {
+      if (pc >= m->lo && pc < m->hi) return m.get();
+    }
+    return nullptr;
+  }
+
+  void Rescan() {
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, size_t, void* arg) -> int {
+          auto* self = static_cast<SymbolizerState*>(arg);
+          uintptr_t lo = UINTPTR_MAX, hi = 0;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            if (ph.p_type != PT_LOAD) continue;
+            lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+            hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+          }
+          if (hi == 0) return 0;
+          for (auto& m : self->modules) {
+            if (m->lo == lo && m->hi == hi) return 0;
+          }
+          auto m = std::make_unique<ModuleInfo>();
+          if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+            m->path = info->dlpi_name;
+          } else {
+            char exe[PATH_MAX];
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+            m->path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "[main]";
+          }
+          m->bias = info->dlpi_addr;
+          m->lo = lo;
+          m->hi = hi;
+          m->build_id = ReadBuildId(info);
+          // dlclose may have unmapped an overlapping module: the newest mapping wins.
+          std::erase_if(self->modules, [&](const std::unique_ptr<ModuleInfo>& old) {
+            return old->lo < hi && lo < old->hi;
+          });
+          self->modules.push_back(std::move(m));
+          return 0;
+        },
+        this);
+  }
+
+  std::string FunctionName(ModuleInfo* m, uintptr_t addr) {
+    Dl_info info;
+    std::string name;
+    if (dladdr(reinterpret_cast<void*>(addr), &info) != 0 && info.dli_sname != nullptr &&
+        info.dli_saddr != nullptr) {
+      name = info.dli_sname;
+    } else if (m != nullptr) {
+      if (!m->symbols_loaded) {
+        m->symbols_loaded = true;
+        m->symbols = LoadElfSymbols(m->path);
+      }
+      uint64_t rel = addr - m->bias;
+      auto it = std::upper_bound(m->symbols.begin(), m->symbols.end(), rel,
+                                 [](uint64_t v, const ElfSymbol& s) { return v < s.addr; });
+      if (it != m->symbols.begin()) {
+        --it;
+        if (rel < it->addr + std::max<uint64_t>(it->size, 1)) name = it->name;
+      }
+    }
+    if (name.empty()) return name;
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    if (status == 0 && demangled != nullptr) name = demangled;
+    free(demangled);
+    return name;
+  }
+};
+
+SymbolizerState& State() {
+  static SymbolizerState* state = new SymbolizerState();  // never destroyed (exit ordering)
+  return *state;
+}
+
+}  // namespace
+
+uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
+  SymbolizerState& s = State();
+  auto it = s.frame_ids.find(pc);
+  if (it != s.frame_ids.end()) return it->second;
+  // Return addresses point after the call: look up the call instruction itself.
+  uintptr_t addr = pc > 0 ? pc - 1 : 0;
+  ModuleInfo* m = s.Find(addr);
+  if (m == nullptr) {
+    s.Rescan();
+    m = s.Find(addr);
+  }
+  trace::Frame f;
+  f.id = s.next_frame++;
+  std::string fn = s.FunctionName(m, addr);
+  if (!fn.empty()) f.function = InternString(fn);
+  if (m != nullptr) {
+    f.module = InternString(m->path);
+    f.rel_pc = addr - m->bias;
+  } else {
+    f.rel_pc = addr;
+  }
+  s.frame_ids.emplace(pc, f.id);
+  out->frames.push_back(f);
+  return f.id;
+}
+
+void Symbolizer::TakeNewModules(std::vector<trace::Module>* out) {
+  SymbolizerState& s = State();
+  for (auto& m : s.modules) {
+    if (m->emitted) continue;
+    m->emitted = true;
+    out->push_back({InternString(m->path), m->bias, m->hi - m->lo, m->build_id});
+  }
+}
+
+void Symbolizer::Reset() {
+  SymbolizerState& s = State();
+  s.frame_ids.clear();
+  s.next_frame = 1;
+  for (auto& m : s.modules) m->emitted = false;
+}
+
+Symbolizer& WriterSymbolizer() {
+  static Symbolizer symbolizer;
+  return symbolizer;
+}
+
+}  // namespace idlescope::stacks
+
+namespace idlescope {
+
+uint32_t CaptureStack(int skip) {
+  using namespace stacks;  // NOLINT
+  if (g_depth == 0 || g_slots == nullptr) return 0;
+  int saved = errno;
+  ++detail::t_hook_depth;  // libunwind's own calls (msync to validate memory) are not events
+  void* pcs[kMaxDepth + 64];
+  int want = static_cast<int>(g_depth) + skip + 1;
+  if (want > kMaxDepth + 64) want = kMaxDepth + 64;
+  int n = Backtrace(pcs, want);
+  // pcs[0] is CaptureStack itself; then `skip` frames the caller asked to drop (the hook); then
+  // any frames still inside the preload library (helpers of the hook).
+  int first = 1 + (skip > 0 ? skip : 0);
+  while (first < n && reinterpret_cast<uintptr_t>(pcs[first]) >= g_self_lo &&
+         reinterpret_cast<uintptr_t>(pcs[first]) < g_self_hi) {
+    ++first;
+  }
+  int last = std::min(n, first + static_cast<int>(g_depth));
+  uint32_t node = 0;
+  // Outermost frame first: the trie's root side is main(), so common prefixes are shared.
+  for (int i = last - 1; i >= first; --i) {
+    uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    if (pc >= g_self_lo && pc < g_self_hi) continue;  // e.g. our __libc_start_main wrapper
+    uint32_t child = Child(node, pc);
+    if (child == 0) break;
+    node = child;
+  }
+  --detail::t_hook_depth;
+  errno = saved;
+  return node;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,162 @@
+// Encoders for every message of proto/trace.proto, on top of wire::Buffer. The recorder's writer
+// thread is the only production user; tests/interpose/wire_test.cc compares each one with
+// libprotobuf's serialization of the same message.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interpose/recorder.h"
+#include "interpose/wire.h"
+
+namespace idlescope::trace {
+
+// Field numbers of Packet's oneof (trace.proto).
+enum PacketField : uint32_t {
+  kHeader = 1,
+  kInterned = 2,
+  kEvents = 3,
+  kGpu = 4,
+  kDevice = 5,
+  kModules = 6,
+  kNotice = 7,
+  kFooter = 8,
+};
+
+enum Origin : uint32_t { kOriginPreload = 1, kOriginFork = 2, kOriginInjection = 3 };
+enum ExitReason : uint32_t { kExitNormal = 1, kExitUnderscore = 2, kExitSignal = 3, kExitExec = 4 };
+
+struct ClockSnapshot {
+  uint64_t monotonic_ns = 0;
+  uint64_t realtime_ns = 0;
+};
+
+struct RecorderConfig {
+  uint64_t flush_interval_ms = 0;
+  uint64_t buffer_bytes = 0;
+  uint32_t stack_depth = 0;
+  std::vector<std::string> families;
+};
+
+struct Header {
+  std::string magic = "IDLESCOPE";
+  uint32_t format_version = 1;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::string host;
+  std::string exe;
+  std::vector<std::string> cmdline;
+  std::optional<int32_t> rank, local_rank, world_size, slurm_procid;
+  ClockSnapshot clock;
+  uint32_t origin = 0;
+  std::string tool_version;
+  std::optional<std::string> cuda_visible_devices;
+  uint64_t process_start_ns = 0;
+  uint32_t main_tid = 0;
+  std::string boot_id;
+  RecorderConfig config;
+};
+
+struct InternedString {
+  uint64_t id = 0;
+  std::string str;
+};
+struct Frame {
+  uint64_t id = 0, function = 0, module = 0, rel_pc = 0, file = 0;
+  uint32_t line = 0;
+};
+struct StackNode {
+  uint64_t id = 0, parent = 0, frame = 0;
+};
+struct InternedStream {
+  uint64_t id = 0, handle = 0;
+  int32_t device = 0;
+};
+struct ThreadName {
+  uint32_t tid = 0;
+  std::string name;
+};
+struct Interned {
+  std::vector<InternedString> strings;
+  std::vector<Frame> frames;
+  std::vector<StackNode> stack_nodes;
+  std::vector<InternedStream> streams;
+  std::vector<ThreadName> threads;
+  bool empty() const {
+    return strings.empty() && frames.empty() && stack_nodes.empty() && streams.empty() &&
+           threads.empty();
+  }
+};
+
+struct Module {
+  uint64_t path = 0, base = 0, size = 0;
+  std::string build_id;
+};
+
+struct Notice {
+  uint64_t ts = 0;
+  uint32_t severity = 0;
+  std::string code, text;
+};
+
+struct Footer {
+  uint64_t end_ns = 0, events = 0, events_dropped = 0, gpu_activities = 0, gpu_dropped = 0,
+           batches = 0, bytes = 0;
+  uint32_t reason = 0;
+  int32_t exit_status = 0;
+};
+
+// A Trace.packet field wrapping one Packet with one oneof member: the framing of the file.
+class PacketScope {
+ public:
+  PacketScope(wire::Buffer& b, PacketField field)
+      : b_(b), packet_(b.BeginNested(1)), member_(b.BeginNested(field)) {}
+  ~PacketScope() {
+    b_.EndNested(member_);
+    b_.EndNested(packet_);
+  }
+  PacketScope(const PacketScope&) = delete;
+  PacketScope& operator=(const PacketScope&) = delete;
+
+ private:
+  wire::Buffer& b_;
+  size_t packet_, member_;
+};
+
+// Message bodies (without their own tag/length), so callers can nest them anywhere.
+void EncodeClockSnapshot(wire::Buffer& b, const ClockSnapshot& m);
+void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m);
+void EncodeHeader(wire::Buffer& b, const Header& m);
+void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str);
+void EncodeFrame(wire::Buffer& b, const Frame& m);
+void EncodeStackNode(wire::Buffer& b, const StackNode& m);
+void EncodeInternedStream(wire::Buffer& b, const InternedStream& m);
+void EncodeThreadName(wire::Buffer& b, const ThreadName& m);
+void EncodeInterned(wire::Buffer& b, const Interned& m);
+// One Event from a RawEvent: `ts_delta` is the start relative to the previous event of the batch
+// (absolute for the first), `stream_id` the InternedStream id of the event's stream (0 = none).
+// Which payload of RawEvent::u applies follows from the type (CUDA, NCCL, I/O and net, process).
+void EncodeEvent(wire::Buffer& b, const RawEvent& e, int64_t ts_delta, uint64_t stream_id);
+// EventBatch header fields; events follow as field 4 (EventBatchEventField).
+void EncodeEventBatchHeader(wire::Buffer& b, uint32_t tid, uint64_t seq, uint64_t dropped);
+inline constexpr uint32_t kEventBatchEventField = 4;
+void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta);
+inline constexpr uint32_t kGpuBatchActivityField = 1;
+void EncodeGpuBatchDropped(wire::Buffer& b, uint64_t dropped);  // after the activities
+void EncodeDeviceInfo(wire::Buffer& b, const RawDeviceInfo& m);
+void EncodeModule(wire::Buffer& b, const Module& m);
+inline constexpr uint32_t kModuleMapModuleField = 1;
+void EncodeNotice(wire::Buffer& b, const Notice& m);
+void EncodeFooter(wire::Buffer& b, const Footer& m);
+
+// Whole packets (framing included), as the writer emits them.
+void WriteHeaderPacket(wire::Buffer& b, const Header& m);
+void WriteInternedPacket(wire::Buffer& b, const Interned& m);
+void WriteNoticePacket(wire::Buffer& b, const Notice& m);
+void WriteFooterPacket(wire::Buffer& b, const Footer& m);
+void WriteDevicePacket(wire::Buffer& b, const RawDeviceInfo& m);
+
+}  // namespace idlescope::trace
