@@ -1,0 +1,39 @@
+// The CUPTI functions we use, resolved with dlsym from the libcupti we dlopen'ed (never linked:
+// a process with no CUDA must not load it, and its absence must not stop the job).
+#pragma once
+
+#include <cupti.h>
+
+namespace idlescope::cupti {
+
+#define IDLESCOPE_CUPTI_FUNCTIONS(X)        \
+  X(cuptiGetVersion)                        \
+  X(cuptiGetResultString)                   \
+  X(cuptiActivityRegisterTimestampCallback) \
+  X(cuptiActivityRegisterCallbacks)         \
+  X(cuptiActivityEnable)                    \
+  X(cuptiActivityFlushAll)                  \
+  X(cuptiActivityGetNextRecord)             \
+  X(cuptiActivityGetNumDroppedRecords)      \
+  X(cuptiSubscribe)                         \
+  X(cuptiEnableCallback)                    \
+  X(cuptiEnableDomain)
+
+struct Api {
+#define IDLESCOPE_CUPTI_FIELD(name) decltype(&::name) name = nullptr;
+  IDLESCOPE_CUPTI_FUNCTIONS(IDLESCOPE_CUPTI_FIELD)
+#undef IDLESCOPE_CUPTI_FIELD
+  // Optional: real CUPTI has it; without it we enable whole callback domains and filter.
+  decltype(&::cuptiGetCallbackName) cuptiGetCallbackName = nullptr;
+};
+
+// Valid once Start() loaded CUPTI; null before and when CUPTI is unavailable.
+const Api* Loaded();
+
+// Text of a CUPTI result for notices.
+const char* ResultText(CUptiResult r);
+
+// Callback API (callbacks.cc): subscribes and enables the callbacks; returns why not, or null.
+const char* StartCallbacks(const Api& api);
+
+}  // namespace idlescope::cupti

@@ -1,0 +1,38 @@
+// The CUPTI layer: loads libcupti with dlopen (never a link dependency), turns CUPTI activity into
+// RawGpuActivity on the trace clock, and uses CUPTI's callback API for correlation ids and for
+// CUDA calls that never pass through our cudart hooks. See docs/architecture.md, "CUDA and CUPTI".
+#pragma once
+
+#include <atomic>
+
+namespace idlescope::cupti {
+
+namespace detail {
+extern std::atomic<bool> g_start_attempted;
+void Start();
+}  // namespace detail
+
+// Starts CUPTI once, on the first CUDA call the process makes through a hook (a process that never
+// calls CUDA never loads libcupti). Cheap after the first call. If CUPTI cannot be used, records
+// a "cupti_unavailable" notice once and host-side tracing goes on.
+inline void EnsureStarted() {
+  if (__builtin_expect(!detail::g_start_attempted.load(std::memory_order_acquire), 0)) {
+    detail::Start();
+  }
+}
+
+// Whether activity tracing is on (CUPTI loaded and kinds enabled).
+bool ActivityEnabled();
+
+// Delivers every completed and pending CUPTI buffer to the recorder (cuptiActivityFlushAll,
+// FORCED). Never called with a lock held: CUPTI calls our completion handler from inside it.
+void Flush();
+
+}  // namespace idlescope::cupti
+
+// For the recorder's shutdown (exit, _exit, signals): flush CUPTI before the footer is written.
+// Safe to call when CUPTI was never started, and more than once.
+extern "C" void idlescope_cupti_flush();
+
+// CUDA_INJECTION64_PATH entry point, called by libcuda at cuInit.
+extern "C" int InitializeInjection(void);

@@ -1,0 +1,330 @@
+// CUDA runtime hooks, generated from cudart.def. Each hook: resolve the real function, guard,
+// timestamp, call, timestamp, classify and record outside the timed span, restore errno, return
+// the real result. See docs/architecture.md, "CUDA and CUPTI".
+#include "interpose/hooks/cudart.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "cupti/cupti_layer.h"
+
+#define IDLESCOPE_EXPORT __attribute__((visibility("default")))
+
+namespace idlescope::cudart {
+
+const char* const kHookNames[kHookCount] = {
+#define CUDART_HOOK(name, params, args, describe) #name,
+#include "interpose/hooks/cudart.def"
+#undef CUDART_HOOK
+};
+
+namespace {
+
+std::atomic<void*> g_real[kHookCount];
+std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
+
+void* CudartHandle() {
+  // Kept open for the life of the process: a pointer we resolved must never dangle because the
+  // plugin that loaded libcudart dlclose'd it.
+  static void* handle = [] {
+    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
+      if (void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) return h;
+    }
+    return static_cast<void*>(nullptr);
+  }();
+  return handle;
+}
+
+}  // namespace
+
+void* CudartSymbol(const char* name) {
+  if (void* f = dlsym(RTLD_NEXT, name)) return f;
+  // The static above caches a miss too; a libcudart dlopen'ed later is found by RTLD_NEXT only
+  // if global, so retry the NOLOAD open while we have none.
+  void* h = CudartHandle();
+  if (h == nullptr) {
+    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
+      if ((h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
+    }
+  }
+  return h ? dlsym(h, name) : nullptr;
+}
+
+void* Real(HookId id) {
+  void* f = g_real[id].load(std::memory_order_acquire);
+  if (__builtin_expect(f != nullptr, 1)) return f;
+  f = CudartSymbol(kHookNames[id]);
+  if (f != nullptr) g_real[id].store(f, std::memory_order_release);
+  return f;
+}
+
+ThreadState& Thread() {
+  static thread_local ThreadState state;
+  return state;
+}
+
+int CurrentDevice() {
+  ThreadState& t = Thread();
+  if (t.device < 0) {
+    using GetDeviceFn = cudaError_t (*)(int*);
+    static auto get_device = reinterpret_cast<GetDeviceFn>(CudartSymbol("cudaGetDevice"));
+    int dev = 0;
+    if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
+    if (t.device < 0) return 0;
+  }
+  return t.device;
+}
+
+namespace {
+
+// Per-thread cache of cudaPointerGetAttributes answers, keyed by page and by the range map's
+// generation. The generation changes at every host/device allocation or free we see, which is
+// when a page can change kind through the runtime; registrations made behind our back (a
+// statically linked cudart, the driver API) are caught at the next change of the map, and
+// CUPTI's srcKind/dstKind stay the ground truth for those.
+struct AttrCacheEntry {
+  uint64_t page = ~0ull;
+  uint64_t generation = 1;  // odd: never a valid seqlock generation
+  ev::MemKind kind = ev::MemKind(0);
+};
+constexpr int kAttrCacheSize = 16;
+thread_local AttrCacheEntry t_attr_cache[kAttrCacheSize];
+
+ev::MemKind FromRange(RangeKind k) {
+  switch (k) {
+    case RangeKind::kPinned:
+      return ev::kPinned;
+    case RangeKind::kDevice:
+      return ev::kDevice;
+    case RangeKind::kManaged:
+      return ev::kManaged;
+    default:
+      return ev::MemKind(0);
+  }
+}
+
+ev::MemKind AskRuntime(const void* p) {
+  using AttrFn = cudaError_t (*)(cudaPointerAttributes*, const void*);
+  static auto get_attributes = reinterpret_cast<AttrFn>(CudartSymbol("cudaPointerGetAttributes"));
+  if (get_attributes == nullptr) return ev::kPageable;
+  cudaPointerAttributes attr{};
+  // CUDA >= 11 answers cudaMemoryTypeUnregistered (no error) for pageable memory.
+  if (get_attributes(&attr, p) != cudaSuccess) return ev::kPageable;
+  switch (attr.type) {
+    case cudaMemoryTypeHost:
+      return ev::kPinned;
+    case cudaMemoryTypeDevice:
+      return ev::kDevice;
+    case cudaMemoryTypeManaged:
+      return ev::kManaged;
+    default:
+      return ev::kPageable;
+  }
+}
+
+}  // namespace
+
+ev::MemKind ClassifyPointer(const void* p) {
+  if (p == kDeviceSide) return ev::kDevice;
+  if (p == kArraySide) return ev::kArray;
+  PinnedRanges& ranges = HostRanges();
+  const uint64_t generation = ranges.Generation();
+  if (RangeKind k = ranges.Find(reinterpret_cast<uintptr_t>(p)); k != RangeKind::kNone) {
+    return FromRange(k);
+  }
+  const uint64_t page = reinterpret_cast<uintptr_t>(p) >> 12;
+  AttrCacheEntry& e = t_attr_cache[page % kAttrCacheSize];
+  if (e.page == page && e.generation == generation) return e.kind;
+  ev::MemKind kind = AskRuntime(p);
+  e = {page, generation, kind};
+  return kind;
+}
+
+namespace {
+bool HostLike(ev::MemKind k) { return k == ev::kPageable || k == ev::kPinned; }
+}  // namespace
+
+CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
+  switch (memcpy_kind) {
+    case cudaMemcpyHostToDevice:
+      return {ev::kH2D, ClassifyPointer(src)};
+    case cudaMemcpyDeviceToHost:
+      return {ev::kD2H, ClassifyPointer(dst)};
+    case cudaMemcpyDeviceToDevice:
+      return {ev::kD2D, ev::MemKind(0)};
+    case cudaMemcpyHostToHost:
+      return {ev::kH2H, ClassifyPointer(src)};
+    default: {
+      // cudaMemcpyDefault: the runtime infers the direction from unified addressing; so do we.
+      ev::MemKind s = ClassifyPointer(src), d = ClassifyPointer(dst);
+      if (HostLike(s) && HostLike(d)) return {ev::kH2H, s};
+      if (HostLike(s)) return {ev::kH2D, s};
+      if (HostLike(d)) return {ev::kD2H, d};
+      return {ev::kD2D, s == ev::kManaged || d == ev::kManaged ? ev::kManaged : ev::MemKind(0)};
+    }
+  }
+}
+
+uint64_t ArrayElementBytes(cudaArray_const_t array) {
+  using InfoFn = cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*, cudaArray_t);
+  static auto get_info = reinterpret_cast<InfoFn>(CudartSymbol("cudaArrayGetInfo"));
+  cudaChannelFormatDesc desc{};
+  cudaExtent extent{};
+  unsigned int flags = 0;
+  if (get_info == nullptr || array == nullptr ||
+      get_info(&desc, &extent, &flags, const_cast<cudaArray_t>(array)) != cudaSuccess) {
+    return 1;
+  }
+  uint64_t bits = uint64_t(desc.x) + desc.y + desc.z + desc.w;
+  return bits >= 8 ? bits / 8 : 1;
+}
+
+namespace {
+// cudaMemcpy3D extents count elements when an array is involved, bytes otherwise.
+uint64_t Extent3DBytes(const cudaExtent& e, cudaArray_const_t a, cudaArray_const_t b) {
+  uint64_t n = uint64_t(e.width) * (e.height ? e.height : 1) * (e.depth ? e.depth : 1);
+  if (a != nullptr) return n * ArrayElementBytes(a);
+  if (b != nullptr) return n * ArrayElementBytes(b);
+  return n;
+}
+}  // namespace
+
+Call Copy3D(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool pt) {
+  if (p == nullptr) return Copy(nullptr, nullptr, 0, cudaMemcpyDefault, stream, async, pt);
+  const void* dst = p->dstArray ? kArraySide : p->dstPtr.ptr;
+  const void* src = p->srcArray ? kArraySide : p->srcPtr.ptr;
+  return Copy(dst, src, Extent3DBytes(p->extent, p->srcArray, p->dstArray), p->kind, stream, async,
+              pt);
+}
+
+Call Peer3D(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async, bool pt) {
+  if (p == nullptr) return Peer(0, 0, 0, stream, async, pt);
+  return Peer(p->dstDevice, p->srcDevice, Extent3DBytes(p->extent, p->srcArray, p->dstArray),
+              stream, async, pt);
+}
+
+Call Batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+           cudaStream_t stream, bool pt) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; sizes != nullptr && i < count; ++i) bytes += sizes[i];
+  // A batch is classified by its first copy (batches are built from like copies in practice).
+  const void* dst = count && dsts ? dsts[0] : nullptr;
+  const void* src = count && srcs ? srcs[0] : nullptr;
+  return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
+}
+
+Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream, bool pt) {
+  uint64_t bytes = 0;
+  auto side = [](const cudaMemcpy3DOperand& o) -> const void* {
+    return o.type == cudaMemcpyOperandTypeArray ? kArraySide : o.op.ptr.ptr;
+  };
+  for (size_t i = 0; ops != nullptr && i < num_ops; ++i) {
+    const cudaMemcpy3DBatchOp& op = ops[i];
+    cudaArray_const_t a = op.src.type == cudaMemcpyOperandTypeArray   ? op.src.op.array.array
+                          : op.dst.type == cudaMemcpyOperandTypeArray ? op.dst.op.array.array
+                                                                      : nullptr;
+    bytes += Extent3DBytes(op.extent, a, nullptr);
+  }
+  const void* dst = num_ops && ops ? side(ops[0].dst) : nullptr;
+  const void* src = num_ops && ops ? side(ops[0].src) : nullptr;
+  return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
+}
+
+void Prepare(const Call& call) {
+  cupti::EnsureStarted();
+  // Frees drop their range before the real call: once the memory is freed another thread may
+  // get the same address from a new allocation, and a late Remove would erase that one.
+  if ((call.type == ev::kCudaHostFree || call.type == ev::kCudaFree) && call.ptr != nullptr) {
+    HostRanges().Remove(reinterpret_cast<uintptr_t>(call.ptr));
+  }
+}
+
+void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
+            uint32_t correlation, uint32_t stack) {
+  if (call.type == ev::Type(0)) {
+    if (call.device >= 0 && result == cudaSuccess) Thread().device = call.device;
+    return;
+  }
+  RawEvent e;
+  e.ts = t0;
+  e.dur = t1 - t0;
+  e.type = call.type;
+  e.result = result;
+  e.stack = stack;
+  e.bytes = call.bytes;
+  e.u.cuda.stream = StreamValue(call.stream, call.per_thread);
+  e.u.cuda.correlation = correlation;
+  e.u.cuda.device = static_cast<uint32_t>(CurrentDevice());
+  e.u.cuda.async = call.async;
+  uint32_t api = g_api[id].load(std::memory_order_relaxed);
+  if (api == 0) {
+    api = InternString(kHookNames[id]);
+    g_api[id].store(api, std::memory_order_relaxed);
+  }
+  e.api = api;
+  switch (call.type) {
+    case ev::kCudaMemcpy: {
+      if (call.peer) {
+        e.u.cuda.copy_kind = ev::kPeer;
+      } else {
+        CopyClass c = ClassifyCopy(call.memcpy_kind, call.dst, call.src);
+        e.u.cuda.copy_kind = c.copy_kind;
+        e.u.cuda.host_mem = c.host_mem;
+      }
+      break;
+    }
+    case ev::kCudaHostAlloc:
+    case ev::kCudaMalloc: {
+      const void* p = call.ptr;
+      if (call.out != nullptr && result == cudaSuccess) p = *call.out;
+      if (call.pitch != nullptr && result == cudaSuccess)
+        e.bytes = uint64_t(*call.pitch) * call.bytes;
+      e.u.cuda.ptr = reinterpret_cast<uint64_t>(p);
+      if (result == cudaSuccess && p != nullptr) {
+        HostRanges().Insert(reinterpret_cast<uintptr_t>(p), e.bytes, call.range);
+      }
+      break;
+    }
+    case ev::kCudaHostFree:
+    case ev::kCudaFree:
+      if (call.ptr == nullptr) return;  // cudaFree(0): the context-creation idiom, not a free
+      e.u.cuda.ptr = reinterpret_cast<uint64_t>(call.ptr);
+      break;
+    default:
+      break;
+  }
+  Record(e);
+}
+
+}  // namespace idlescope::cudart
+
+// The hooks. The parameter lists come from cudart.def; `describe` sees the parameters.
+#define CUDART_HOOK(name, params, args, describe)                                        \
+  extern "C" IDLESCOPE_EXPORT cudaError_t name params {                                  \
+    using namespace ::idlescope;                                                         \
+    using namespace ::idlescope::cudart;                                                 \
+    using Fn = cudaError_t(*) params;                                                    \
+    auto real = reinterpret_cast<Fn>(Real(kHook_##name));                                \
+    if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;                     \
+    HookGuard guard(Family::kCuda);                                                      \
+    if (!guard.active()) return real args;                                               \
+    const Call call = describe;                                                          \
+    Prepare(call);                                                                       \
+    ThreadState& thread = Thread();                                                      \
+    thread.in_hook = true;                                                               \
+    thread.correlation = 0;                                                              \
+    const uint64_t t0 = NowNs();                                                         \
+    const cudaError_t result = real args;                                                \
+    const uint64_t t1 = NowNs();                                                         \
+    const int saved_errno = errno;                                                       \
+    thread.in_hook = false;                                                              \
+    /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \
+    const uint32_t stack = call.stack ? CaptureStack(1) : 0;                             \
+    Finish(call, kHook_##name, t0, t1, result, thread.correlation, stack);               \
+    errno = saved_errno;                                                                 \
+    return result;                                                                       \
+  }
+#include "interpose/hooks/cudart.def"
+#undef CUDART_HOOK

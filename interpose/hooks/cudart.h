@@ -1,0 +1,218 @@
+// CUDA runtime interposition: what the hooks generated from cudart.def record, and the per-thread
+// state they share with the CUPTI layer (cupti/). See docs/architecture.md, "CUDA and CUPTI".
+//
+// Must be compiled WITHOUT CUDA_API_PER_THREAD_DEFAULT_STREAM: with it, cuda_runtime_api.h would
+// #define cudaMemcpy to cudaMemcpy_ptds and the legacy hooks would vanish.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "interpose/hooks/pinned_ranges.h"
+#include "interpose/recorder.h"
+
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error \
+    "the CUDA hooks must see the legacy API names: do not define CUDA_API_PER_THREAD_DEFAULT_STREAM"
+#endif
+
+namespace idlescope::cudart {
+
+// Per-thread state of the CUDA hooks, shared with cupti/ (callbacks run on the calling thread).
+struct ThreadState {
+  int device = -1;           // current device (cudaSetDevice), -1 = not asked yet
+  bool in_hook = false;      // inside the real call of one of our cudart hooks
+  uint32_t correlation = 0;  // CUPTI correlation id of that call (runtime API exit callback)
+  // CUPTI callback path (calls that never crossed our hooks): nesting depth of observed API
+  // calls, and the start of the outermost one.
+  uint32_t cb_depth = 0;
+  uint64_t cb_start = 0;
+};
+ThreadState& Thread();
+
+// The current device of the calling thread (cached; asks the real cudaGetDevice once).
+int CurrentDevice();
+
+// Host-side memory kind of `p` at call time: PinnedRanges first, then the real
+// cudaPointerGetAttributes (cached per thread, per page, until the range map changes).
+ev::MemKind ClassifyPointer(const void* p);
+
+// Direction and host memory kind of a copy from its cudaMemcpyKind and pointers.
+struct CopyClass {
+  ev::CopyKind copy_kind;
+  ev::MemKind host_mem;
+};
+CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src);
+
+// Pseudo-pointers for copy sides that are not plain addresses.
+inline const void* const kDeviceSide = reinterpret_cast<const void*>(uintptr_t{1});  // symbol
+inline const void* const kArraySide = reinterpret_cast<const void*>(uintptr_t{2});   // cudaArray
+
+constexpr bool kSync = false, kAsync = true;
+constexpr bool kLegacy = false, kPerThread = true;
+inline const cudaStream_t kNoStream = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
+
+// What one intercepted call is, built by the `describe` column of cudart.def before the call.
+struct Call {
+  ev::Type type = ev::Type(0);  // 0: record nothing (cudaSetDevice)
+  bool async = false;
+  bool stack = false;
+  bool per_thread = false;
+  bool peer = false;
+  int memcpy_kind = -1;
+  const void* dst = nullptr;
+  const void* src = nullptr;
+  uint64_t bytes = 0;
+  cudaStream_t stream = kNoStream;
+  void** out = nullptr;       // allocation result
+  size_t* pitch = nullptr;    // cudaMallocPitch: bytes = *pitch * height
+  const void* ptr = nullptr;  // free / register address
+  RangeKind range = RangeKind::kNone;
+  int device = -1;  // cudaSetDevice
+
+  Call& On(cudaStream_t s, bool pt) {
+    stream = s;
+    per_thread = pt;
+    return *this;
+  }
+};
+
+inline Call Copy(const void* dst, const void* src, uint64_t bytes, cudaMemcpyKind kind,
+                 cudaStream_t stream, bool async, bool pt) {
+  Call c;
+  c.type = ev::kCudaMemcpy;
+  c.dst = dst;
+  c.src = src;
+  c.bytes = bytes;
+  c.memcpy_kind = kind;
+  c.async = async;
+  c.stack = true;
+  return c.On(stream, pt);  // a synchronous copy runs on the default stream
+}
+inline Call Peer(int dst_device, int src_device, uint64_t bytes, cudaStream_t stream, bool async,
+                 bool pt) {
+  Call c = Copy(nullptr, nullptr, bytes, cudaMemcpyDeviceToDevice, stream, async, pt);
+  c.peer = dst_device != src_device;
+  return c;
+}
+uint64_t ArrayElementBytes(cudaArray_const_t array);
+Call Copy3D(const cudaMemcpy3DParms* p, cudaStream_t stream, bool async, bool pt);
+Call Peer3D(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async, bool pt);
+Call Batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+           cudaStream_t stream, bool pt);
+Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream, bool pt);
+
+inline Call Memset(uint64_t bytes, cudaStream_t stream, bool async, bool pt) {
+  Call c;
+  c.type = ev::kCudaMemset;
+  c.bytes = bytes;
+  c.async = async;
+  return c.On(stream, pt);
+}
+inline Call Sync(cudaStream_t stream, bool pt) {
+  Call c;
+  c.type = ev::kCudaSync;
+  c.stack = true;
+  return c.On(stream, pt);
+}
+inline Call WaitEvent(cudaStream_t stream, bool pt) {
+  Call c = Sync(stream, pt);
+  c.async = true;  // the host does not wait; the stream does
+  return c;
+}
+inline Call Launch(cudaStream_t stream, bool pt) {
+  Call c;
+  c.type = ev::kCudaLaunch;
+  c.async = true;
+  return c.On(stream, pt);
+}
+inline Call GraphLaunch(cudaStream_t stream, bool pt) {
+  Call c = Launch(stream, pt);
+  c.type = ev::kCudaGraphLaunch;
+  return c;
+}
+inline Call HostAlloc(void** out, size_t size, RangeKind kind) {
+  Call c;
+  c.type = ev::kCudaHostAlloc;
+  c.out = out;
+  c.bytes = size;
+  c.range = kind;
+  c.stack = true;
+  return c;
+}
+inline Call HostRegister(void* ptr, size_t size) {
+  Call c;
+  c.type = ev::kCudaHostAlloc;
+  c.ptr = ptr;
+  c.bytes = size;
+  c.range = RangeKind::kPinned;
+  c.stack = true;
+  return c;
+}
+inline Call HostFree(void* ptr) {
+  Call c;
+  c.type = ev::kCudaHostFree;
+  c.ptr = ptr;
+  c.stack = true;
+  return c;
+}
+inline Call DeviceAlloc(void** out, size_t size, RangeKind kind) {
+  Call c;
+  c.type = ev::kCudaMalloc;
+  c.out = out;
+  c.bytes = size;
+  c.range = kind;
+  c.stack = true;
+  return c;
+}
+inline Call PitchAlloc(void** out, size_t* pitch, size_t height) {
+  Call c = DeviceAlloc(out, height, RangeKind::kDevice);
+  c.pitch = pitch;
+  return c;
+}
+inline Call DeviceFree(void* ptr) {
+  Call c;
+  c.type = ev::kCudaFree;
+  c.ptr = ptr;
+  return c;
+}
+inline Call SetDevice(int device) {
+  Call c;
+  c.device = device;
+  return c;
+}
+
+// Raw stream value recorded in Event.stream: NULL is resolved to what it means for the entry
+// point (cudaStreamLegacy for legacy names, cudaStreamPerThread for _ptds/_ptsz), so the trace
+// tells the two default streams apart; 0 = the call has no stream (device/event sync).
+inline uint64_t StreamValue(cudaStream_t s, bool per_thread) {
+  if (s == kNoStream) return 0;
+  if (s == nullptr) return per_thread ? 2 : 1;
+  return reinterpret_cast<uint64_t>(s);
+}
+
+// Hook ids, one per cudart.def line.
+enum HookId : uint32_t {
+#define CUDART_HOOK(name, params, args, describe) kHook_##name,
+#include "interpose/hooks/cudart.def"
+#undef CUDART_HOOK
+  kHookCount
+};
+extern const char* const kHookNames[kHookCount];
+
+// The real function behind a hook: dlsym(RTLD_NEXT), else the already loaded libcudart
+// (dlopen RTLD_NOLOAD): RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin
+// (the PyTorch pattern). Resolved at first use, thread-safe; nullptr if there is none.
+void* Real(HookId id);
+// Symbol lookup in the process's libcudart (same search as Real), for functions we call but
+// do not hook (cudaGetDevice, cudaPointerGetAttributes, cudaArrayGetInfo).
+void* CudartSymbol(const char* name);
+
+// Called by every hook before the real call (range-map removals, starting CUPTI) and after it
+// (recording). Errno is saved/restored by the hook around Finish.
+void Prepare(const Call& call);
+void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
+            uint32_t correlation, uint32_t stack);
+
+}  // namespace idlescope::cudart
