@@ -196,14 +196,14 @@ IDLESCOPE_EXPORT void exit(int status) noexcept {
 
 IDLESCOPE_EXPORT void _exit(int status) noexcept {
   // A vfork child shares our memory and file: only the traced process itself writes.
-  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/true);
+  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/false);
   if (Resolve(g_real__exit, "_exit") != nullptr) g_real__exit(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
 
 IDLESCOPE_EXPORT void _Exit(int status) noexcept {
-  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/true);
+  if (InTracedProcess()) Shutdown(trace::kExitUnderscore, status, /*from_signal=*/false);
   if (Resolve(g_real__Exit, "_Exit") != nullptr) g_real__Exit(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();

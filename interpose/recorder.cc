@@ -36,6 +36,10 @@
 #define IDLESCOPE_VERSION "0.0.0"
 #endif
 
+// The CUPTI layer (cupti/, only in builds with CUDA) delivers its pending activity buffers; weak so
+// the recorder links without it.
+extern "C" __attribute__((weak)) void idlescope_cupti_flush();
+
 namespace idlescope {
 
 namespace detail {
@@ -847,6 +851,12 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
     e.type = ev::kProcExit;
     e.result = status;
     Record(e);
+  }
+  // CUPTI's last buffers before the footer. Not from a signal handler, and not in a forked child:
+  // CUDA does not survive fork, and a child's call into it (DataLoader workers end in _exit) can
+  // hang.
+  if (!from_signal && g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr) {
+    idlescope_cupti_flush();
   }
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (g_writer_running.load(std::memory_order_acquire)) {
