@@ -1,0 +1,237 @@
+// `idlescope run` end to end: environment and exec propagation, exit statuses and signals passed
+// through, signals forwarded, and (with the real recorder) one trace file per process with the
+// right pid/ppid in each header (issue 2, Done-when 2).
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "analyzer/trace/trace_reader.h"
+#include "gtest/gtest.h"
+#include "tests/cli/cli_process.h"
+
+namespace idlescope {
+namespace {
+
+using testing::DescribeWaitStatus;
+using testing::ProcessResult;
+using testing::ReadFileOrEmpty;
+using testing::RunProcess;
+
+std::string Realpath(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? buf : "";
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  std::string tmpl = ::testing::TempDir() + "/" + prefix + "-XXXXXX";
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  return Realpath(tmpl);
+}
+
+// pid and ppid of each process image, from fork_exec_prog's "ROLE PID PPID" lines.
+std::multimap<std::string, std::pair<int, int>> Roles(const std::string& out) {
+  std::multimap<std::string, std::pair<int, int>> roles;
+  std::istringstream in(out);
+  std::string role;
+  int pid, ppid;
+  while (in >> role >> pid >> ppid) roles.emplace(role, std::make_pair(pid, ppid));
+  return roles;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("run"); }
+  std::string dir_;
+};
+
+// With the probe library: the command runs with our library first in LD_PRELOAD (absolute path,
+// the caller's entries kept), IDLESCOPE_OUT absolute, into exec'd images too; 0 and 3 pass through.
+TEST_F(RunCliTest, ExitStatusAndEnvironmentPassThrough) {
+  for (int code : {0, 3}) {
+    const std::string out = dir_ + "/out" + std::to_string(code);
+    ProcessResult r = RunProcess(
+        {IDLESCOPE_BIN, "run", "-o", out, "--", FORK_EXEC_PROG, "--exit", std::to_string(code)},
+        {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE, "LD_PRELOAD=/nonexistent/libkeep.so"});
+    ASSERT_TRUE(WIFEXITED(r.wait_status)) << DescribeWaitStatus(r.wait_status) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.wait_status), code) << r.err;
+    auto roles = Roles(r.out);
+    ASSERT_EQ(roles.count("parent"), 1u) << r.out;
+    ASSERT_EQ(roles.count("child"), 2u) << r.out;
+    ASSERT_EQ(roles.count("exec"), 1u) << r.out;
+    // The constructor runs once per loaded image: the parent and the exec'd image.
+    for (const char* role : {"parent", "exec"}) {
+      const int pid = roles.find(role)->second.first;
+      const std::string probe = ReadFileOrEmpty(out + "/probe-" + std::to_string(pid) + ".loaded");
+      EXPECT_EQ(probe, "LD_PRELOAD=" + Realpath(PRELOAD_PROBE) +
+                           ":/nonexistent/libkeep.so\nIDLESCOPE_OUT=" + Realpath(out) + "\n")
+          << role;
+    }
+    // No .idlescope files from the probe: the summary says so and why it might be.
+    EXPECT_NE(r.err.find("exited with status " + std::to_string(code)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no trace file was written"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(RunCliTest, CommandKilledBySignalKillsRunWithTheSameSignal) {
+  for (int sig : {SIGTERM, SIGSEGV}) {
+    ProcessResult r = RunProcess({IDLESCOPE_BIN, "run", "-o", dir_, "--", FORK_EXEC_PROG,
+                                  "--kill-self", std::to_string(sig)},
+                                 {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE});
+    ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << DescribeWaitStatus(r.wait_status) << r.err;
+    EXPECT_EQ(WTERMSIG(r.wait_status), sig);
+    EXPECT_NE(r.err.find(std::string("was killed by SIG") + sigabbrev_np(sig)), std::string::npos)
+        << r.err;
+  }
+}
+
+// kill(1) or a job scheduler signals idlescope, not the command: the signal must reach it.
+TEST_F(RunCliTest, SignalsSentToRunReachTheCommand) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    const std::string pid_file = dir_ + "/pid-" + std::to_string(sig);
+    pid_t run = testing::StartProcess(
+        {IDLESCOPE_BIN, "run", "-q", "-o", dir_, "--", FORK_EXEC_PROG, "--wait-signal", pid_file},
+        {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE}, dir_ + "/stdout", dir_ + "/stderr");
+    // Generous: the machine may be loaded; the program itself waits a minute at most.
+    for (int i = 0; i < 600 && !Exists(pid_file); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(Exists(pid_file)) << ReadFileOrEmpty(dir_ + "/stderr");
+    ASSERT_EQ(kill(run, sig), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(run, &status, 0), run);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
+        << strsignal(sig) << ": " << DescribeWaitStatus(status);
+  }
+}
+
+TEST_F(RunCliTest, CreatesTheOutputDirectory) {
+  // No -o: ./idlescope-<date>-<time> in the working directory.
+  ProcessResult r = RunProcess({IDLESCOPE_BIN, "run", "--", "/bin/true"},
+                               {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE}, dir_);
+  ASSERT_EQ(r.wait_status, 0) << r.err;
+  std::regex made(dir_ + "/idlescope-[0-9]{8}-[0-9]{6}(-[0-9]+)?");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, made)) << r.err;
+  EXPECT_TRUE(Exists(m.str()));
+  // -o with missing parents: created like mkdir -p.
+  r = RunProcess({IDLESCOPE_BIN, "run", "-o", dir_ + "/a/b/c", "--", "/bin/true"},
+                 {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE});
+  ASSERT_EQ(r.wait_status, 0) << r.err;
+  EXPECT_TRUE(Exists(dir_ + "/a/b/c"));
+  // -o naming a file: refused.
+  r = RunProcess({IDLESCOPE_BIN, "run", "-o", PRELOAD_PROBE, "--", "/bin/true"},
+                 {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE});
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 125) << r.err;
+}
+
+TEST_F(RunCliTest, OwnFailuresAreOneLineWithDistinctStatuses) {
+  ProcessResult r = RunProcess({IDLESCOPE_BIN, "run", "-o", dir_, "--", "/bin/true"},
+                               {"IDLESCOPE_LIB=/nonexistent/libidlescope.so"});
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 125);
+  EXPECT_NE(r.err.find("preload library not found: /nonexistent/libidlescope.so"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+
+  r = RunProcess({IDLESCOPE_BIN, "run", "-q", "-o", dir_, "--", "no-such-command-xyz"},
+                 {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE});
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 127)
+      << DescribeWaitStatus(r.wait_status);
+  EXPECT_NE(r.err.find("cannot run no-such-command-xyz: No such file or directory"),
+            std::string::npos)
+      << r.err;
+
+  r = RunProcess({IDLESCOPE_BIN, "run", "-o", dir_});
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 2);
+  EXPECT_NE(r.err.find("no command given"), std::string::npos);
+}
+
+TEST_F(RunCliTest, QuietPrintsNothing) {
+  ProcessResult r = RunProcess({IDLESCOPE_BIN, "run", "--quiet", "-o", dir_, "--", "/bin/true"},
+                               {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE});
+  EXPECT_EQ(r.wait_status, 0);
+  EXPECT_EQ(r.err, "");
+}
+
+#ifdef IDLESCOPE_HAVE_RECORDER
+// The real recorder, found the default way (bin/../lib/libidlescope.so): one readable file per
+// process image, each header naming its own pid and its parent.
+TEST_F(RunCliTest, TracesEveryProcessOfAForkingExecingProgram) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  for (int code : {0, 3}) {
+    const std::string out = dir_ + "/trace" + std::to_string(code);
+    ProcessResult r = RunProcess(
+        {IDLESCOPE_BIN, "run", "-o", out, "--", FORK_EXEC_PROG, "--exit", std::to_string(code)},
+        {"IDLESCOPE_LIB="});
+    ASSERT_TRUE(WIFEXITED(r.wait_status)) << DescribeWaitStatus(r.wait_status) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.wait_status), code) << r.err;
+    auto roles = Roles(r.out);
+    ASSERT_EQ(roles.size(), 4u) << r.out;
+    const auto [parent, parent_ppid] = roles.find("parent")->second;
+    // Expected (pid, ppid) per file: parent, 2 children, and the exec'd image (same pid as the
+    // child that exec'd, its own file).
+    std::multiset<std::pair<int, int>> expected;
+    for (const auto& [role, ids] : roles) expected.insert(ids);
+    for (const auto& [role, ids] : roles) {
+      if (role != "parent") EXPECT_EQ(ids.second, parent) << role;
+    }
+    EXPECT_EQ(roles.find("exec")->second.first, std::prev(roles.upper_bound("child"))->second.first)
+        << "the exec'd image keeps the pid of the child that exec'd";
+
+    auto files = ListTraceFiles(out);
+    ASSERT_TRUE(files.ok()) << files.status();
+    EXPECT_EQ(files->size(), 4u) << "one file per process image";
+    std::multiset<std::pair<int, int>> seen;
+    const std::regex header_ids(" pid=([0-9]+) ppid=([0-9]+)");
+    for (const std::string& file : *files) {
+      ProcessResult d = RunProcess({IDLESCOPE_BIN, "dump", file});
+      ASSERT_EQ(d.wait_status, 0) << file << ": " << d.err;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(d.out, m, header_ids)) << d.out.substr(0, 2000);
+      seen.emplace(std::stoi(m[1]), std::stoi(m[2]));
+      EXPECT_EQ(d.out.find("truncated:"), std::string::npos) << file;
+      EXPECT_EQ(d.out.find("no footer"), std::string::npos) << file << " ended uncleanly";
+    }
+    EXPECT_EQ(seen, expected);
+    EXPECT_NE(r.err.find("4 trace files"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Next: idlescope report " + Realpath(out)), std::string::npos) << r.err;
+    (void)parent_ppid;
+  }
+}
+
+TEST_F(RunCliTest, TracedCommandKilledBySignalIsReportedAndPassedOn) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  ProcessResult r =
+      RunProcess({IDLESCOPE_BIN, "run", "-o", dir_, "--", FORK_EXEC_PROG, "--kill-self", "15"},
+                 {"IDLESCOPE_LIB="});
+  ASSERT_TRUE(WIFSIGNALED(r.wait_status)) << DescribeWaitStatus(r.wait_status) << r.err;
+  EXPECT_EQ(WTERMSIG(r.wait_status), SIGTERM);
+  EXPECT_NE(r.err.find("was killed by SIGTERM"), std::string::npos) << r.err;
+  auto files = ListTraceFiles(dir_);
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(files->size(), 4u);
+  for (const std::string& file : *files) {
+    ProcessResult d = RunProcess({IDLESCOPE_BIN, "dump", "--summary", file});
+    EXPECT_EQ(d.wait_status, 0) << file << ": " << d.err;
+  }
+}
+#endif  // IDLESCOPE_HAVE_RECORDER
+
+}  // namespace
+}  // namespace idlescope

@@ -1,0 +1,386 @@
+// The streaming reader on generated traces: every complete packet kept, cut and corrupt tails
+// reported with the right byte counts, unknown fields counted, bad files refused with one line.
+#include "analyzer/trace/trace_reader.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/trace/interned_data.h"
+#include "gtest/gtest.h"
+#include "tests/cli/trace_builder.h"
+
+namespace idlescope {
+namespace {
+
+using testing::MakeSampleTrace;
+using testing::MakeTempDir;
+using testing::TraceBytes;
+using testing::WriteFile;
+
+std::vector<Packet> ReadAll(TraceFileReader& reader) {
+  std::vector<Packet> packets;
+  Packet p;
+  while (reader.Next(&p)) packets.push_back(p);
+  return packets;
+}
+
+class TraceReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("reader"); }
+  std::string Path(const std::string& name) { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+TEST_F(TraceReaderTest, ReadsEveryPacketOfACompleteTrace) {
+  TraceBytes trace = MakeSampleTrace();
+  WriteFile(Path("a.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("a.idlescope"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->header().pid(), 4242u);
+  EXPECT_EQ((*reader)->header().ppid(), 4200u);
+  std::vector<Packet> packets = ReadAll(**reader);
+  ASSERT_EQ(packets.size() + 1, trace.packets.size());
+  for (size_t i = 0; i < packets.size(); ++i) {
+    EXPECT_EQ(packets[i].SerializeAsString(), trace.packets[i + 1].SerializeAsString()) << i;
+  }
+  const TraceReadStats& s = (*reader)->stats();
+  EXPECT_FALSE(s.truncated());
+  EXPECT_TRUE(s.footer_seen);
+  EXPECT_EQ(s.packets, trace.packets.size());
+  EXPECT_EQ(s.bytes_read, trace.bytes.size());
+  EXPECT_EQ(s.good_end_offset, trace.bytes.size());
+  EXPECT_EQ(s.dropped_bytes, 0u);
+  EXPECT_EQ(s.unknown_fields, 0u);
+  EXPECT_EQ(s.TailDescription(), "");
+  EXPECT_EQ((*reader)->last_packet_offset(), trace.packet_ends[trace.packets.size() - 2]);
+}
+
+// Issue 2, Done-when 3: cut the file at every byte offset after the header (this covers the last
+// packets and every other one); with a tiny read chunk too, so that cuts also fall on buffer
+// refills. The reader keeps exactly the complete packets and reports what it dropped.
+TEST_F(TraceReaderTest, TruncationAtEveryOffsetKeepsEveryCompletePacket) {
+  TraceBytes trace = MakeSampleTrace(/*footer=*/true);
+  const uint64_t header_end = trace.packet_ends[0];
+  ASSERT_GE(trace.packets.size(), 6u);
+  int cuts = 0;
+  for (size_t chunk : {size_t{64}, TraceFileReader::kDefaultChunkBytes}) {
+    // From the whole file down, cutting the same file shorter each time (cheap on a busy CI).
+    const std::string path = Path("cut.idlescope");
+    WriteFile(path, trace.bytes);
+    for (uint64_t cut = trace.bytes.size(); cut >= header_end; --cut) {
+      ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(cut)), 0);
+      auto reader = TraceFileReader::Open(path, chunk);
+      ASSERT_TRUE(reader.ok()) << "cut " << cut << ": " << reader.status();
+      std::vector<Packet> packets = ReadAll(**reader);
+      // The packets that end at or before the cut survive, byte for byte.
+      size_t complete = 0;
+      while (complete < trace.packet_ends.size() && trace.packet_ends[complete] <= cut) {
+        ++complete;
+      }
+      ASSERT_EQ(packets.size() + 1, complete) << "cut " << cut;
+      for (size_t i = 0; i < packets.size(); ++i) {
+        ASSERT_EQ(packets[i].SerializeAsString(), trace.packets[i + 1].SerializeAsString())
+            << "cut " << cut << " packet " << i + 1;
+      }
+      const TraceReadStats& s = (*reader)->stats();
+      const uint64_t good_end = trace.packet_ends[complete - 1];
+      EXPECT_EQ(s.good_end_offset, good_end) << "cut " << cut;
+      EXPECT_EQ(s.packets, complete);
+      EXPECT_EQ(s.file_bytes, cut);
+      EXPECT_EQ(s.footer_seen, complete == trace.packets.size()) << "cut " << cut;
+      if (cut == good_end) {
+        EXPECT_FALSE(s.truncated()) << "cut " << cut;
+        EXPECT_EQ(s.dropped_bytes, 0u);
+      } else {
+        EXPECT_TRUE(s.truncated()) << "cut " << cut;
+        EXPECT_EQ(s.dropped_bytes, cut - good_end) << "cut " << cut;
+        const bool in_framing = cut - good_end < trace.framing_bytes[complete];
+        EXPECT_EQ(s.tail, in_framing ? TailProblem::kCutInFraming : TailProblem::kCutInPacket)
+            << "cut " << cut;
+        EXPECT_NE(s.TailDescription().find("truncated: " + std::to_string(cut - good_end) +
+                                           " bytes after offset " + std::to_string(good_end) +
+                                           " were dropped (cut inside a packet"),
+                  std::string::npos)
+            << s.TailDescription();
+      }
+      ++cuts;
+    }
+  }
+  EXPECT_GT(cuts, 1000);
+}
+
+TEST_F(TraceReaderTest, CutInsideTheHeaderIsAnErrorNotACrash) {
+  TraceBytes trace = MakeSampleTrace();
+  for (uint64_t cut = 1; cut < trace.packet_ends[0]; ++cut) {
+    WriteFile(Path("h.idlescope"), trace.bytes.substr(0, cut));
+    auto reader = TraceFileReader::Open(Path("h.idlescope"));
+    ASSERT_FALSE(reader.ok()) << "cut " << cut;
+    const std::string msg(reader.status().message());
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    // Once the magic is in the file, the file is a trace whose header was cut.
+    if (cut >= trace.bytes.find("IDLESCOPE") + 9) {
+      EXPECT_NE(msg.find("header cut short"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST_F(TraceReaderTest, PacketLargerThanTheReadChunkIsReadWhole) {
+  TraceBytes trace;
+  Packet p;
+  *p.mutable_header() = testing::MakeHeader(1, 0);
+  trace.Add(p);
+  p.Clear();
+  *p.mutable_events() = testing::MakeEventBatch(1, 0, 5000, 7);
+  trace.Add(p);
+  ASSERT_GT(trace.bytes.size(), 50000u);
+  WriteFile(Path("big.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("big.idlescope"), 64);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<Packet> packets = ReadAll(**reader);
+  ASSERT_EQ(packets.size(), 1u);
+  EXPECT_EQ(packets[0].events().events_size(), 5000);
+  EXPECT_FALSE((*reader)->stats().truncated());
+  EXPECT_FALSE((*reader)->stats().footer_seen);
+}
+
+TEST_F(TraceReaderTest, UnknownFieldsAreReadCountedAndNamed) {
+  TraceBytes trace;
+  Packet p;
+  *p.mutable_header() = testing::MakeHeader(1, 0);
+  trace.Add(p);
+  // An event with a field from a newer format (id 99) inside a batch.
+  Event event;
+  event.set_type(FILE_WRITE);
+  event.set_bytes(10);
+  std::string event_bytes = event.SerializeAsString();
+  testing::AppendVarint(99 << 3 | 0, &event_bytes);  // field 99, varint 5
+  testing::AppendVarint(5, &event_bytes);
+  p.Clear();
+  ASSERT_TRUE(p.mutable_events()->add_events()->ParseFromString(event_bytes));
+  p.mutable_events()->set_tid(1);
+  std::string packet_bytes = p.SerializeAsString();
+  testing::AppendVarint(98 << 3 | 2, &packet_bytes);  // Packet field 98, bytes "xy"
+  testing::AppendVarint(2, &packet_bytes);
+  packet_bytes += "xy";
+  trace.AddRaw(packet_bytes);
+  // A packet of a kind this reader does not know (only field 40).
+  std::string new_kind;
+  testing::AppendVarint(40 << 3 | 0, &new_kind);
+  testing::AppendVarint(1, &new_kind);
+  trace.AddRaw(new_kind);
+  // A top-level Trace field other than `packet` (field 2, varint 7): skipped.
+  testing::AppendVarint(2 << 3 | 0, &trace.bytes);
+  testing::AppendVarint(7, &trace.bytes);
+  p.Clear();
+  p.mutable_footer()->set_reason(EXIT_NORMAL);
+  trace.Add(p);
+  WriteFile(Path("u.idlescope"), trace.bytes);
+
+  auto reader = TraceFileReader::Open(Path("u.idlescope"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<Packet> packets = ReadAll(**reader);
+  ASSERT_EQ(packets.size(), 3u);
+  EXPECT_EQ(packets[0].events().events(0).bytes(), 10u);
+  EXPECT_EQ(CountUnknownFields(packets[0]), 2u);
+  std::vector<std::string> names;
+  DescribeUnknownFields(packets[0], &names);
+  EXPECT_EQ(names, (std::vector<std::string>{"Packet:98", "Event:99"}));
+  EXPECT_EQ(packets[1].data_case(), Packet::DATA_NOT_SET);
+  EXPECT_TRUE(packets[2].has_footer());
+  const TraceReadStats& s = (*reader)->stats();
+  EXPECT_EQ(s.unknown_fields, 4u);  // 98, 99, 40 and the Trace-level field 2
+  EXPECT_EQ(s.skipped_trace_fields, 1u);
+  EXPECT_FALSE(s.truncated());
+  EXPECT_TRUE(s.footer_seen);
+}
+
+TEST_F(TraceReaderTest, OversizedLengthIsCorruptionNotAnAllocation) {
+  TraceBytes trace = MakeSampleTrace(false);
+  const uint64_t good = trace.bytes.size();
+  trace.bytes.push_back(0x0a);
+  testing::AppendVarint(1ull << 40, &trace.bytes);  // 1 TiB
+  trace.bytes += "abc";
+  WriteFile(Path("o.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("o.idlescope"));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(**reader).size() + 1, trace.packets.size());
+  const TraceReadStats& s = (*reader)->stats();
+  EXPECT_EQ(s.tail, TailProblem::kOversizedPacket);
+  EXPECT_EQ(s.good_end_offset, good);
+  EXPECT_EQ(s.dropped_bytes, trace.bytes.size() - good);
+  EXPECT_NE(s.TailDescription().find("corrupt: "), std::string::npos) << s.TailDescription();
+}
+
+TEST_F(TraceReaderTest, LengthPastEndOfFileIsATruncationNotAnAllocation) {
+  TraceBytes trace = MakeSampleTrace(false);
+  const uint64_t good = trace.bytes.size();
+  trace.bytes.push_back(0x0a);
+  testing::AppendVarint(60ull << 20, &trace.bytes);  // under the sanity bound, past EOF
+  trace.bytes += "abc";
+  WriteFile(Path("p.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("p.idlescope"));
+  ASSERT_TRUE(reader.ok());
+  ReadAll(**reader);
+  EXPECT_EQ((*reader)->stats().tail, TailProblem::kCutInPacket);
+  EXPECT_EQ((*reader)->stats().dropped_bytes, trace.bytes.size() - good);
+}
+
+TEST_F(TraceReaderTest, GarbageAfterGoodPacketsIsReportedAsCorrupt) {
+  TraceBytes trace = MakeSampleTrace(false);
+  const uint64_t good = trace.bytes.size();
+  // Tag 0x0a, length 3, bytes that are not a Packet (a truncated varint inside).
+  trace.bytes += std::string("\x0a\x03\x08\xff\xff", 5);
+  WriteFile(Path("g.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("g.idlescope"));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(**reader).size() + 1, trace.packets.size());
+  EXPECT_EQ((*reader)->stats().tail, TailProblem::kUnparseablePacket);
+  EXPECT_EQ((*reader)->stats().good_end_offset, good);
+  EXPECT_EQ((*reader)->stats().dropped_bytes, 5u);
+
+  TraceBytes zeros = MakeSampleTrace(false);
+  zeros.bytes += std::string(100, '\0');  // a preallocated, never written tail
+  WriteFile(Path("z.idlescope"), zeros.bytes);
+  auto zr = TraceFileReader::Open(Path("z.idlescope"));
+  ASSERT_TRUE(zr.ok());
+  EXPECT_EQ(ReadAll(**zr).size() + 1, zeros.packets.size());
+  EXPECT_EQ((*zr)->stats().tail, TailProblem::kBadFraming);
+  EXPECT_EQ((*zr)->stats().dropped_bytes, 100u);
+}
+
+// Random bytes after a valid prefix: never a crash, the prefix is always kept.
+TEST_F(TraceReaderTest, RandomTailsNeverCrash) {
+  TraceBytes trace = MakeSampleTrace(false);
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::string bytes = trace.bytes;
+    const size_t n = rng() % 300;
+    for (size_t i = 0; i < n; ++i) bytes.push_back(static_cast<char>(rng()));
+    if (seed % 2 == 0 && n > 0) bytes[trace.bytes.size()] = 0x0a;  // look like a packet
+    WriteFile(Path("r.idlescope"), bytes);
+    auto reader = TraceFileReader::Open(Path("r.idlescope"), seed % 3 == 0 ? 64 : 4096);
+    ASSERT_TRUE(reader.ok()) << seed;
+    EXPECT_GE(ReadAll(**reader).size() + 1, trace.packets.size()) << seed;
+    const TraceReadStats& s = (*reader)->stats();
+    EXPECT_EQ(s.good_end_offset + s.dropped_bytes, bytes.size()) << seed;
+  }
+}
+
+TEST_F(TraceReaderTest, FilesThatAreNotTracesAreRefusedWithOneLine) {
+  struct Case {
+    std::string name, bytes, expect;
+  };
+  Packet events;
+  *events.mutable_events() = testing::MakeEventBatch(1, 0, 3, 1);
+  TraceBytes no_header;
+  no_header.Add(events);
+  Packet wrong_magic;
+  *wrong_magic.mutable_header() = testing::MakeHeader(1, 0);
+  wrong_magic.mutable_header()->set_magic("PERFETTO");
+  TraceBytes bad_magic;
+  bad_magic.Add(wrong_magic);
+  Packet v2;
+  *v2.mutable_header() = testing::MakeHeader(1, 0);
+  v2.mutable_header()->set_format_version(2);
+  TraceBytes version2;
+  version2.Add(v2);
+  const std::vector<Case> cases = {
+      {"empty", "", "empty file"},
+      {"text", "hello, this is a text file\nwith two lines\n", "not an idlescope trace"},
+      {"newline", "\nstarts with a newline, which is byte 0x0a\n", "not an idlescope trace"},
+      {"elf",
+       std::string("\x7f"
+                   "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0",
+                   16),
+       "not an idlescope trace"},
+      {"events-first", no_header.bytes, "not an idlescope trace"},
+      {"wrong-magic", bad_magic.bytes, "not an idlescope trace"},
+      {"version-2", version2.bytes, "unsupported trace format version 2"},
+  };
+  for (const Case& c : cases) {
+    WriteFile(Path(c.name), c.bytes);
+    auto reader = TraceFileReader::Open(Path(c.name));
+    ASSERT_FALSE(reader.ok()) << c.name;
+    const std::string msg(reader.status().message());
+    EXPECT_NE(msg.find(c.expect), std::string::npos) << c.name << ": " << msg;
+    EXPECT_NE(msg.find(Path(c.name)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  auto missing = TraceFileReader::Open(Path("missing"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("No such file or directory"), std::string::npos);
+  auto directory = TraceFileReader::Open(dir_);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("directory"), std::string::npos);
+}
+
+TEST_F(TraceReaderTest, ListTraceFilesFindsOnlyTraceFilesSorted) {
+  WriteFile(Path("host-20.idlescope"), "x");
+  WriteFile(Path("host-10.idlescope"), "x");
+  WriteFile(Path("notes.txt"), "x");
+  WriteFile(Path(".idlescope"), "x");
+  ASSERT_EQ(mkdir(Path("sub.idlescope").c_str(), 0755), 0);
+  auto files = ListTraceFiles(dir_);
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(*files,
+            (std::vector<std::string>{Path("host-10.idlescope"), Path("host-20.idlescope")}));
+  EXPECT_FALSE(ListTraceFiles(Path("nope")).ok());
+}
+
+TEST(EventTimesTest, UndoesTheDeltaEncoding) {
+  EventBatch batch;
+  for (int64_t ts : {1000, 5, -3, 10}) batch.add_events()->set_ts(ts);
+  EXPECT_EQ(EventStartTimes(batch), (std::vector<int64_t>{1000, 1005, 1002, 1012}));
+  GpuBatch gpu;
+  for (int64_t ts : {7000, -100, 50}) gpu.add_activities()->set_start(ts);
+  EXPECT_EQ(GpuActivityStartTimes(gpu), (std::vector<int64_t>{7000, 6900, 6950}));
+}
+
+TEST(InternedDataTest, ResolvesStringsStacksAndStreams) {
+  TraceBytes trace = MakeSampleTrace();
+  InternedData data;
+  data.Add(trace.packets[1].interned());
+  EXPECT_EQ(data.String(5), "/ckpt/model-0001.pt");
+  EXPECT_EQ(data.String(0), "");
+  EXPECT_EQ(data.String(999), "");
+  bool complete = false;
+  std::vector<const Frame*> frames = data.Stack(3, &complete);  // torch::save <- main
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(data.FormatFrame(*frames[0]), "torch::save (libtorch_cpu.so+0x3c4d)");
+  EXPECT_EQ(data.FormatFrame(*frames[1]), "main (python3.11+0x1234)");
+  ASSERT_NE(data.FindStream(1), nullptr);
+  EXPECT_EQ(data.FindStream(1)->handle(), 0x5555'0000'1000u);
+  EXPECT_EQ(data.FindStream(2), nullptr);
+  EXPECT_EQ(data.ThreadName(4242), "python3");
+  EXPECT_EQ(data.conflicting_ids(), 0u);
+
+  // A redefinition is counted and ignored; a cyclic stack ends instead of looping.
+  Interned more;
+  InternedString* s = more.add_strings();
+  s->set_id(5);
+  s->set_str("/other");
+  StackNode* a = more.add_stack_nodes();
+  a->set_id(10);
+  a->set_parent(11);
+  a->set_frame(1);
+  StackNode* b = more.add_stack_nodes();
+  b->set_id(11);
+  b->set_parent(10);
+  b->set_frame(2);
+  data.Add(more);
+  EXPECT_EQ(data.String(5), "/ckpt/model-0001.pt");
+  EXPECT_EQ(data.conflicting_ids(), 1u);
+  EXPECT_EQ(data.Stack(10, &complete).size(), 2u);
+  EXPECT_FALSE(complete);
+  Frame unknown;
+  unknown.set_rel_pc(0x10);
+  EXPECT_EQ(data.FormatFrame(unknown), "? (?+0x10)");
+}
+
+}  // namespace
+}  // namespace idlescope
