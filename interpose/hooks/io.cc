@@ -1,0 +1,599 @@
+// File I/O hooks (glibc): opening, writing, reading, syncing, renaming and closing files, and
+// the stdio functions, which glibc implements on internal write/read calls that never reach the
+// write/read PLT (so fwrite/fflush/fclose/fprintf must be hooked themselves). Reads and writes
+// are merged into per-thread bursts (io_burst.h); opens, syncs, renames and closes are single
+// events. The real functions come from io.def; the recording machinery from io_record.h.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "interpose/hooks/io_libc.h"
+#include "interpose/hooks/io_record.h"
+#include "interpose/recorder.h"
+
+using idlescope::Family;
+using idlescope::HookGuard;
+using idlescope::InternString;
+using idlescope::NowNs;
+using idlescope::io::CloseBurst;
+using idlescope::io::FdInfo;
+using idlescope::io::FdState;
+using idlescope::io::Fds;
+using idlescope::io::Libc;
+using idlescope::io::RecordBurstCall;
+using idlescope::io::RecordFdEvent;
+using idlescope::io::ResolveFd;
+using idlescope::io::TrackOpenedFd;
+namespace ev = idlescope::ev;
+
+namespace {
+
+// Interned once per API: the hook's name is the event's `api`.
+#define IDLESCOPE_API_ID(name)                  \
+  ([]() -> uint32_t {                           \
+    static const uint32_t id = InternString(name); \
+    return id;                                  \
+  }())
+
+// Bytes waiting in a stdio write buffer (glibc's struct _IO_FILE is public in <bits/types>):
+// what fflush/fclose is about to write.
+uint64_t PendingWriteBytes(FILE* fp) {
+  if (fp == nullptr || fp->_IO_write_ptr == nullptr || fp->_IO_write_base == nullptr) return 0;
+  return fp->_IO_write_ptr > fp->_IO_write_base
+             ? static_cast<uint64_t>(fp->_IO_write_ptr - fp->_IO_write_base)
+             : 0;
+}
+
+int FileFd(FILE* fp) { return fp == nullptr ? -1 : fileno(fp); }
+
+bool NeedsMode(int flags) { return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE; }
+
+void AfterOpen(uint32_t api, int dirfd, const char* path, int fd, int err, uint64_t t0,
+               uint64_t t1) {
+  FdInfo info;
+  if (fd >= 0) {
+    info = TrackOpenedFd(fd, dirfd, path);
+    if (info.state == FdState::kIgnored) return;
+  } else if (path != nullptr) {
+    info.path = InternString(path);
+  }
+  RecordFdEvent(ev::kFileOpen, api, fd, info, t0, t1, 0, fd >= 0 ? 0 : -err);
+}
+
+// One body for open/open64/openat/openat64/creat and the fortified __open*_2 forms.
+template <typename Call>
+int OpenHook(uint32_t (*api)(), int dirfd, const char* path, Call&& call) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return call();
+  uint64_t t0 = NowNs();
+  int fd = call();
+  int err = errno;
+  AfterOpen(api(), dirfd, path, fd, err, t0, NowNs());
+  errno = err;
+  return fd;
+}
+
+FILE* FopenHook(uint32_t api, const char* path, FILE* (*real)(const char*, const char*),
+                const char* mode) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return real(path, mode);
+  uint64_t t0 = NowNs();
+  FILE* fp = real(path, mode);
+  int err = errno;
+  AfterOpen(api, AT_FDCWD, path, FileFd(fp), err, t0, NowNs());
+  errno = err;
+  return fp;
+}
+
+// A burst-merged call: the generic body of write/read and friends. `Call` returns the real
+// result; `bytes_of` maps it to bytes moved.
+template <typename Ret, typename Call, typename Bytes>
+Ret BurstHook(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, uint64_t offset,
+              Call&& call, Bytes&& bytes_of) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return call();
+  uint64_t t0 = NowNs();
+  Ret r = call();
+  int err = errno;
+  uint64_t t1 = NowNs();
+  bool failed = false;
+  uint64_t bytes = bytes_of(r, &failed);
+  RecordBurstCall(file_type, net_type, api(), fd, t0, t1, bytes, failed, err, offset);
+  errno = err;
+  return r;
+}
+
+uint64_t SsizeBytes(ssize_t r, bool* failed) {
+  *failed = r < 0;
+  return r > 0 ? static_cast<uint64_t>(r) : 0;
+}
+
+template <typename Call>
+ssize_t WriteHook(uint32_t (*api)(), int fd, uint64_t offset, Call&& call) {
+  return BurstHook<ssize_t>(ev::kFileWrite, ev::kNetSend, api, fd, offset, call, SsizeBytes);
+}
+
+template <typename Call>
+ssize_t ReadHook(uint32_t (*api)(), int fd, uint64_t offset, Call&& call) {
+  return BurstHook<ssize_t>(ev::kFileRead, ev::kNetRecv, api, fd, offset, call, SsizeBytes);
+}
+
+// stdio: fd from fileno (-1 for fmemopen/fopencookie streams, which are not files: not
+// recorded). Evaluated after the call: the FILE stays valid.
+template <typename Ret, typename Call, typename Bytes>
+Ret StdioHook(uint8_t type, uint32_t (*api)(), FILE* fp, Call&& call, Bytes&& bytes_of) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return call();
+  uint64_t t0 = NowNs();
+  Ret r = call();
+  int err = errno;
+  uint64_t t1 = NowNs();
+  int fd = FileFd(fp);
+  if (fd >= 0) {
+    bool failed = false;
+    uint64_t bytes = bytes_of(r, &failed);
+    RecordBurstCall(type, type == ev::kFileWrite ? ev::kNetSend : ev::kNetRecv, api(), fd, t0, t1,
+                    bytes, failed, err, 0);
+  }
+  errno = err;
+  return r;
+}
+
+template <typename Call>
+int SyncHook(uint32_t (*api)(), int fd, uint64_t bytes, Call&& call) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return call();
+  CloseBurst();  // the writes this sync makes durable come first
+  uint64_t t0 = NowNs();
+  int r = call();
+  int err = errno;
+  uint64_t t1 = NowNs();
+  FdInfo info = fd >= 0 ? ResolveFd(fd) : FdInfo{};
+  if (info.state != FdState::kIgnored) {
+    RecordFdEvent(ev::kFileSync, api(), fd, info, t0, t1, bytes, r < 0 ? -err : 0);
+  }
+  errno = err;
+  return r;
+}
+
+template <typename Call>
+int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return call();
+  uint64_t t0 = NowNs();
+  int r = call();
+  int err = errno;
+  uint64_t t1 = NowNs();
+  FdInfo info;
+  if (newpath != nullptr) info.path = InternString(newpath);
+  RecordFdEvent(ev::kFileRename, api(), -1, info, t0, t1, 0, r < 0 ? -err : 0);
+  errno = err;
+  return r;
+}
+
+#define API(name) +[]() -> uint32_t { return IDLESCOPE_API_ID(name); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Opening.
+
+IDLESCOPE_HOOK int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (NeedsMode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return OpenHook(API("open"), AT_FDCWD, path, [&] { return Libc().open(path, flags, mode); });
+}
+
+IDLESCOPE_HOOK int open64(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (NeedsMode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return OpenHook(API("open64"), AT_FDCWD, path, [&] { return Libc().open64(path, flags, mode); });
+}
+
+IDLESCOPE_HOOK int openat(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (NeedsMode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return OpenHook(API("openat"), dirfd, path,
+                  [&] { return Libc().openat(dirfd, path, flags, mode); });
+}
+
+IDLESCOPE_HOOK int openat64(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (NeedsMode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return OpenHook(API("openat64"), dirfd, path,
+                  [&] { return Libc().openat64(dirfd, path, flags, mode); });
+}
+
+IDLESCOPE_HOOK int creat(const char* path, mode_t mode) {
+  return OpenHook(API("creat"), AT_FDCWD, path, [&] { return Libc().creat(path, mode); });
+}
+
+IDLESCOPE_HOOK int creat64(const char* path, mode_t mode) {
+  return OpenHook(API("creat64"), AT_FDCWD, path, [&] { return Libc().creat64(path, mode); });
+}
+
+// _FORTIFY_SOURCE turns open(path, flags) without a mode into __open_2 & co.
+IDLESCOPE_HOOK int __open_2(const char* path, int flags) {
+  return OpenHook(API("open"), AT_FDCWD, path, [&] { return Libc().__open_2(path, flags); });
+}
+
+IDLESCOPE_HOOK int __open64_2(const char* path, int flags) {
+  return OpenHook(API("open64"), AT_FDCWD, path, [&] { return Libc().__open64_2(path, flags); });
+}
+
+IDLESCOPE_HOOK int __openat_2(int dirfd, const char* path, int flags) {
+  return OpenHook(API("openat"), dirfd, path,
+                  [&] { return Libc().__openat_2(dirfd, path, flags); });
+}
+
+IDLESCOPE_HOOK int __openat64_2(int dirfd, const char* path, int flags) {
+  return OpenHook(API("openat64"), dirfd, path,
+                  [&] { return Libc().__openat64_2(dirfd, path, flags); });
+}
+
+IDLESCOPE_HOOK FILE* fopen(const char* path, const char* mode) {
+  return FopenHook(IDLESCOPE_API_ID("fopen"), path, Libc().fopen, mode);
+}
+
+IDLESCOPE_HOOK FILE* fopen64(const char* path, const char* mode) {
+  return FopenHook(IDLESCOPE_API_ID("fopen64"), path, Libc().fopen64, mode);
+}
+
+// fdopen wraps an fd we already know (or resolve lazily): no event.
+IDLESCOPE_HOOK FILE* fdopen(int fd, const char* mode) { return Libc().fdopen(fd, mode); }
+
+// freopen closes the stream's old fd inside glibc (no close PLT): forget it, then track the new.
+template <typename Real>
+FILE* FreopenHook(uint32_t (*api)(), const char* path, const char* mode, FILE* fp, Real real) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) return real(path, mode, fp);
+  CloseBurst();
+  int old_fd = FileFd(fp);
+  uint64_t t0 = NowNs();
+  FILE* r = real(path, mode, fp);
+  int err = errno;
+  if (path != nullptr) {
+    Fds().Clear(old_fd);
+    AfterOpen(api(), AT_FDCWD, path, FileFd(r), err, t0, NowNs());
+  }
+  errno = err;
+  return r;
+}
+
+IDLESCOPE_HOOK FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  return FreopenHook(API("freopen"), path, mode, fp, Libc().freopen);
+}
+
+IDLESCOPE_HOOK FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+  return FreopenHook(API("freopen64"), path, mode, fp, Libc().freopen64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closing and duplicating: keep the fd table right even when not recording.
+
+IDLESCOPE_HOOK int close(int fd) {
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) {
+    Fds().Clear(fd);
+    return Libc().close(fd);
+  }
+  FdInfo info = Fds().Get(fd);
+  uint64_t t0 = NowNs();
+  if (info.state == FdState::kTracked) CloseBurst();
+  // Linux releases the fd even when close fails with EINTR/EIO: forget it first, so a racing
+  // open() of the same number in another thread is not clobbered afterwards.
+  Fds().Clear(fd);
+  int r = Libc().close(fd);
+  int err = errno;
+  if (info.state == FdState::kTracked) {
+    RecordFdEvent(ev::kFileClose, IDLESCOPE_API_ID("close"), fd, info, t0, NowNs(), 0,
+                  r < 0 ? -err : 0);
+  }
+  errno = err;
+  return r;
+}
+
+IDLESCOPE_HOOK int fclose(FILE* fp) {
+  int saved = errno;
+  int fd = FileFd(fp);
+  errno = saved;
+  HookGuard guard(Family::kIo);
+  if (!guard.active()) {
+    Fds().Clear(fd);
+    return Libc().fclose(fp);
+  }
+  FdInfo info = Fds().Get(fd);
+  uint64_t pending = PendingWriteBytes(fp);
+  if (info.state == FdState::kTracked) CloseBurst();
+  uint64_t t0 = NowNs();
+  Fds().Clear(fd);
+  int r = Libc().fclose(fp);
+  int err = errno;
+  if (info.state == FdState::kTracked) {
+    // bytes: what fclose flushed from the stdio buffer (its time is in dur).
+    RecordFdEvent(ev::kFileClose, IDLESCOPE_API_ID("fclose"), fd, info, t0, NowNs(), pending,
+                  r != 0 ? -err : 0);
+  }
+  errno = err;
+  return r;
+}
+
+IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
+  if (Libc().close_range == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int r = Libc().close_range(first, last, flags);
+  if (r == 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) {
+    int saved = errno;
+    Fds().ClearRange(first, last);
+    errno = saved;
+  }
+  return r;
+}
+
+IDLESCOPE_HOOK int dup(int fd) {
+  int r = Libc().dup(fd);
+  if (r >= 0) Fds().Copy(fd, r);
+  return r;
+}
+
+IDLESCOPE_HOOK int dup2(int fd, int fd2) {
+  int r = Libc().dup2(fd, fd2);
+  if (r >= 0 && fd != fd2) Fds().Copy(fd, r);
+  return r;
+}
+
+IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
+  int r = Libc().dup3(fd, fd2, flags);
+  if (r >= 0) Fds().Copy(fd, r);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing (burst-merged; on a socket these are NET_SEND).
+
+IDLESCOPE_HOOK ssize_t write(int fd, const void* buf, size_t n) {
+  return WriteHook(API("write"), fd, 0, [&] { return Libc().write(fd, buf, n); });
+}
+
+IDLESCOPE_HOOK ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  return WriteHook(API("pwrite"), fd, static_cast<uint64_t>(off),
+                   [&] { return Libc().pwrite(fd, buf, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+  return WriteHook(API("pwrite64"), fd, static_cast<uint64_t>(off),
+                   [&] { return Libc().pwrite64(fd, buf, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t writev(int fd, const struct iovec* iov, int n) {
+  return WriteHook(API("writev"), fd, 0, [&] { return Libc().writev(fd, iov, n); });
+}
+
+IDLESCOPE_HOOK ssize_t pwritev(int fd, const struct iovec* iov, int n, off_t off) {
+  return WriteHook(API("pwritev"), fd, static_cast<uint64_t>(off),
+                   [&] { return Libc().pwritev(fd, iov, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t pwritev64(int fd, const struct iovec* iov, int n, off64_t off) {
+  return WriteHook(API("pwritev64"), fd, static_cast<uint64_t>(off),
+                   [&] { return Libc().pwritev64(fd, iov, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t pwritev2(int fd, const struct iovec* iov, int n, off_t off, int flags) {
+  return WriteHook(API("pwritev2"), fd, off < 0 ? 0 : static_cast<uint64_t>(off),
+                   [&] { return Libc().pwritev2(fd, iov, n, off, flags); });
+}
+
+IDLESCOPE_HOOK ssize_t pwritev64v2(int fd, const struct iovec* iov, int n, off64_t off,
+                                   int flags) {
+  return WriteHook(API("pwritev64v2"), fd, off < 0 ? 0 : static_cast<uint64_t>(off),
+                   [&] { return Libc().pwritev64v2(fd, iov, n, off, flags); });
+}
+
+namespace {
+auto ItemBytes(size_t size) {
+  return [size](size_t items, bool* failed) {
+    *failed = false;
+    return static_cast<uint64_t>(items) * size;
+  };
+}
+uint64_t PrintfBytes(int r, bool* failed) {
+  *failed = r < 0;
+  return r > 0 ? static_cast<uint64_t>(r) : 0;
+}
+}  // namespace
+
+IDLESCOPE_HOOK size_t fwrite(const void* ptr, size_t size, size_t n, FILE* fp) {
+  return StdioHook<size_t>(ev::kFileWrite, API("fwrite"), fp,
+                           [&] { return Libc().fwrite(ptr, size, n, fp); }, ItemBytes(size));
+}
+
+IDLESCOPE_HOOK size_t fwrite_unlocked(const void* ptr, size_t size, size_t n, FILE* fp) {
+  return StdioHook<size_t>(ev::kFileWrite, API("fwrite_unlocked"), fp,
+                           [&] { return Libc().fwrite_unlocked(ptr, size, n, fp); },
+                           ItemBytes(size));
+}
+
+IDLESCOPE_HOOK int fputs(const char* s, FILE* fp) {
+  return StdioHook<int>(ev::kFileWrite, API("fputs"), fp, [&] { return Libc().fputs(s, fp); },
+                        [s](int r, bool* failed) {
+                          *failed = r == EOF;
+                          return r == EOF ? uint64_t{0} : static_cast<uint64_t>(strlen(s));
+                        });
+}
+
+IDLESCOPE_HOOK int vfprintf(FILE* fp, const char* fmt, va_list ap) {
+  return StdioHook<int>(ev::kFileWrite, API("vfprintf"), fp,
+                        [&] { return Libc().vfprintf(fp, fmt, ap); }, PrintfBytes);
+}
+
+IDLESCOPE_HOOK int fprintf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = StdioHook<int>(ev::kFileWrite, API("fprintf"), fp,
+                         [&] { return Libc().vfprintf(fp, fmt, ap); }, PrintfBytes);
+  va_end(ap);
+  return r;
+}
+
+// _FORTIFY_SOURCE forms of fprintf/vfprintf.
+IDLESCOPE_HOOK int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
+  return StdioHook<int>(ev::kFileWrite, API("vfprintf"), fp,
+                        [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
+}
+
+IDLESCOPE_HOOK int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = StdioHook<int>(ev::kFileWrite, API("fprintf"), fp,
+                         [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
+  va_end(ap);
+  return r;
+}
+
+// fflush(fp) pushes the stdio buffer out with glibc's internal write: its time joins the
+// stream's write burst (bytes 0: fwrite already counted them). fflush(NULL) flushes every stream:
+// a FILE_SYNC event of its own.
+IDLESCOPE_HOOK int fflush(FILE* fp) {
+  if (fp != nullptr) {
+    return StdioHook<int>(ev::kFileWrite, API("fflush"), fp, [&] { return Libc().fflush(fp); },
+                          [](int r, bool* failed) {
+                            *failed = r != 0;
+                            return uint64_t{0};
+                          });
+  }
+  return SyncHook(API("fflush"), -1, 0, [&] { return Libc().fflush(fp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Making data durable and renaming: single events, each closes the thread's burst.
+
+IDLESCOPE_HOOK int fsync(int fd) {
+  return SyncHook(API("fsync"), fd, 0, [&] { return Libc().fsync(fd); });
+}
+
+IDLESCOPE_HOOK int fdatasync(int fd) {
+  return SyncHook(API("fdatasync"), fd, 0, [&] { return Libc().fdatasync(fd); });
+}
+
+IDLESCOPE_HOOK int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags) {
+  return SyncHook(API("sync_file_range"), fd, n > 0 ? static_cast<uint64_t>(n) : 0,
+                  [&] { return Libc().sync_file_range(fd, off, n, flags); });
+}
+
+IDLESCOPE_HOOK int msync(void* addr, size_t n, int flags) {
+  return SyncHook(API("msync"), -1, n, [&] { return Libc().msync(addr, n, flags); });
+}
+
+IDLESCOPE_HOOK int rename(const char* from, const char* to) {
+  return RenameHook(API("rename"), to, [&] { return Libc().rename(from, to); });
+}
+
+IDLESCOPE_HOOK int renameat(int fromfd, const char* from, int tofd, const char* to) {
+  return RenameHook(API("renameat"), to, [&] { return Libc().renameat(fromfd, from, tofd, to); });
+}
+
+IDLESCOPE_HOOK int renameat2(int fromfd, const char* from, int tofd, const char* to,
+                             unsigned int flags) {
+  if (Libc().renameat2 == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return RenameHook(API("renameat2"), to,
+                    [&] { return Libc().renameat2(fromfd, from, tofd, to, flags); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading (burst-merged; on a socket these are NET_RECV).
+
+IDLESCOPE_HOOK ssize_t read(int fd, void* buf, size_t n) {
+  return ReadHook(API("read"), fd, 0, [&] { return Libc().read(fd, buf, n); });
+}
+
+IDLESCOPE_HOOK ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  return ReadHook(API("read"), fd, 0, [&] { return Libc().__read_chk(fd, buf, n, buflen); });
+}
+
+IDLESCOPE_HOOK ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  return ReadHook(API("pread"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().pread(fd, buf, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  return ReadHook(API("pread64"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().pread64(fd, buf, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  return ReadHook(API("pread"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().__pread_chk(fd, buf, n, off, buflen); });
+}
+
+IDLESCOPE_HOOK ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  return ReadHook(API("pread64"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().__pread64_chk(fd, buf, n, off, buflen); });
+}
+
+IDLESCOPE_HOOK ssize_t readv(int fd, const struct iovec* iov, int n) {
+  return ReadHook(API("readv"), fd, 0, [&] { return Libc().readv(fd, iov, n); });
+}
+
+IDLESCOPE_HOOK ssize_t preadv(int fd, const struct iovec* iov, int n, off_t off) {
+  return ReadHook(API("preadv"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().preadv(fd, iov, n, off); });
+}
+
+IDLESCOPE_HOOK ssize_t preadv64(int fd, const struct iovec* iov, int n, off64_t off) {
+  return ReadHook(API("preadv64"), fd, static_cast<uint64_t>(off),
+                  [&] { return Libc().preadv64(fd, iov, n, off); });
+}
+
+IDLESCOPE_HOOK size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
+  return StdioHook<size_t>(ev::kFileRead, API("fread"), fp,
+                           [&] { return Libc().fread(ptr, size, n, fp); }, ItemBytes(size));
+}
+
+IDLESCOPE_HOOK size_t fread_unlocked(void* ptr, size_t size, size_t n, FILE* fp) {
+  return StdioHook<size_t>(ev::kFileRead, API("fread_unlocked"), fp,
+                           [&] { return Libc().fread_unlocked(ptr, size, n, fp); },
+                           ItemBytes(size));
+}
+
+IDLESCOPE_HOOK size_t __fread_chk(void* ptr, size_t buflen, size_t size, size_t n, FILE* fp) {
+  return StdioHook<size_t>(ev::kFileRead, API("fread"), fp,
+                           [&] { return Libc().__fread_chk(ptr, buflen, size, n, fp); },
+                           ItemBytes(size));
+}
+
+IDLESCOPE_HOOK size_t __fread_unlocked_chk(void* ptr, size_t buflen, size_t size, size_t n,
+                                           FILE* fp) {
+  return StdioHook<size_t>(ev::kFileRead, API("fread_unlocked"), fp,
+                           [&] { return Libc().__fread_unlocked_chk(ptr, buflen, size, n, fp); },
+                           ItemBytes(size));
+}

@@ -1,0 +1,185 @@
+#include "interpose/hooks/io_record.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "interpose/hooks/io_burst.h"
+#include "interpose/hooks/io_libc.h"
+#include "interpose/hooks/net_address.h"
+#include "interpose/recorder.h"
+
+namespace idlescope::io {
+namespace {
+
+constexpr BurstPolicy kPolicy;
+// Minimum time between two stack captures on one thread.
+constexpr uint64_t kStackIntervalNs = 50'000;
+
+FdTable g_fds;
+
+thread_local Burst t_burst;
+thread_local uint64_t t_last_stack = 0;
+
+void Emit(const Burst& b) {
+  RawEvent e;
+  e.ts = b.start;
+  e.dur = b.dur;
+  e.bytes = b.bytes;
+  e.count = b.count;
+  e.api = b.api;
+  e.stack = b.stack;
+  e.result = b.result;
+  e.type = b.type;
+  e.u.io.offset = b.offset;
+  e.u.io.path = b.path;
+  e.u.io.fd = b.fd;
+  e.u.io.fs_type = b.fs;
+  e.u.io.net_scope = b.scope;
+  Record(e);
+}
+
+// readlink(/proc/self/fd/N) into buf; length or 0.
+size_t LinkOfFd(int fd, char* buf, size_t size) {
+  char link[40];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, buf, size - 1);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return static_cast<size_t>(n);
+}
+
+FdInfo Classify(int fd, const char* path, size_t path_len) {
+  FdInfo info;
+  info.state = FdState::kTracked;
+  if (IsTraceFd(fd)) {
+    info.state = FdState::kIgnored;
+    return info;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) return FdInfo{};
+  info.fs = FsTypeFromMode(st.st_mode);
+  char buf[4096];
+  if (info.fs == kFsSocket) {
+    sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    size_t n = 0;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      n = FormatSockaddr(reinterpret_cast<sockaddr*>(&addr), len, buf, sizeof(buf));
+      info.scope = ScopeOfSockaddr(reinterpret_cast<sockaddr*>(&addr), len);
+    }
+    if (n > 0) info.path = InternString(std::string_view(buf, n));
+    return info;
+  }
+  if (info.fs == kFsUnspecified) {
+    struct statfs sfs;
+    info.fs = fstatfs(fd, &sfs) == 0 ? FsTypeFromStatfsMagic(static_cast<uint64_t>(sfs.f_type))
+                                     : kFsOther;
+  }
+  if (path == nullptr || path_len == 0) {
+    path_len = LinkOfFd(fd, buf, sizeof(buf));
+    path = buf;
+  }
+  if (path_len > 0) info.path = InternString(std::string_view(path, path_len));
+  return info;
+}
+
+}  // namespace
+
+FdTable& Fds() { return g_fds; }
+
+FdInfo ResolveFd(int fd) {
+  FdInfo info = g_fds.Get(fd);
+  if (info.state != FdState::kUnknown) return info;
+  info = Classify(fd, nullptr, 0);
+  if (info.state != FdState::kUnknown) g_fds.Set(fd, info);
+  return info;
+}
+
+FdInfo TrackOpenedFd(int fd, int dirfd, const char* path) {
+  if (fd < 0) return {};
+  FdInfo info;
+  if (path != nullptr && path[0] == '/') {
+    info = Classify(fd, path, strlen(path));
+  } else {
+    // Relative to the cwd or to dirfd: the kernel knows the absolute name.
+    (void)dirfd;
+    info = Classify(fd, nullptr, 0);
+  }
+  if (info.state != FdState::kUnknown) g_fds.Set(fd, info);
+  return info;
+}
+
+uint32_t MaybeCaptureStack(uint64_t t0) {
+  if (t0 - t_last_stack < kStackIntervalNs) return 0;
+  t_last_stack = t0;
+  // Skip this function and RecordBurstCall/RecordFdEvent: the innermost frame is the hook.
+  return CaptureStack(2);
+}
+
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t t0,
+                     uint64_t t1, uint64_t bytes, bool failed, int err, uint64_t offset) {
+  FdInfo info = g_fds.Get(fd);
+  if (info.state == FdState::kUnknown) {
+    if (failed && err == EBADF) return;  // not an fd: nothing to describe
+    info = ResolveFd(fd);
+  }
+  if (info.state == FdState::kIgnored) return;
+  uint8_t type = info.fs == kFsSocket ? net_type : file_type;
+  if (type == 0) return;
+  IoCall call;
+  call.type = type;
+  call.fd = fd;
+  call.api = api;
+  call.ts = t0;
+  call.dur = t1 - t0;
+  call.bytes = bytes;
+  call.result = failed ? -err : 0;
+  call.offset = offset;
+  Burst& b = t_burst;
+  if (Extends(b, call, kPolicy)) {
+    Merge(b, call);
+    return;
+  }
+  if (b.open) Emit(b);
+  Begin(b, call);
+  b.path = info.path;
+  b.fs = info.fs;
+  b.scope = info.scope;
+  b.stack = MaybeCaptureStack(t0);
+}
+
+void CloseBurst() {
+  Burst& b = t_burst;
+  if (!b.open) return;
+  b.open = false;
+  Emit(b);
+}
+
+void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0,
+                   uint64_t t1, uint64_t bytes, int32_t result) {
+  CloseBurst();
+  RawEvent e;
+  e.ts = t0;
+  e.dur = t1 - t0;
+  e.bytes = bytes;
+  e.count = 1;
+  e.api = api;
+  e.stack = MaybeCaptureStack(t0);
+  e.result = result;
+  e.type = type;
+  e.u.io.path = info.path;
+  e.u.io.fd = fd;
+  e.u.io.fs_type = info.fs;
+  e.u.io.net_scope = info.scope;
+  Record(e);
+}
+
+}  // namespace idlescope::io

@@ -1,0 +1,43 @@
+// Recording side shared by the file I/O (io.cc), network (net.cc) and process (process.cc)
+// hooks: the process-wide fd table, per-thread bursts (io_burst.h) and the events they emit.
+// Every function here is called from inside a hook whose HookGuard is active.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "interpose/hooks/io_fd_table.h"
+
+namespace idlescope::io {
+
+FdTable& Fds();
+
+// What `fd` is: from the table, or resolved now (fstat, readlink /proc/self/fd, fstatfs,
+// getpeername) and remembered. The recorder's own trace file comes back kIgnored.
+FdInfo ResolveFd(int fd);
+
+// Fills the table for a freshly opened `fd` (`path` as the program passed it, relative to
+// `dirfd`) and returns the entry.
+FdInfo TrackOpenedFd(int fd, int dirfd, const char* path);
+
+// A call of a burst-merged kind (io_burst.h). `file_type`/`net_type`: the event type when the fd
+// is a file / a socket (0 = not recorded for that kind). `result` is the call's return value
+// (bytes, or -1 with `err`). `bytes` counts what was moved.
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t t0,
+                     uint64_t t1, uint64_t bytes, bool failed, int err, uint64_t offset);
+
+// Emits the calling thread's open burst, if any (before any other event of this thread, and
+// before fork/exec, so a burst is never lost or inherited by a child).
+void CloseBurst();
+
+// A single (not merged) event about a file or socket: closes the thread's burst first, so the
+// thread's events stay in order.
+void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0,
+                   uint64_t t1, uint64_t bytes, int32_t result);
+
+// Stack id for an event starting at `t0`, rate-limited per thread (a stack costs microseconds;
+// the first event of a burst, or a sparse event, gets one).
+uint32_t MaybeCaptureStack(uint64_t t0);
+
+}  // namespace idlescope::io

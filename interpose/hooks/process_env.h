@@ -1,0 +1,50 @@
+// The environment an exec'd or spawned child gets, so that it stays traced: programs pass their
+// own envp (subprocess with env=..., execle, posix_spawn) or clear it (env -i, execve with
+// {NULL}), which would drop LD_PRELOAD and IDLESCOPE_OUT and lose the child (uftrace and
+// heaptrack re-add their variables the same way).
+//
+// Pure and allocation-free: it runs between fork and exec, where only async-signal-safe work is
+// allowed, and writes into a caller-provided arena (mmap'ed by the hooks).
+#pragma once
+
+#include <cstddef>
+
+namespace idlescope::proc {
+
+// What the process started with: our library's absolute path and every IDLESCOPE_* variable.
+// Captured once at load time, because the program may later change its own environ.
+class PreservedEnv {
+ public:
+  static constexpr size_t kMaxEntries = 64;
+  static constexpr size_t kStorage = 16384;
+
+  // `environ` as at load; `library_path` = the absolute path of libidlescope.so (dladdr).
+  void Capture(char* const* environ, const char* library_path);
+
+  const char* library_path() const { return library_; }
+  size_t size() const { return count_; }
+  const char* entry(size_t i) const { return entries_[i]; }  // "IDLESCOPE_X=value"
+
+ private:
+  const char* Store(const char* s, size_t n);
+
+  char storage_[kStorage] = {};
+  size_t used_ = 0;
+  const char* library_ = "";
+  const char* entries_[kMaxEntries] = {};
+  size_t count_ = 0;
+};
+
+// True if the LD_PRELOAD value `value` (entries separated by ':' or ' ') already loads the
+// library at `library_path` (same path, or same file name).
+bool PreloadHasLibrary(const char* value, const char* library_path);
+
+// Builds the child's environment: every entry of `envp` (may be null), with LD_PRELOAD extended
+// (or added) to load our library first, and every preserved IDLESCOPE_* variable the program did
+// not set itself added. The pointer array and any new strings go into `arena`; strings of envp
+// are reused. Returns the arena bytes needed; when that exceeds `capacity` nothing was built and
+// *out is untouched. On success *out points to a NULL-terminated array inside the arena.
+size_t BuildTracedEnv(char* const* envp, const PreservedEnv& keep, void* arena, size_t capacity,
+                      char*** out);
+
+}  // namespace idlescope::proc
