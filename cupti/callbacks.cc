@@ -242,6 +242,13 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
   e.u.cuda.async = info.async;
   e.u.cuda.copy_kind = info.copy_kind;
   const void* params = cb->functionParams;
+  if (params == nullptr) {
+    // Without parameters only the kind of call is known.
+    if (shape == Shape::kCopyRuntime || shape == Shape::kCopyDriver) shape = Shape::kCopyOther;
+    if (shape == Shape::kMemsetRuntime || shape == Shape::kMemsetDriver)
+      shape = Shape::kMemsetOther;
+    if (shape == Shape::kSyncStream) shape = Shape::kSyncOther;
+  }
   switch (shape) {
     case Shape::kCopyRuntime: {
       const auto* p = static_cast<const CopyParamsRuntime*>(params);
