@@ -1,6 +1,8 @@
 // Issue 2, Done-when 6: the hand-written encoder (interpose/wire.h, trace_encoder.cc) produces
 // exactly libprotobuf's bytes for every message of proto/trace.proto, with non-trivial values
 // (large and negative numbers, empty and non-UTF-8 bytes, packed/repeated fields, nesting).
+#include "interpose/wire.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "interpose/trace_encoder.h"
-#include "interpose/wire.h"
 #include "tests/interpose/trace_pb.h"
 
 namespace idlescope {
@@ -96,8 +97,8 @@ void FillProto(const trace::Header& h, idlescope::Header* p) {
 }
 
 TEST(WireTest, VarintsAndZigZag) {
-  for (uint64_t v : {0ull, 1ull, 127ull, 128ull, 300ull, 16383ull, 16384ull, (1ull << 35) - 1,
-                     ~0ull}) {
+  for (uint64_t v :
+       {0ull, 1ull, 127ull, 128ull, 300ull, 16383ull, 16384ull, (1ull << 35) - 1, ~0ull}) {
     Buffer b;
     b.U64(1, v);
     idlescope::ClockSnapshot m;
@@ -170,7 +171,8 @@ TEST(WireTest, HeaderPacket) {
 TEST(WireTest, InternedPacketWithEveryKind) {
   trace::Interned in;
   in.strings = {{1, "cudaMemcpyAsync"}, {2, kNotUtf8}, {300, std::string(200, 'y')}};
-  in.frames = {{1, 1, 2, 0x1234567, 0, 0}, {2, 0, 2, 0, 300, 4294967295u}, {1ull << 40, 5, 6, 7, 8, 9}};
+  in.frames = {
+      {1, 1, 2, 0x1234567, 0, 0}, {2, 0, 2, 0, 300, 4294967295u}, {1ull << 40, 5, 6, 7, 8, 9}};
   in.stack_nodes = {{1, 0, 1}, {2, 1, 2}, {1ull << 33, 2, 1ull << 40}};
   in.streams = {{1, 0, 0}, {2, 0x7f00deadbeef, 3}, {3, 2, -1}};
   in.threads = {{4242, "pt_data_worker"}, {1, ""}};

@@ -1,0 +1,396 @@
+// The recorder under the real preload library: traced_prog runs with
+// LD_PRELOAD=build/lib/libidlescope.so and its files are read back with libprotobuf.
+// Issue 2 Done-when 4 (SIGKILL), 8 (errno, close-all-fds) and the process-life rules
+// (exit paths, fork, signals, threads).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/interpose/trace_read.h"
+
+namespace idlescope::testing {
+namespace {
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1, err = -1;
+  std::string stdout_text, stderr_text;
+  int status = 0;
+};
+
+class PreloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/idlescope-preload-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    ASSERT_EQ(system(cmd.c_str()), 0);
+  }
+
+  Child Start(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    int out[2], err[2];
+    EXPECT_EQ(pipe(out), 0);
+    EXPECT_EQ(pipe(err), 0);
+    env.push_back(std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB);
+    env.push_back("IDLESCOPE_OUT=" + dir_);
+    Child c;
+    c.pid = fork();
+    if (c.pid == 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      close(out[0]);
+      close(err[0]);
+      for (const std::string& e : env) putenv(strdup(e.c_str()));
+      std::vector<char*> argv;
+      std::string prog = TRACED_PROG;
+      argv.push_back(prog.data());
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(prog.c_str(), argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    c.out = out[0];
+    c.err = err[0];
+    return c;
+  }
+
+  // Reads stdout until `line` appears (or 20 s pass).
+  bool WaitForLine(Child& c, const std::string& line) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (c.stdout_text.find(line + "\n") == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      pollfd p{c.out, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(c.out, buf, sizeof(buf));
+      if (n <= 0) return false;
+      c.stdout_text.append(buf, n);
+    }
+    return true;
+  }
+
+  void Finish(Child& c) {
+    auto drain = [](int fd, std::string* s) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) s->append(buf, n);
+      close(fd);
+    };
+    drain(c.out, &c.stdout_text);
+    drain(c.err, &c.stderr_text);
+    ASSERT_EQ(waitpid(c.pid, &c.status, 0), c.pid);
+  }
+
+  Child Run(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    Child c = Start(args, std::move(env));
+    Finish(c);
+    return c;
+  }
+
+  // The single trace file of process `pid`.
+  std::string FileOf(pid_t pid) {
+    for (const std::string& f : TraceFiles(dir_)) {
+      ReadTrace t = ReadTraceFile(f);
+      if (!t.packets.empty() && t.packets[0].header().pid() == static_cast<uint32_t>(pid)) return f;
+    }
+    return "";
+  }
+
+  static int Count(const Flattened& f, const std::string& text) {
+    int n = 0;
+    for (const FlatEvent& e : f.events) {
+      if (e.event.type() == MARK && f.strings.count(e.event.path()) &&
+          f.strings.at(e.event.path()) == text) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  static const idlescope::Footer* FooterOf(const ReadTrace& t) {
+    return !t.packets.empty() && t.packets.back().has_footer() ? &t.packets.back().footer()
+                                                               : nullptr;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(PreloadTest, ReturnFromMainWritesHeaderEventsStacksAndFooter) {
+  Child c = Run({"steps", "10"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 10);
+  EXPECT_EQ(c.stderr_text, "");
+  std::string file = FileOf(c.pid);
+  ASSERT_NE(file, "");
+  ReadTrace t = ReadTraceFile(file);
+  EXPECT_FALSE(t.truncated);
+  const idlescope::Header& h = t.packets[0].header();
+  EXPECT_EQ(h.magic(), "IDLESCOPE");
+  EXPECT_EQ(h.format_version(), 1u);
+  EXPECT_EQ(h.ppid(), static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(h.main_tid(), h.pid());
+  EXPECT_EQ(h.origin(), ORIGIN_PRELOAD);
+  EXPECT_EQ(h.cmdline_size(), 3);
+  EXPECT_NE(h.exe().find("traced_prog"), std::string::npos);
+  EXPECT_EQ(h.boot_id().size(), 36u);
+  EXPECT_GT(h.process_start_ns(), 0u);
+  EXPECT_LE(h.process_start_ns(), h.clock().monotonic_ns());
+  EXPECT_GT(h.clock().realtime_ns(), h.clock().monotonic_ns());
+  EXPECT_EQ(h.config().flush_interval_ms(), 500u);
+  EXPECT_EQ(h.config().stack_depth(), 24u);
+  EXPECT_EQ(h.config().families_size(), 6);
+
+  Flattened f = Flatten(t);
+  EXPECT_TRUE(f.ids_defined_before_use);
+  EXPECT_EQ(Count(f, "step-odd"), 5);
+  EXPECT_EQ(Count(f, "step-even"), 5);
+  // Timestamps: absolute after delta decoding, ordered, within the process's life.
+  uint64_t prev = 0;
+  for (const FlatEvent& e : f.events) {
+    EXPECT_GE(e.ts, prev);
+    EXPECT_GE(e.ts, h.process_start_ns());
+    prev = e.ts;
+  }
+  // The static function is named although the program is not linked with -rdynamic.
+  const FlatEvent& step = f.events[0];
+  ASSERT_NE(step.event.stack(), 0u);
+  std::vector<std::string> fns = StackFunctions(f, step.event.stack());
+  ASSERT_GE(fns.size(), 3u);
+  EXPECT_EQ(fns[0], "(anonymous namespace)::Mark(char const*)");  // calls idlescope_mark
+  EXPECT_EQ(fns[1], "(anonymous namespace)::checkpoint_writer_step(int)");
+  EXPECT_EQ(fns[2], "main");
+  // A repeated stack costs one id.
+  std::set<uint64_t> odd_stacks;
+  for (const FlatEvent& e : f.events) {
+    if (e.event.type() == MARK && f.strings[e.event.path()] == "step-odd") {
+      odd_stacks.insert(e.event.stack());
+    }
+  }
+  EXPECT_EQ(odd_stacks.size(), 1u);
+  // The last event is the exit, then the footer.
+  EXPECT_EQ(f.events.back().event.type(), PROC_EXIT);
+  EXPECT_EQ(f.events.back().event.result(), 10);
+  const idlescope::Footer* footer = FooterOf(t);
+  ASSERT_NE(footer, nullptr);
+  EXPECT_EQ(footer->reason(), EXIT_NORMAL);
+  EXPECT_EQ(footer->exit_status(), 10);
+  EXPECT_EQ(footer->events(), f.events.size());
+  EXPECT_EQ(footer->events_dropped(), 0u);
+  size_t footer_len = t.packets.back().ByteSizeLong();
+  EXPECT_EQ(footer->bytes() + 1 + (footer_len < 128 ? 1 : 2) + footer_len, t.bytes);
+}
+
+TEST_F(PreloadTest, ExitRunsAtexitHandlersBeforeTheFooter) {
+  Child c = Run({"exit", "3"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 3);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  Flattened f = Flatten(t);
+  EXPECT_EQ(Count(f, "before-exit"), 1);
+  EXPECT_EQ(Count(f, "in-atexit"), 1);
+  ASSERT_NE(FooterOf(t), nullptr);
+  EXPECT_EQ(FooterOf(t)->reason(), EXIT_NORMAL);
+  EXPECT_EQ(FooterOf(t)->exit_status(), 3);
+}
+
+TEST_F(PreloadTest, UnderscoreExitFlushes) {
+  Child c = Run({"underscore_exit", "4"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 4);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  EXPECT_EQ(Count(Flatten(t), "before-_exit"), 1);
+  ASSERT_NE(FooterOf(t), nullptr);
+  EXPECT_EQ(FooterOf(t)->reason(), EXIT_UNDERSCORE);
+  EXPECT_EQ(FooterOf(t)->exit_status(), 4);
+}
+
+TEST_F(PreloadTest, ThreadsHandTheirRingsOverWhenTheyExit) {
+  Child c = Run({"threads", "3000"}, {"IDLESCOPE_BUFFER_KB=64"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  Flattened f = Flatten(t);
+  const idlescope::Footer* footer = FooterOf(t);
+  ASSERT_NE(footer, nullptr);
+  // Nothing lost without saying so: every mark is in the file or counted as dropped.
+  EXPECT_EQ(Count(f, "thread-mark") + f.dropped, 8u * 3000u);
+  EXPECT_EQ(footer->events_dropped(), f.dropped);
+  EXPECT_EQ(Count(f, "main-end"), 1);
+  // Per-thread batch sequence numbers have no gaps.
+  std::map<uint32_t, uint64_t> next_seq;
+  for (const idlescope::Packet& p : t.packets) {
+    if (!p.has_events()) continue;
+    EXPECT_EQ(p.events().seq(), next_seq[p.events().tid()]++) << p.events().tid();
+  }
+  EXPECT_GE(next_seq.size(), 2u);
+}
+
+// Done-when 4: after SIGKILL the file is readable up to the last flush, periodic ones included.
+TEST_F(PreloadTest, SigkillLeavesEverythingFlushedReadable) {
+  Child c = Start({"flush_and_sleep"}, {"IDLESCOPE_FLUSH_MS=20"});
+  ASSERT_TRUE(WaitForLine(c, "ready"));
+  std::string file = FileOf(c.pid);
+  ASSERT_NE(file, "");
+  // Wait for periodic flushes to bring "tick" events (no explicit flush after "ready").
+  int ticks = 0;
+  for (int i = 0; i < 200 && ticks < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    ticks = Count(Flatten(ReadTraceFile(file)), "tick");
+  }
+  kill(c.pid, SIGKILL);
+  Finish(c);
+  ASSERT_TRUE(WIFSIGNALED(c.status));
+  EXPECT_EQ(WTERMSIG(c.status), SIGKILL);
+  ReadTrace t = ReadTraceFile(file);
+  Flattened f = Flatten(t);
+  EXPECT_EQ(f.headers, 1);
+  EXPECT_EQ(f.footers, 0);
+  EXPECT_TRUE(f.ids_defined_before_use);
+  EXPECT_EQ(Count(f, "flushed-before-kill"), 1);
+  EXPECT_GE(Count(f, "tick"), 5);
+}
+
+TEST_F(PreloadTest, SigtermWithDefaultActionFlushesAndDiesOfTheSignal) {
+  Child c = Start({"flush_and_sleep"});
+  ASSERT_TRUE(WaitForLine(c, "ready"));
+  kill(c.pid, SIGTERM);
+  Finish(c);
+  ASSERT_TRUE(WIFSIGNALED(c.status));
+  EXPECT_EQ(WTERMSIG(c.status), SIGTERM);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  Flattened f = Flatten(t);
+  EXPECT_GE(Count(f, "tick"), 1);  // recorded after the last explicit flush
+  ASSERT_NE(FooterOf(t), nullptr);
+  EXPECT_EQ(FooterOf(t)->reason(), EXIT_SIGNAL);
+  EXPECT_EQ(FooterOf(t)->exit_status(), SIGTERM);
+}
+
+TEST_F(PreloadTest, ProgramsOwnSigtermHandlerIsChained) {
+  Child c = Start({"own_handler"});
+  ASSERT_TRUE(WaitForLine(c, "ready"));
+  EXPECT_NE(c.stdout_text.find("own-handler-visible\n"), std::string::npos);
+  kill(c.pid, SIGTERM);
+  Finish(c);
+  ASSERT_TRUE(WIFEXITED(c.status)) << c.status;
+  EXPECT_EQ(WEXITSTATUS(c.status), 7);
+  EXPECT_NE(c.stdout_text.find("handled\n"), std::string::npos);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  ASSERT_NE(FooterOf(t), nullptr);
+  EXPECT_EQ(FooterOf(t)->reason(), EXIT_NORMAL);
+  EXPECT_EQ(FooterOf(t)->exit_status(), 7);
+}
+
+TEST_F(PreloadTest, IgnoredSigintStaysIgnored) {
+  Child c = Run({"ignore_sigint"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  EXPECT_EQ(c.stdout_text, "survived\n");
+}
+
+TEST_F(PreloadTest, ForkedChildWritesItsOwnFileWithoutTheParentsEvents) {
+  Child c = Run({"fork"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 5);
+  std::vector<std::string> files = TraceFiles(dir_);
+  ASSERT_EQ(files.size(), 2u);
+  std::string parent_file = FileOf(c.pid);
+  std::string child_file = files[0] == parent_file ? files[1] : files[0];
+  ReadTrace parent = ReadTraceFile(parent_file), child = ReadTraceFile(child_file);
+  const idlescope::Header& ch = child.packets[0].header();
+  EXPECT_EQ(ch.ppid(), static_cast<uint32_t>(c.pid));
+  EXPECT_NE(ch.pid(), static_cast<uint32_t>(c.pid));
+  EXPECT_EQ(ch.origin(), ORIGIN_FORK);
+  Flattened pf = Flatten(parent), cf = Flatten(child);
+  EXPECT_TRUE(cf.ids_defined_before_use);
+  EXPECT_EQ(Count(cf, "child"), 1);
+  EXPECT_EQ(Count(cf, "parent-before"), 0);
+  EXPECT_EQ(Count(pf, "child"), 0);
+  EXPECT_EQ(Count(pf, "parent-before"), 1);
+  EXPECT_EQ(Count(pf, "parent-after"), 1);
+  for (const FlatEvent& e : cf.events) EXPECT_EQ(e.tid, ch.pid());
+  ASSERT_NE(FooterOf(child), nullptr);
+  EXPECT_EQ(FooterOf(child)->reason(), EXIT_UNDERSCORE);
+  EXPECT_EQ(FooterOf(child)->exit_status(), 5);
+  ASSERT_NE(FooterOf(parent), nullptr);
+  EXPECT_EQ(FooterOf(parent)->exit_status(), 5);
+}
+
+// Done-when 8 (first half): a program that closes every fd keeps working; the trace goes on in
+// the reopened file, and we say so once.
+TEST_F(PreloadTest, ClosingEveryFdKeepsTheProgramAndTheTraceGoing) {
+  Child c = Run({"close_all_fds", "100"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  EXPECT_EQ(c.stdout_text, "ok\n");
+  size_t first = c.stderr_text.find("idlescope:");
+  ASSERT_NE(first, std::string::npos) << c.stderr_text;
+  EXPECT_EQ(c.stderr_text.find("idlescope:", first + 1), std::string::npos) << c.stderr_text;
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  EXPECT_FALSE(t.truncated);
+  Flattened f = Flatten(t);
+  EXPECT_EQ(Count(f, "before-close"), 1);
+  EXPECT_EQ(Count(f, "after-close"), 100);
+  EXPECT_EQ(Count(f, "after-flush"), 1);
+  bool notice = false;
+  for (const idlescope::Packet& p : t.packets) notice |= p.notice().code() == "trace_fd_closed";
+  EXPECT_TRUE(notice);
+  ASSERT_NE(FooterOf(t), nullptr);
+}
+
+// Done-when 8 (second half): errno seen by the program never changes, also when rings fill up
+// and the writer is woken.
+TEST_F(PreloadTest, RecorderKeepsErrno) {
+  Child c = Run({"errno", "20000"}, {"IDLESCOPE_BUFFER_KB=16"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(c.stdout_text, "errno-bad=0\n");
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+}
+
+TEST_F(PreloadTest, BadConfigurationWarnsOnceAndUsesDefaults) {
+  Child c = Run({"steps", "2"}, {"IDLESCOPE_FLUSH_MS=fast", "IDLESCOPE_DISABLE=io,gpu"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 2);
+  EXPECT_NE(c.stderr_text.find("idlescope: IDLESCOPE_FLUSH_MS=fast"), std::string::npos);
+  EXPECT_NE(c.stderr_text.find("unknown family 'gpu'"), std::string::npos);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  EXPECT_EQ(t.packets[0].header().config().flush_interval_ms(), 500u);
+  std::vector<std::string> families(t.packets[0].header().config().families().begin(),
+                                    t.packets[0].header().config().families().end());
+  EXPECT_EQ(families, (std::vector<std::string>{"cuda", "cupti", "nccl", "net", "proc"}));
+}
+
+TEST_F(PreloadTest, ExecKeepsThePidSoTheNewImageWritesASuffixedFile) {
+  Child c = Run({"exec_self"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 1);
+  std::vector<std::string> files = TraceFiles(dir_);
+  ASSERT_EQ(files.size(), 2u);
+  // Sorted: "<host>-<pid>-1.idlescope" (the new image's) before "<host>-<pid>.idlescope".
+  std::string after = files[0], before = files[1];
+  EXPECT_EQ(after, before.substr(0, before.size() - 10) + "-1.idlescope");
+  ReadTrace a = ReadTraceFile(after), b = ReadTraceFile(before);
+  EXPECT_EQ(a.packets[0].header().pid(), static_cast<uint32_t>(c.pid));
+  EXPECT_EQ(Count(Flatten(b), "before-exec"), 1);
+  EXPECT_EQ(Count(Flatten(a), "step-odd"), 0);
+  EXPECT_EQ(Count(Flatten(a), "step-even"), 1);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
