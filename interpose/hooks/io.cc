@@ -21,8 +21,8 @@ using idlescope::InternString;
 using idlescope::NowNs;
 using idlescope::io::CloseBurst;
 using idlescope::io::FdInfo;
-using idlescope::io::FdState;
 using idlescope::io::Fds;
+using idlescope::io::FdState;
 using idlescope::io::Libc;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
@@ -33,10 +33,10 @@ namespace ev = idlescope::ev;
 namespace {
 
 // Interned once per API: the hook's name is the event's `api`.
-#define IDLESCOPE_API_ID(name)                  \
-  ([]() -> uint32_t {                           \
+#define IDLESCOPE_API_ID(name)                     \
+  ([]() -> uint32_t {                              \
     static const uint32_t id = InternString(name); \
-    return id;                                  \
+    return id;                                     \
   }())
 
 // Bytes waiting in a stdio write buffer (glibc's struct _IO_FILE is public in <bits/types>):
@@ -410,8 +410,7 @@ IDLESCOPE_HOOK ssize_t pwritev2(int fd, const struct iovec* iov, int n, off_t of
                    [&] { return Libc().pwritev2(fd, iov, n, off, flags); });
 }
 
-IDLESCOPE_HOOK ssize_t pwritev64v2(int fd, const struct iovec* iov, int n, off64_t off,
-                                   int flags) {
+IDLESCOPE_HOOK ssize_t pwritev64v2(int fd, const struct iovec* iov, int n, off64_t off, int flags) {
   return WriteHook(API("pwritev64v2"), fd, off < 0 ? 0 : static_cast<uint64_t>(off),
                    [&] { return Libc().pwritev64v2(fd, iov, n, off, flags); });
 }
@@ -430,49 +429,55 @@ uint64_t PrintfBytes(int r, bool* failed) {
 }  // namespace
 
 IDLESCOPE_HOOK size_t fwrite(const void* ptr, size_t size, size_t n, FILE* fp) {
-  return StdioHook<size_t>(ev::kFileWrite, API("fwrite"), fp,
-                           [&] { return Libc().fwrite(ptr, size, n, fp); }, ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileWrite, API("fwrite"), fp, [&] { return Libc().fwrite(ptr, size, n, fp); },
+      ItemBytes(size));
 }
 
 IDLESCOPE_HOOK size_t fwrite_unlocked(const void* ptr, size_t size, size_t n, FILE* fp) {
-  return StdioHook<size_t>(ev::kFileWrite, API("fwrite_unlocked"), fp,
-                           [&] { return Libc().fwrite_unlocked(ptr, size, n, fp); },
-                           ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileWrite, API("fwrite_unlocked"), fp,
+      [&] { return Libc().fwrite_unlocked(ptr, size, n, fp); }, ItemBytes(size));
 }
 
 IDLESCOPE_HOOK int fputs(const char* s, FILE* fp) {
-  return StdioHook<int>(ev::kFileWrite, API("fputs"), fp, [&] { return Libc().fputs(s, fp); },
-                        [s](int r, bool* failed) {
-                          *failed = r == EOF;
-                          return r == EOF ? uint64_t{0} : static_cast<uint64_t>(strlen(s));
-                        });
+  return StdioHook<int>(
+      ev::kFileWrite, API("fputs"), fp, [&] { return Libc().fputs(s, fp); },
+      [s](int r, bool* failed) {
+        *failed = r == EOF;
+        return r == EOF ? uint64_t{0} : static_cast<uint64_t>(strlen(s));
+      });
 }
 
 IDLESCOPE_HOOK int vfprintf(FILE* fp, const char* fmt, va_list ap) {
-  return StdioHook<int>(ev::kFileWrite, API("vfprintf"), fp,
-                        [&] { return Libc().vfprintf(fp, fmt, ap); }, PrintfBytes);
+  return StdioHook<int>(
+      ev::kFileWrite, API("vfprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
+      PrintfBytes);
 }
 
 IDLESCOPE_HOOK int fprintf(FILE* fp, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int r = StdioHook<int>(ev::kFileWrite, API("fprintf"), fp,
-                         [&] { return Libc().vfprintf(fp, fmt, ap); }, PrintfBytes);
+  int r = StdioHook<int>(
+      ev::kFileWrite, API("fprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
+      PrintfBytes);
   va_end(ap);
   return r;
 }
 
 // _FORTIFY_SOURCE forms of fprintf/vfprintf.
 IDLESCOPE_HOOK int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
-  return StdioHook<int>(ev::kFileWrite, API("vfprintf"), fp,
-                        [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
+  return StdioHook<int>(
+      ev::kFileWrite, API("vfprintf"), fp, [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); },
+      PrintfBytes);
 }
 
 IDLESCOPE_HOOK int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int r = StdioHook<int>(ev::kFileWrite, API("fprintf"), fp,
-                         [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
+  int r = StdioHook<int>(
+      ev::kFileWrite, API("fprintf"), fp, [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); },
+      PrintfBytes);
   va_end(ap);
   return r;
 }
@@ -482,11 +487,12 @@ IDLESCOPE_HOOK int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
 // a FILE_SYNC event of its own.
 IDLESCOPE_HOOK int fflush(FILE* fp) {
   if (fp != nullptr) {
-    return StdioHook<int>(ev::kFileWrite, API("fflush"), fp, [&] { return Libc().fflush(fp); },
-                          [](int r, bool* failed) {
-                            *failed = r != 0;
-                            return uint64_t{0};
-                          });
+    return StdioHook<int>(
+        ev::kFileWrite, API("fflush"), fp, [&] { return Libc().fflush(fp); },
+        [](int r, bool* failed) {
+          *failed = r != 0;
+          return uint64_t{0};
+        });
   }
   return SyncHook(API("fflush"), -1, 0, [&] { return Libc().fflush(fp); });
 }
@@ -575,25 +581,26 @@ IDLESCOPE_HOOK ssize_t preadv64(int fd, const struct iovec* iov, int n, off64_t 
 }
 
 IDLESCOPE_HOOK size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
-  return StdioHook<size_t>(ev::kFileRead, API("fread"), fp,
-                           [&] { return Libc().fread(ptr, size, n, fp); }, ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileRead, API("fread"), fp, [&] { return Libc().fread(ptr, size, n, fp); },
+      ItemBytes(size));
 }
 
 IDLESCOPE_HOOK size_t fread_unlocked(void* ptr, size_t size, size_t n, FILE* fp) {
-  return StdioHook<size_t>(ev::kFileRead, API("fread_unlocked"), fp,
-                           [&] { return Libc().fread_unlocked(ptr, size, n, fp); },
-                           ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileRead, API("fread_unlocked"), fp,
+      [&] { return Libc().fread_unlocked(ptr, size, n, fp); }, ItemBytes(size));
 }
 
 IDLESCOPE_HOOK size_t __fread_chk(void* ptr, size_t buflen, size_t size, size_t n, FILE* fp) {
-  return StdioHook<size_t>(ev::kFileRead, API("fread"), fp,
-                           [&] { return Libc().__fread_chk(ptr, buflen, size, n, fp); },
-                           ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileRead, API("fread"), fp, [&] { return Libc().__fread_chk(ptr, buflen, size, n, fp); },
+      ItemBytes(size));
 }
 
 IDLESCOPE_HOOK size_t __fread_unlocked_chk(void* ptr, size_t buflen, size_t size, size_t n,
                                            FILE* fp) {
-  return StdioHook<size_t>(ev::kFileRead, API("fread_unlocked"), fp,
-                           [&] { return Libc().__fread_unlocked_chk(ptr, buflen, size, n, fp); },
-                           ItemBytes(size));
+  return StdioHook<size_t>(
+      ev::kFileRead, API("fread_unlocked"), fp,
+      [&] { return Libc().__fread_unlocked_chk(ptr, buflen, size, n, fp); }, ItemBytes(size));
 }

@@ -163,8 +163,8 @@ void CloseBurst() {
   Emit(b);
 }
 
-void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0,
-                   uint64_t t1, uint64_t bytes, int32_t result) {
+void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
+                   uint64_t bytes, int32_t result) {
   CloseBurst();
   RawEvent e;
   e.ts = t0;

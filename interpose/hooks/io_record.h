@@ -33,8 +33,8 @@ void CloseBurst();
 
 // A single (not merged) event about a file or socket: closes the thread's burst first, so the
 // thread's events stay in order.
-void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0,
-                   uint64_t t1, uint64_t bytes, int32_t result);
+void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
+                   uint64_t bytes, int32_t result);
 
 // Stack id for an event starting at `t0`, rate-limited per thread (a stack costs microseconds;
 // the first event of a burst, or a sparse event, gets one).

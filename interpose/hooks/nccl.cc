@@ -56,16 +56,16 @@ void* ResolveNccl(const char* strong, const char* weak) {
 }
 
 // One accessor per function in nccl.def: RealAllReduce() etc., resolved on first use.
-#define IDLESCOPE_NCCL(name, params)                                                  \
-  using name##Fn = ncclResult_t(*) params;                                            \
-  name##Fn Real##name() {                                                             \
-    static std::atomic<name##Fn> slot{nullptr};                                       \
-    name##Fn fn = slot.load(std::memory_order_acquire);                               \
-    if (fn == nullptr) {                                                              \
-      fn = reinterpret_cast<name##Fn>(ResolveNccl("pnccl" #name, "nccl" #name));      \
-      slot.store(fn, std::memory_order_release);                                      \
-    }                                                                                 \
-    return fn;                                                                        \
+#define IDLESCOPE_NCCL(name, params)                                             \
+  using name##Fn = ncclResult_t(*) params;                                       \
+  name##Fn Real##name() {                                                        \
+    static std::atomic<name##Fn> slot{nullptr};                                  \
+    name##Fn fn = slot.load(std::memory_order_acquire);                          \
+    if (fn == nullptr) {                                                         \
+      fn = reinterpret_cast<name##Fn>(ResolveNccl("pnccl" #name, "nccl" #name)); \
+      slot.store(fn, std::memory_order_release);                                 \
+    }                                                                            \
+    return fn;                                                                   \
   }
 #include "interpose/hooks/nccl.def"
 #undef IDLESCOPE_NCCL
@@ -74,10 +74,10 @@ nccl::CommTable g_comms;
 std::atomic<uint64_t> g_init_all_seq{0};
 thread_local uint32_t t_group_depth = 0;
 
-#define NCCL_API(name)                                   \
-  +[]() -> uint32_t {                                    \
+#define NCCL_API(name)                                    \
+  +[]() -> uint32_t {                                     \
     static const uint32_t id = InternString("nccl" name); \
-    return id;                                           \
+    return id;                                            \
   }
 
 // NCCL's answer when the real function cannot be found (cannot happen for a program linked
@@ -195,7 +195,7 @@ ncclResult_t DestroyHook(uint32_t (*api)(), ncclComm_t comm, Call&& call) {
 // ---------------------------------------------------------------------------------------------
 // Collectives and point-to-point.
 
-#define NCCL_REAL(name) \
+#define NCCL_REAL(name)     \
   auto real = Real##name(); \
   if (real == nullptr) return Missing("nccl" #name)
 
@@ -203,9 +203,9 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvb
                                                ncclDataType_t datatype, ncclRedOp_t op,
                                                ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(AllReduce);
-  return CollectiveHook(nccl::kAllReduce, NCCL_API("AllReduce"), count, datatype, op, 0, comm,
-                        stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return CollectiveHook(
+      nccl::kAllReduce, NCCL_API("AllReduce"), count, datatype, op, 0, comm, stream,
+      [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 // count = sendcount: each rank sends sendcount and receives nranks*sendcount.
@@ -213,9 +213,9 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllGather(const void* sendbuff, void* recvb
                                                size_t sendcount, ncclDataType_t datatype,
                                                ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(AllGather);
-  return CollectiveHook(nccl::kAllGather, NCCL_API("AllGather"), sendcount, datatype, 0, 0, comm,
-                        stream,
-                        [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+  return CollectiveHook(
+      nccl::kAllGather, NCCL_API("AllGather"), sendcount, datatype, 0, 0, comm, stream,
+      [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 // count = recvcount: each rank sends nranks*recvcount.
@@ -224,36 +224,34 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* r
                                                    ncclRedOp_t op, ncclComm_t comm,
                                                    cudaStream_t stream) {
   NCCL_REAL(ReduceScatter);
-  return CollectiveHook(nccl::kReduceScatter, NCCL_API("ReduceScatter"), recvcount, datatype, op,
-                        0, comm, stream, [&] {
-                          return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
-                        });
+  return CollectiveHook(
+      nccl::kReduceScatter, NCCL_API("ReduceScatter"), recvcount, datatype, op, 0, comm, stream,
+      [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                                ncclDataType_t datatype, int root, ncclComm_t comm,
                                                cudaStream_t stream) {
   NCCL_REAL(Broadcast);
-  return CollectiveHook(nccl::kBroadcast, NCCL_API("Broadcast"), count, datatype, 0, root, comm,
-                        stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return CollectiveHook(
+      nccl::kBroadcast, NCCL_API("Broadcast"), count, datatype, 0, root, comm, stream,
+      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype,
                                            int root, ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(Bcast);
-  return CollectiveHook(nccl::kBroadcast, NCCL_API("Bcast"), count, datatype, 0, root, comm,
-                        stream, [&] { return real(buff, count, datatype, root, comm, stream); });
+  return CollectiveHook(nccl::kBroadcast, NCCL_API("Bcast"), count, datatype, 0, root, comm, stream,
+                        [&] { return real(buff, count, datatype, root, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, ncclRedOp_t op, int root,
                                             ncclComm_t comm, cudaStream_t stream) {
   NCCL_REAL(Reduce);
-  return CollectiveHook(nccl::kReduce, NCCL_API("Reduce"), count, datatype, op, root, comm, stream,
-                        [&] {
-                          return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
-                        });
+  return CollectiveHook(
+      nccl::kReduce, NCCL_API("Reduce"), count, datatype, op, root, comm, stream,
+      [&] { return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
@@ -268,17 +266,18 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGather(const void* sendbuff, void* recvbuff
                                             ncclDataType_t datatype, int root, ncclComm_t comm,
                                             cudaStream_t stream) {
   NCCL_REAL(Gather);
-  return CollectiveHook(nccl::kGather, NCCL_API("Gather"), count, datatype, 0, root, comm, stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return CollectiveHook(
+      nccl::kGather, NCCL_API("Gather"), count, datatype, 0, root, comm, stream,
+      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                                              ncclDataType_t datatype, int root, ncclComm_t comm,
                                              cudaStream_t stream) {
   NCCL_REAL(Scatter);
-  return CollectiveHook(nccl::kScatter, NCCL_API("Scatter"), count, datatype, 0, root, comm,
-                        stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return CollectiveHook(
+      nccl::kScatter, NCCL_API("Scatter"), count, datatype, 0, root, comm, stream,
+      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 IDLESCOPE_NCCL_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count,
@@ -381,16 +380,14 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nr
   if (!guard.active()) {
     if (Accepted(r) && comm != nullptr && *comm != nullptr) g_comms.Insert(*comm, info);
   } else {
-    RegisterComm(NCCL_API("CommInitRankConfig")(), t0, r, comm != nullptr ? *comm : nullptr,
-                 info);
+    RegisterComm(NCCL_API("CommInitRankConfig")(), t0, r, comm != nullptr ? *comm : nullptr, info);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks,
-                                                          int rank, int n_ids,
-                                                          ncclUniqueId* comm_ids,
+IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
+                                                          int n_ids, ncclUniqueId* comm_ids,
                                                           ncclConfig_t* config) {
   NCCL_REAL(CommInitRankScalable);
   HookGuard guard(Family::kNccl);
@@ -419,8 +416,8 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
   uint64_t t0 = NowNs();
   ncclResult_t r = real(comms, ndev, devlist);
   int err = errno;
-  uint64_t id = nccl::CommIdFromInitAll(static_cast<uint32_t>(getpid()),
-                                        g_init_all_seq.fetch_add(1) + 1);
+  uint64_t id =
+      nccl::CommIdFromInitAll(static_cast<uint32_t>(getpid()), g_init_all_seq.fetch_add(1) + 1);
   for (int i = 0; comms != nullptr && i < ndev; ++i) {
     nccl::CommInfo info{id, 0, i, ndev};
     if (!guard.active()) {

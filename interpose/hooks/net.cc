@@ -18,8 +18,8 @@ using idlescope::HookGuard;
 using idlescope::InternString;
 using idlescope::NowNs;
 using idlescope::io::FdInfo;
-using idlescope::io::FdState;
 using idlescope::io::Fds;
+using idlescope::io::FdState;
 using idlescope::io::Libc;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
@@ -28,10 +28,10 @@ namespace io = idlescope::io;
 
 namespace {
 
-#define NET_API(name)                                 \
-  +[]() -> uint32_t {                                 \
-    static const uint32_t id = InternString(name);    \
-    return id;                                        \
+#define NET_API(name)                              \
+  +[]() -> uint32_t {                              \
+    static const uint32_t id = InternString(name); \
+    return id;                                     \
   }
 
 template <typename Call>
@@ -43,8 +43,7 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   int err = errno;
   uint64_t t1 = NowNs();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
-  RecordBurstCall(0, type, api(), fd, t0, t1, r > 0 ? static_cast<uint64_t>(r) : 0, r < 0, err,
-                  0);
+  RecordBurstCall(0, type, api(), fd, t0, t1, r > 0 ? static_cast<uint64_t>(r) : 0, r < 0, err, 0);
   errno = err;
   return r;
 }

@@ -48,13 +48,13 @@ size_t FormatSockaddr(const sockaddr* addr, socklen_t len, char* buf, size_t siz
     }
     case AF_UNIX: {
       const auto* un = reinterpret_cast<const sockaddr_un*>(addr);
-      size_t path_len = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path)
-                                                               : 0;
+      size_t path_len =
+          len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
       path_len = strnlen(un->sun_path, std::min(path_len, sizeof(un->sun_path)));
       if (path_len == 0 && len > offsetof(sockaddr_un, sun_path) + 1 && un->sun_path[0] == '\0') {
         // Abstract namespace: leading NUL, name is the remaining bytes (not NUL-terminated).
-        size_t abstract_len = std::min<size_t>(len - offsetof(sockaddr_un, sun_path) - 1,
-                                               sizeof(un->sun_path) - 1);
+        size_t abstract_len =
+            std::min<size_t>(len - offsetof(sockaddr_un, sun_path) - 1, sizeof(un->sun_path) - 1);
         n = snprintf(buf, size, "unix:@%.*s", static_cast<int>(abstract_len), un->sun_path + 1);
       } else {
         n = snprintf(buf, size, "unix:%.*s", static_cast<int>(path_len), un->sun_path);
@@ -86,7 +86,7 @@ NetScope ScopeOfSockaddr(const sockaddr* addr, socklen_t len) {
         memcpy(&v4, &a.s6_addr[12], 4);
         return ScopeOfIpv4(ntohl(v4));
       }
-      if ((a.s6_addr[0] & 0xfe) == 0xfc) return kNetPrivate;                         // fc00::/7
+      if ((a.s6_addr[0] & 0xfe) == 0xfc) return kNetPrivate;                          // fc00::/7
       if (a.s6_addr[0] == 0xfe && (a.s6_addr[1] & 0xc0) == 0x80) return kNetPrivate;  // fe80::/10
       return kNetPublic;
     }

@@ -181,8 +181,8 @@ pid_t ForkHook(uint32_t (*api)()) {
   uint64_t t0 = NowNs();
   pid_t pid = Libc().fork();
   int err = errno;
-  if (pid > 0) RecordProc(ev::kProcFork, api(), t0, NowNs(), 0, static_cast<uint32_t>(pid),
-                          nullptr, nullptr);
+  if (pid > 0)
+    RecordProc(ev::kProcFork, api(), t0, NowNs(), 0, static_cast<uint32_t>(pid), nullptr, nullptr);
   if (pid < 0) RecordProc(ev::kProcFork, api(), t0, NowNs(), -err, 0, nullptr, nullptr);
   errno = err;
   return pid;
@@ -303,9 +303,8 @@ IDLESCOPE_HOOK int execveat(int dirfd, const char* path, char* const argv[], cha
     errno = ENOSYS;
     return -1;
   }
-  return ExecHook(PROC_API("execveat"), path, argv, envp, [&](char* const* env) {
-    return Libc().execveat(dirfd, path, argv, env, flags);
-  });
+  return ExecHook(PROC_API("execveat"), path, argv, envp,
+                  [&](char* const* env) { return Libc().execveat(dirfd, path, argv, env, flags); });
 }
 
 IDLESCOPE_HOOK int posix_spawn(pid_t* pid, const char* path,

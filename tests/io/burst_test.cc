@@ -1,8 +1,8 @@
-#include "interpose/hooks/io_burst.h"
-
 #include <gtest/gtest.h>
 
 #include <vector>
+
+#include "interpose/hooks/io_burst.h"
 
 namespace idlescope::io {
 namespace {
@@ -84,9 +84,9 @@ TEST(Burst, GapOutsideTheCallsEndsTheBurst) {
 }
 
 TEST(Burst, OtherFdOrKindEndsTheBurst) {
-  auto bursts = Drive({Call(kWrite, 5, 0, 100, 1), Call(kWrite, 5, 200, 100, 1),
-                     Call(kWrite, 6, 400, 100, 1), Call(kRead, 6, 600, 100, 7),
-                     Call(kRead, 6, 800, 100, 7)});
+  auto bursts =
+      Drive({Call(kWrite, 5, 0, 100, 1), Call(kWrite, 5, 200, 100, 1), Call(kWrite, 6, 400, 100, 1),
+             Call(kRead, 6, 600, 100, 7), Call(kRead, 6, 800, 100, 7)});
   ASSERT_EQ(bursts.size(), 3u);
   EXPECT_EQ(bursts[0].count, 2u);
   EXPECT_EQ(bursts[1].fd, 6);

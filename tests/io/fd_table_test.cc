@@ -1,5 +1,3 @@
-#include "interpose/hooks/io_fd_table.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -10,6 +8,8 @@
 #include <atomic>
 #include <thread>
 #include <vector>
+
+#include "interpose/hooks/io_fd_table.h"
 
 namespace idlescope::io {
 namespace {
@@ -28,12 +28,12 @@ TEST(FsType, StatfsMagicClasses) {
   EXPECT_EQ(FsTypeFromStatfsMagic(0x794c7630), kFsOverlay);
   EXPECT_EQ(FsTypeFromStatfsMagic(0x50495045), kFsPipe);
   EXPECT_EQ(FsTypeFromStatfsMagic(0x534F434B), kFsSocket);
-  EXPECT_EQ(FsTypeFromStatfsMagic(0x9fa0), kFsDevice);  // proc
+  EXPECT_EQ(FsTypeFromStatfsMagic(0x9fa0), kFsDevice);           // proc
   EXPECT_EQ(FsTypeFromStatfsMagic(0x00C36400), kFsOtherRemote);  // ceph
   EXPECT_EQ(FsTypeFromStatfsMagic(0x12345678), kFsOther);
   // f_type is a signed long: a sign-extended magic still maps.
-  EXPECT_EQ(FsTypeFromStatfsMagic(static_cast<uint64_t>(static_cast<int64_t>(
-                static_cast<int32_t>(0xFF534D42)))),
+  EXPECT_EQ(FsTypeFromStatfsMagic(
+                static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(0xFF534D42)))),
             kFsCifs);
 }
 

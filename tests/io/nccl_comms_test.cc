@@ -28,7 +28,7 @@ TEST(Nccl, DtypeSizesOfNccl228) {
 TEST(Nccl, BytesPerRankFollowsEachCollectivesCountMeaning) {
   // 1M floats.
   EXPECT_EQ(BytesPerRank(kAllReduce, 1 << 20, 7, 4, 0, 0), 4u << 20);
-  EXPECT_EQ(BytesPerRank(kAllGather, 1 << 20, 7, 4, 0, 0), 4u << 20);  // sendcount
+  EXPECT_EQ(BytesPerRank(kAllGather, 1 << 20, 7, 4, 0, 0), 4u << 20);       // sendcount
   EXPECT_EQ(BytesPerRank(kReduceScatter, 1 << 20, 7, 4, 0, 0), 16u << 20);  // nranks*recvcount
   EXPECT_EQ(BytesPerRank(kAllToAll, 100, 9, 8, 3, 0), 1600u);
   EXPECT_EQ(BytesPerRank(kScatter, 10, 7, 4, 2, 2), 160u);  // root sends everyone's part
@@ -46,9 +46,13 @@ TEST(Nccl, CommIdsAreDeterministicAndDistinct) {
   EXPECT_NE(CommIdFromUniqueId(a.data(), a.size()), CommIdFromUniqueId(b.data(), b.size()));
   EXPECT_NE(CommIdFromUniqueId(a.data(), a.size()), 0u);
   uint64_t parent = CommIdFromUniqueId(a.data(), a.size());
-  std::set<uint64_t> ids = {parent, CommIdFromSplit(parent, 0, 1), CommIdFromSplit(parent, 1, 1),
-                            CommIdFromSplit(parent, 0, 2), CommIdFromInitAll(100, 1),
-                            CommIdFromInitAll(100, 2), CommIdFromInitAll(101, 1)};
+  std::set<uint64_t> ids = {parent,
+                            CommIdFromSplit(parent, 0, 1),
+                            CommIdFromSplit(parent, 1, 1),
+                            CommIdFromSplit(parent, 0, 2),
+                            CommIdFromInitAll(100, 1),
+                            CommIdFromInitAll(100, 2),
+                            CommIdFromInitAll(101, 1)};
   EXPECT_EQ(ids.size(), 7u);
   EXPECT_EQ(CommIdFromSplit(parent, 1, 1), CommIdFromSplit(parent, 1, 1));
 }

@@ -33,9 +33,12 @@ std::map<std::string, std::string> AsMap(const std::vector<std::string>& env) {
 }
 
 PreservedEnv Keep() {
-  std::vector<const char*> startup = {"PATH=/usr/bin", "IDLESCOPE_OUT=/tmp/traces",
+  std::vector<const char*> startup = {"PATH=/usr/bin",
+                                      "IDLESCOPE_OUT=/tmp/traces",
                                       "LD_PRELOAD=/opt/idlescope/lib/libidlescope.so",
-                                      "IDLESCOPE_STACK_DEPTH=8", "IDLESCOPE_BAD", nullptr};
+                                      "IDLESCOPE_STACK_DEPTH=8",
+                                      "IDLESCOPE_BAD",
+                                      nullptr};
   PreservedEnv keep;
   keep.Capture(const_cast<char* const*>(startup.data()), kLib);
   return keep;
@@ -64,9 +67,10 @@ TEST(TracedEnv, NullEnvpIsTreatedAsEmpty) {
 }
 
 TEST(TracedEnv, ProgramsOwnVariablesWinAndOthersStay) {
-  auto env =
-      AsMap(Build({"HOME=/root", "IDLESCOPE_OUT=/elsewhere", "LD_PRELOAD=" "/x/libidlescope.so"},
-                  Keep()));
+  auto env = AsMap(Build({"HOME=/root", "IDLESCOPE_OUT=/elsewhere",
+                          "LD_PRELOAD="
+                          "/x/libidlescope.so"},
+                         Keep()));
   EXPECT_EQ(env["HOME"], "/root");
   EXPECT_EQ(env["IDLESCOPE_OUT"], "/elsewhere");  // set explicitly by the program: kept
   EXPECT_EQ(env["IDLESCOPE_STACK_DEPTH"], "8");

@@ -1,0 +1,258 @@
+// File, network and process hooks end to end: small C programs (tests/io/programs) run under the
+// real preload library; their trace files are read back and checked.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "interpose/hooks/io_fd_table.h"
+#include "tests/io/trace_file.h"
+
+namespace idlescope::testing {
+namespace {
+
+std::string Program(const std::string& name) { return std::string(IO_PROGRAMS_DIR) + "/" + name; }
+
+FsType ExpectedFs(const std::string& dir) {
+  struct statfs sfs;
+  if (statfs(dir.c_str(), &sfs) != 0) return FS_UNSPECIFIED;
+  return static_cast<FsType>(io::FsTypeFromStatfsMagic(static_cast<uint64_t>(sfs.f_type)));
+}
+
+const TraceFile* FileOfPid(const std::vector<TraceFile>& files, uint32_t pid) {
+  for (const auto& f : files) {
+    if (f.header.pid() == pid) return &f;
+  }
+  return nullptr;
+}
+
+// Sums of the FILE_* events of one kind on `path`.
+struct Totals {
+  uint64_t bytes = 0, calls = 0, events = 0, dur = 0;
+};
+Totals Sum(const TraceFile& f, EventType type, const std::string& path) {
+  Totals t;
+  for (const TraceEvent* e : f.OfType(type)) {
+    if (f.Str(e->event.path()) != path) continue;
+    t.bytes += e->event.bytes();
+    t.calls += e->event.count();
+    t.events += 1;
+    t.dur += e->event.dur();
+  }
+  return t;
+}
+
+class IoTraceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_ = MakeTempDir();
+    work_ = MakeTempDir();
+    ASSERT_FALSE(out_.empty());
+    ASSERT_FALSE(work_.empty());
+  }
+  void TearDown() override {
+    if (!HasFailure()) {
+      std::string cmd = "rm -rf '" + out_ + "' '" + work_ + "'";
+      (void)system(cmd.c_str());
+    } else {
+      printf("traces kept in %s\n", out_.c_str());
+    }
+  }
+  std::string out_, work_;
+};
+
+TEST_F(IoTraceTest, StdioCheckpointWithFflushFsyncRename) {
+  ASSERT_EQ(RunTraced({Program("checkpoint_stdio"), work_, "8"}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  std::string tmp = work_ + "/model.pt.tmp";
+  FsType fs = ExpectedFs(work_);
+
+  auto opens = f.OfType(FILE_OPEN);
+  const TraceEvent* open = nullptr;
+  for (auto* e : opens) {
+    if (f.Str(e->event.path()) == tmp) open = e;
+  }
+  ASSERT_NE(open, nullptr);
+  EXPECT_EQ(open->event.fs_type(), fs);
+  EXPECT_EQ(f.Str(open->event.api()), "fopen");
+  int fd = open->event.fd();
+
+  // 8 MB of fwrite plus the fprintf trailer; fflush's time joins the burst.
+  Totals w = Sum(f, FILE_WRITE, tmp);
+  EXPECT_EQ(w.bytes, 8u * 1024 * 1024 + strlen("end of checkpoint 8\n"));
+  EXPECT_GE(w.calls, 8u * 16 + 2);
+  EXPECT_LT(w.events, w.calls);  // merged
+  EXPECT_GT(w.dur, 0u);
+  for (auto* e : f.OfType(FILE_WRITE)) {
+    if (f.Str(e->event.path()) == tmp) {
+      EXPECT_EQ(e->event.fd(), fd);
+      EXPECT_EQ(e->event.fs_type(), fs);
+    }
+  }
+
+  auto syncs = f.OfType(FILE_SYNC);
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_EQ(f.Str(syncs[0]->event.api()), "fsync");
+  EXPECT_EQ(f.Str(syncs[0]->event.path()), tmp);
+  EXPECT_EQ(syncs[0]->event.fs_type(), fs);
+  EXPECT_EQ(syncs[0]->event.result(), 0);
+
+  Totals closes = Sum(f, FILE_CLOSE, tmp);
+  EXPECT_EQ(closes.events, 1u);
+
+  auto renames = f.OfType(FILE_RENAME);
+  ASSERT_EQ(renames.size(), 1u);
+  EXPECT_EQ(f.Str(renames[0]->event.path()), work_ + "/model.pt");
+
+  // Order on the thread: open < writes < fsync < close < rename.
+  EXPECT_LT(open->ts, syncs[0]->ts);
+  EXPECT_LT(syncs[0]->ts, renames[0]->ts);
+}
+
+TEST_F(IoTraceTest, RawWriteCheckpointIsMergedIntoFewEvents) {
+  std::string path = work_ + "/raw.ckpt";
+  ASSERT_EQ(RunTraced({Program("checkpoint_raw"), path, "4096", "4000"}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  Totals w = Sum(f, FILE_WRITE, path);
+  EXPECT_EQ(w.bytes, 4096u * 4000);
+  EXPECT_EQ(w.calls, 4000u);
+  EXPECT_LE(w.events, 100u);  // bursts, not 4000 events
+  EXPECT_GT(w.dur, 0u);
+  auto writes = f.OfType(FILE_WRITE);
+  ASSERT_FALSE(writes.empty());
+  EXPECT_EQ(writes[0]->event.fs_type(), ExpectedFs(work_));
+  EXPECT_EQ(f.Str(writes[0]->event.api()), "write");
+  EXPECT_EQ(Sum(f, FILE_SYNC, path).events, 1u);
+  EXPECT_EQ(Sum(f, FILE_CLOSE, path).events, 1u);
+  EXPECT_EQ(f.dropped, 0u);
+}
+
+TEST_F(IoTraceTest, TmpfsIsClassified) {
+  if (access("/dev/shm", W_OK) != 0) GTEST_SKIP() << "no writable /dev/shm";
+  std::string shm = MakeTempDir("/dev/shm");
+  std::string path = shm + "/x.bin";
+  ASSERT_EQ(RunTraced({Program("checkpoint_raw"), path, "65536", "4"}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  Totals w = Sum(files[0], FILE_WRITE, path);
+  EXPECT_EQ(w.bytes, 65536u * 4);
+  for (auto* e : files[0].OfType(FILE_WRITE)) EXPECT_EQ(e->event.fs_type(), FS_TMPFS);
+  std::string cmd = "rm -rf '" + shm + "'";
+  (void)system(cmd.c_str());
+}
+
+TEST_F(IoTraceTest, ForkedReadersHaveTheirOwnTracesLinkedToTheParent) {
+  for (int i = 0; i < 2; ++i) {
+    std::ofstream(work_ + "/shard" + std::to_string(i) + ".bin") << std::string(100000 + i, 'x');
+  }
+  ASSERT_EQ(RunTraced({Program("fork_readers"), work_, "2"}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 3u);
+  const TraceFile* parent = nullptr;
+  for (const auto& f : files) {
+    if (!f.OfType(PROC_FORK).empty()) parent = &f;
+  }
+  ASSERT_NE(parent, nullptr);
+  auto forks = parent->OfType(PROC_FORK);
+  ASSERT_EQ(forks.size(), 2u);
+  std::set<std::string> shards_read;
+  for (auto* fork : forks) {
+    const TraceFile* child = FileOfPid(files, fork->event.child_pid());
+    ASSERT_NE(child, nullptr) << "no trace for child " << fork->event.child_pid();
+    EXPECT_EQ(child->header.ppid(), parent->header.pid());
+    for (int i = 0; i < 2; ++i) {
+      std::string shard = work_ + "/shard" + std::to_string(i) + ".bin";
+      Totals r = Sum(*child, FILE_READ, shard);
+      if (r.events > 0) {
+        EXPECT_EQ(r.bytes, 100000u + i);
+        shards_read.insert(shard);
+      }
+    }
+  }
+  EXPECT_EQ(shards_read.size(), 2u);
+}
+
+TEST_F(IoTraceTest, ExecWithClearedEnvironmentStaysTraced) {
+  std::string marker = work_ + "/exec-marker";
+  ASSERT_EQ(RunTraced({Program("exec_cleared_env"), Program("write_marker"), marker}, out_), 7);
+  auto files = ReadTraceDir(out_);
+  const TraceFile* before = nullptr;
+  const TraceFile* after = nullptr;
+  for (const auto& f : files) {
+    for (auto* e : f.OfType(PROC_EXEC)) {
+      if (f.Str(e->event.path()) == Program("write_marker")) before = &f;
+    }
+    if (Sum(f, FILE_WRITE, marker).bytes > 0) after = &f;
+  }
+  ASSERT_NE(before, nullptr) << "no PROC_EXEC recorded";
+  ASSERT_NE(after, nullptr) << "the exec'd program was not traced";
+  EXPECT_EQ(after->header.pid(), before->header.pid());  // exec keeps the pid
+  auto exec = before->OfType(PROC_EXEC)[0];
+  std::string argv = before->Str(exec->event.argv());
+  EXPECT_EQ(argv, Program("write_marker") + std::string(1, '\0') + marker);
+  EXPECT_EQ(Sum(*after, FILE_WRITE, marker).bytes, strlen("written by the exec'd child\n"));
+}
+
+TEST_F(IoTraceTest, PosixSpawnWithOwnEnvironmentStaysTraced) {
+  std::string marker = work_ + "/spawn-marker";
+  ASSERT_EQ(RunTraced({Program("spawn_child"), Program("write_marker"), marker}, out_), 7);
+  auto files = ReadTraceDir(out_);
+  const TraceFile* parent = nullptr;
+  for (const auto& f : files) {
+    if (!f.OfType(PROC_SPAWN).empty()) parent = &f;
+  }
+  ASSERT_NE(parent, nullptr);
+  auto spawn = parent->OfType(PROC_SPAWN)[0];
+  EXPECT_EQ(parent->Str(spawn->event.path()), Program("write_marker"));
+  EXPECT_EQ(parent->Str(spawn->event.argv()),
+            Program("write_marker") + std::string(1, '\0') + marker);
+  const TraceFile* child = FileOfPid(files, spawn->event.child_pid());
+  ASSERT_NE(child, nullptr) << "the spawned program was not traced";
+  EXPECT_EQ(child->header.ppid(), parent->header.pid());
+  EXPECT_GT(Sum(*child, FILE_WRITE, marker).bytes, 0u);
+}
+
+TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
+  constexpr uint64_t kBytes = 3 << 20;
+  ASSERT_EQ(RunTraced({Program("loopback_download"), std::to_string(kBytes)}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 2u);
+  const TraceFile* client = nullptr;
+  const TraceFile* server = nullptr;
+  for (const auto& f : files) {
+    if (!f.OfType(NET_CONNECT).empty()) client = &f;
+    if (!f.OfType(NET_SEND).empty()) server = &f;
+  }
+  ASSERT_NE(client, nullptr);
+  ASSERT_NE(server, nullptr);
+  auto connect = client->OfType(NET_CONNECT)[0];
+  std::string remote = client->Str(connect->event.path());
+  EXPECT_EQ(remote.rfind("127.0.0.1:", 0), 0u) << remote;
+  EXPECT_EQ(connect->event.net_scope(), NET_LOOPBACK);
+  uint64_t received = 0, calls = 0, events = 0;
+  for (auto* e : client->OfType(NET_RECV)) {
+    EXPECT_EQ(client->Str(e->event.path()), remote);
+    EXPECT_EQ(e->event.net_scope(), NET_LOOPBACK);
+    EXPECT_EQ(e->event.fs_type(), FS_SOCKET);
+    received += e->event.bytes();
+    calls += e->event.count();
+    ++events;
+  }
+  EXPECT_EQ(received, kBytes);
+  EXPECT_LE(events, calls);
+  uint64_t sent = 0;
+  for (auto* e : server->OfType(NET_SEND)) sent += e->event.bytes();
+  EXPECT_EQ(sent, kBytes);
+}
+
+}  // namespace
+}  // namespace idlescope::testing

@@ -1,0 +1,145 @@
+#include "tests/io/trace_file.h"
+
+#include <dirent.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "google/protobuf/io/coded_stream.h"
+
+extern char** environ;
+
+namespace idlescope::testing {
+
+std::string TraceFile::Str(uint64_t id) const {
+  auto it = strings.find(id);
+  return it == strings.end() ? std::string() : it->second;
+}
+
+std::vector<const TraceEvent*> TraceFile::OfType(EventType type) const {
+  std::vector<const TraceEvent*> out;
+  for (const TraceEvent& e : events) {
+    if (e.event.type() == type) out.push_back(&e);
+  }
+  return out;
+}
+
+TraceFile ReadTraceFile(const std::string& path) {
+  TraceFile file;
+  file.path = path;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string data = ss.str();
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(data.data()),
+                                                static_cast<int>(data.size()));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  for (;;) {
+    uint32_t tag = stream.ReadTag();
+    if (tag != 0x0a) break;
+    uint32_t len;
+    if (!stream.ReadVarint32(&len)) break;
+    std::string bytes;
+    if (!stream.ReadString(&bytes, static_cast<int>(len))) break;  // cut last packet
+    Packet packet;
+    if (!packet.ParseFromString(bytes)) break;
+    switch (packet.data_case()) {
+      case Packet::kHeader:
+        file.header = packet.header();
+        break;
+      case Packet::kInterned:
+        for (const auto& s : packet.interned().strings()) file.strings[s.id()] = s.str();
+        break;
+      case Packet::kEvents: {
+        const EventBatch& batch = packet.events();
+        file.dropped += batch.dropped();
+        int64_t ts = 0;
+        for (const Event& e : batch.events()) {
+          ts += e.ts();
+          file.events.push_back({e, static_cast<uint64_t>(ts), batch.tid()});
+        }
+        break;
+      }
+      case Packet::kFooter:
+        file.has_footer = true;
+        file.footer = packet.footer();
+        break;
+      default:
+        break;
+    }
+  }
+  return file;
+}
+
+std::vector<TraceFile> ReadTraceDir(const std::string& dir) {
+  std::vector<TraceFile> files;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return files;
+  while (dirent* entry = readdir(d)) {
+    std::string name = entry->d_name;
+    if (name.size() > 10 && name.substr(name.size() - 10) == ".idlescope") {
+      files.push_back(ReadTraceFile(dir + "/" + name));
+    }
+  }
+  closedir(d);
+  return files;
+}
+
+std::string MakeTempDir(const std::string& base) {
+  std::string root = base;
+  if (root.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    root = tmp != nullptr ? tmp : "/tmp";
+  }
+  std::string templ = root + "/idlescope-io-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) return "";
+  return buf.data();
+}
+
+namespace {
+
+int Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_strings) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), env.data()) != 0) return -1;
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> CurrentEnv() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string s = *e;
+    if (s.rfind("LD_PRELOAD=", 0) == 0 || s.rfind("IDLESCOPE_", 0) == 0) continue;
+    env.push_back(s);
+  }
+  return env;
+}
+
+}  // namespace
+
+int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
+              const std::vector<std::string>& extra_env) {
+  std::vector<std::string> env = CurrentEnv();
+  env.push_back(std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB);
+  env.push_back("IDLESCOPE_OUT=" + out_dir);
+  env.push_back("IDLESCOPE_QUIET=1");
+  for (const auto& e : extra_env) env.push_back(e);
+  return Spawn(argv, env);
+}
+
+int RunBare(const std::vector<std::string>& argv) { return Spawn(argv, CurrentEnv()); }
+
+}  // namespace idlescope::testing

@@ -1,0 +1,49 @@
+// Test support: run a program under the preload library and read the trace files it wrote back
+// with libprotobuf (framing: repeated Trace.packet, tag 0x0a + varint length + Packet).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace.pb.h"
+
+namespace idlescope::testing {
+
+struct TraceEvent {
+  Event event;
+  uint64_t ts = 0;  // absolute (delta decoding done)
+  uint32_t tid = 0;
+};
+
+struct TraceFile {
+  std::string path;
+  Header header;
+  bool has_footer = false;
+  Footer footer;
+  std::map<uint64_t, std::string> strings;
+  std::vector<TraceEvent> events;
+  uint64_t dropped = 0;
+
+  std::string Str(uint64_t id) const;
+  std::vector<const TraceEvent*> OfType(EventType type) const;
+};
+
+// Every complete packet of `path`.
+TraceFile ReadTraceFile(const std::string& path);
+// Every *.idlescope file in `dir`.
+std::vector<TraceFile> ReadTraceDir(const std::string& dir);
+
+// A fresh empty directory under `base` (default: TMPDIR or /tmp).
+std::string MakeTempDir(const std::string& base = "");
+
+// Runs argv[0] with the current environment plus LD_PRELOAD=<preload library> and
+// IDLESCOPE_OUT=out_dir (and `extra_env`); returns the exit status (or 128+signal).
+int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
+              const std::vector<std::string>& extra_env = {});
+
+// Same, without the preload library.
+int RunBare(const std::vector<std::string>& argv);
+
+}  // namespace idlescope::testing
