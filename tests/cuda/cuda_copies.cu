@@ -9,13 +9,13 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudaError_t err_ = (call);                                                   \
-    if (err_ != cudaSuccess) {                                                   \
+#define CHECK(call)                                                             \
+  do {                                                                          \
+    cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) {                                                  \
       std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(2);                                                              \
-    }                                                                            \
+      std::exit(2);                                                             \
+    }                                                                           \
   } while (0)
 
 constexpr size_t kBytes = 1 << 20;  // 1 MiB per copy
