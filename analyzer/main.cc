@@ -16,6 +16,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", idlescope::RunCommand, "run [-o DIR] -- CMD...   trace CMD and its children"},
     {"dump", idlescope::DumpCommand, "dump FILE                print every packet of a trace"},
+    {"report", idlescope::ReportCommand,
+     "report [--json] DIR|FILE... why the GPUs of a traced job sat idle"},
 };
 
 void Usage(FILE* out) {

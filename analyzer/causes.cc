@@ -1,0 +1,180 @@
+#include "analyzer/causes.h"
+
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace idlescope {
+namespace {
+
+constexpr std::array<CauseInfo, kCauseCount> kCauseInfo = {{
+    {"host_gpu_transfer", "data", "Inefficient host-GPU data transfer",
+     "Copy from pinned memory (DataLoader(pin_memory=True), cudaMallocHost/cudaHostRegister) and "
+     "issue copies with non_blocking=True / cudaMemcpyAsync so they overlap compute."},
+    {"communication", "data", "Data exchange (communication)",
+     "Overlap communication with compute (DDP gradient bucketing, bucket_cap_mb), compress or "
+     "reduce exchanged data; when a rank is waited for, fix that rank's own idle cause."},
+    {"checkpointing", "model", "Model checkpointing",
+     "Checkpoint asynchronously (copy the state to host memory, write it from a background "
+     "thread: torch.distributed.checkpoint.async_save) and less often."},
+    {"intermediate_upload", "data", "Intermediate results uploading",
+     "Write logs, samples and metrics from a background thread or process, and less often."},
+    {"data_loading", "data", "Data preprocessing / remote data reading",
+     "Load data in parallel and ahead of time (DataLoader num_workers, prefetch_factor, "
+     "persistent_workers); preprocess offline; copy remote datasets to local disk first."},
+    {"external_download", "data", "External data usage",
+     "Download models and datasets before the job starts (or into a shared cache) instead of "
+     "from inside the training run."},
+    {"library_installation", "library", "Long library installation",
+     "Use a prebuilt environment or container image instead of installing packages at job "
+     "start."},
+    {"synchronization", "model", "Inappropriate batch size / API misuse (explicit sync)",
+     "Remove host-device synchronizations from the training loop (.item(), .cpu(), print of a "
+     "tensor, cudaDeviceSynchronize); use events or stream waits where ordering is needed."},
+    {"small_batch", "model", "Inappropriate batch size",
+     "Increase the batch size: kernels are short and launch gaps dominate while device memory "
+     "is mostly free."},
+    {"insufficient_memory", "model", "Insufficient GPU memory",
+     "Memory is nearly full, which forces small batches: use mixed precision, activation "
+     "checkpointing or gradient accumulation to afford a larger effective batch."},
+    {"launch_bound", "model", "Inappropriate batch size (launch-bound)",
+     "The CPU cannot issue kernels fast enough: fuse kernels (torch.compile), capture the step "
+     "in a CUDA Graph, or raise the work per kernel."},
+    {"startup", "job", "Job startup",
+     "Idle before the first kernel (imports, initialization): preload and cache what startup "
+     "builds; keep the GPU allocation for less time before work begins."},
+    {"tail", "job", "Unreleased job",
+     "The job kept running after its last kernel: exit (or release the GPU) when training ends; "
+     "do post-processing on a CPU node."},
+    {"unknown", "none", "Unknown (CPU work on the launching thread)",
+     "The launching thread was not in any traced call: it computed on the CPU (Python, "
+     "preprocessing) or waited in an untraced call. Profile the CPU (py-spy) during these gaps."},
+    {"unused_gpus", "job", "GPU oversubscription",
+     "Request only the GPUs the job uses (or make the job use all it requests)."},
+    {"no_gpu_work", "job", "Non-DL job", "The job ran no kernel at all: run it on a CPU pool."},
+}};
+
+std::string_view Basename(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool IsInstallerName(std::string_view name) {
+  static constexpr std::string_view kInstallers[] = {"pip",        "pip3", "conda",   "mamba",
+                                                     "micromamba", "apt",  "apt-get", "yum",
+                                                     "dnf",        "uv",   "poetry"};
+  for (std::string_view installer : kInstallers) {
+    if (name == installer) return true;
+  }
+  // pip3.11, pip-3.11
+  return name.starts_with("pip3.") || name.starts_with("pip-");
+}
+
+bool IsInstallVerb(std::string_view word) {
+  return word == "install" || word == "add" || word == "sync" || word == "create" ||
+         word == "update" || word == "upgrade";
+}
+
+}  // namespace
+
+const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]; }
+
+bool IsModelCheckpointPath(std::string_view path) {
+  std::string lower(path);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::string_view kSuffixes[] = {
+      ".pt",  ".pth",     ".ckpt",   ".safetensors", ".bin",  ".h5",     ".hdf5",   ".pkl",
+      ".npz", ".msgpack", ".distcp", ".keras",       ".onnx", ".pt.tmp", ".pth.tmp"};
+  for (std::string_view suffix : kSuffixes) {
+    if (std::string_view(lower).ends_with(suffix)) return true;
+  }
+  // A directory component naming checkpoints: ckpt/, checkpoints/, checkpoint-500/, ...
+  std::string_view dir(lower);
+  size_t slash = dir.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  dir = dir.substr(0, slash);
+  return dir.find("checkpoint") != std::string_view::npos ||
+         dir.find("ckpt") != std::string_view::npos;
+}
+
+bool IsInstallerCommand(std::string_view program, std::string_view argv) {
+  if (IsInstallerName(Basename(program))) return true;
+  // "python -m pip install", "sh -c 'pip install x'", "/usr/bin/env conda create ...": an
+  // installer token followed (later) by an install verb.
+  bool installer_seen = false;
+  size_t pos = 0;
+  while (pos < argv.size()) {
+    size_t stop = argv.find_first_of(std::string_view("\0 ", 2), pos);
+    if (stop == std::string_view::npos) stop = argv.size();
+    std::string_view arg = argv.substr(pos, stop - pos);
+    pos = stop + 1;
+    if (arg.empty()) continue;
+    if (installer_seen && IsInstallVerb(arg)) return true;
+    if (IsInstallerName(Basename(arg))) installer_seen = true;
+  }
+  return false;
+}
+
+bool IsRemoteFs(FsType fs) {
+  return fs == FS_NFS || fs == FS_FUSE || fs == FS_CIFS || fs == FS_LUSTRE || fs == FS_OTHER_REMOTE;
+}
+
+EventClassification ClassifyHostEvent(const HostEvent& event) {
+  auto is = [](EventClass c, Cause cause) { return EventClassification{c, cause}; };
+  switch (event.type) {
+    case CUDA_MEMCPY:
+    case CUDA_MEMSET:
+      // CUPTI's srcKind/dstKind are the ground truth on the GPU side; on the host side the hook
+      // records the host memory kind at call time. Unknown host memory is not called pageable.
+      if (event.type == CUDA_MEMCPY && event.host_mem == MEM_PAGEABLE) {
+        return is(EventClass::kCopyPageable, Cause::kHostGpuTransfer);
+      }
+      return is(EventClass::kCopyPinned, Cause::kHostGpuTransfer);
+    case CUDA_SYNC:
+      return is(EventClass::kSync, Cause::kSynchronization);
+    case NCCL_COLLECTIVE:
+    case NCCL_GROUP:
+    case NCCL_COMM_INIT:
+    case NCCL_COMM_DESTROY:
+      return is(EventClass::kNccl, Cause::kCommunication);
+    case FILE_WRITE:
+    case FILE_SYNC:
+    case FILE_RENAME:
+    case FILE_CLOSE:
+      if (IsModelCheckpointPath(event.path)) {
+        return is(EventClass::kCheckpointWrite, Cause::kCheckpointing);
+      }
+      // Closing an ordinary local file is not a stall worth naming; on a remote filesystem
+      // close() flushes (NFS close-to-open consistency) and blocks like a write.
+      if (event.type == FILE_CLOSE && !IsRemoteFs(event.fs_type)) return {};
+      return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
+    case FILE_READ:
+      if (event.fs_type == FS_PIPE || event.fs_type == FS_SOCKET) {
+        return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
+      }
+      if (IsRemoteFs(event.fs_type)) return is(EventClass::kReadRemote, Cause::kDataLoading);
+      return is(EventClass::kReadLocal, Cause::kDataLoading);
+    case NET_CONNECT:
+    case NET_RECV:
+      if (event.net_scope == NET_PUBLIC) return is(EventClass::kDownload, Cause::kExternalDownload);
+      // Cluster-local receives feed the job (data services, parameter servers); connects to
+      // cluster addresses are rendezvous, which NCCL_COMM_INIT already covers.
+      if (event.type == NET_RECV) return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
+      return {};
+    case NET_SEND:
+      if (event.net_scope == NET_PUBLIC || event.net_scope == NET_PRIVATE) {
+        return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
+      }
+      return {};
+    case PROC_EXEC:
+    case PROC_SPAWN:
+      if (IsInstallerCommand(event.path, event.argv)) {
+        return is(EventClass::kInstaller, Cause::kLibraryInstallation);
+      }
+      return {};
+    default:
+      return {};
+  }
+}
+
+}  // namespace idlescope

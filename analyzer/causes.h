@@ -1,0 +1,87 @@
+// The root causes idlescope attributes GPU idle time to, mapped to the taxonomy of Gao et al.,
+// "An Empirical Study on Low GPU Utilization of Deep Learning Jobs" (ICSE'24), and the rules that
+// classify one host event into a cause. docs/attribution.md explains every cause and rule.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "analyzer/job_model.h"
+#include "trace.pb.h"
+
+namespace idlescope {
+
+// Order matters twice: the event causes come first, in precedence order (when two events of the
+// same tier overlap a slice, the one whose cause comes first wins; docs/attribution.md says why),
+// and the numeric order is the order of the report's tables.
+enum class Cause : uint8_t {
+  // Causes found from what a thread was blocked in (or what the GPU ran) during a gap.
+  kHostGpuTransfer,
+  kCommunication,
+  kCheckpointing,
+  kIntermediateUpload,
+  kDataLoading,
+  kExternalDownload,
+  kLibraryInstallation,
+  kSynchronization,
+  // Causes of the idle time between kernels that is too short to slice (< --min-gap).
+  kSmallBatch,
+  kInsufficientMemory,
+  kLaunchBound,
+  // Residual idle time of a gap that no event explains, by where the gap lies.
+  kStartup,
+  kTail,
+  kUnknown,
+  // Whole devices.
+  kUnusedGpus,
+  kNoGpuWork,
+};
+inline constexpr int kCauseCount = static_cast<int>(Cause::kNoGpuWork) + 1;
+
+struct CauseInfo {
+  std::string_view name;            // stable identifier, used in --json
+  std::string_view dimension;       // the paper's dimension: job, model, data, library, none
+  std::string_view paper_category;  // the paper's root cause this maps to
+  std::string_view fix;             // what to change
+};
+
+const CauseInfo& InfoOf(Cause cause);
+inline int Index(Cause cause) { return static_cast<int>(cause); }
+
+// Model checkpoint files: by suffix (.pt, .pth, .ckpt, .safetensors, .bin, .h5, .pkl, .npz,
+// .msgpack, .distcp), or a directory component naming checkpoints ("checkpoint", "ckpt").
+bool IsModelCheckpointPath(std::string_view path);
+
+// A package installer: pip, pip3, conda, mamba, micromamba, apt, apt-get, yum, dnf, uv, poetry,
+// or "python -m pip". `program` is a path or a command name; `argv` the NUL-separated arguments
+// (may be empty).
+bool IsInstallerCommand(std::string_view program, std::string_view argv);
+
+// Remote filesystems (the paper's "remote data reading").
+bool IsRemoteFs(FsType fs);
+
+// What one host event says about a gap it overlaps. kNone: the event does not explain idle time
+// (launches, allocations, opens, marks).
+enum class EventClass : uint8_t {
+  kNone,
+  kCopyPageable,     // CUDA copy with a pageable host side (or unknown host memory)
+  kCopyPinned,       // CUDA copy with pinned/device/managed memory
+  kNccl,             // NCCL collective, group end
+  kCheckpointWrite,  // write/fsync/rename/close of a model file
+  kUploadWrite,      // write/fsync of any other file, sends to private/public addresses
+  kReadLocal,        // reads of local files
+  kReadRemote,       // reads of remote filesystem files
+  kReadWorkerQueue,  // reads of pipes/sockets: waiting for DataLoader workers
+  kDownload,         // NET_* with a public address
+  kInstaller,        // exec/spawn of a package installer
+  kSync,             // cudaDeviceSynchronize & co
+};
+
+struct EventClassification {
+  EventClass event_class = EventClass::kNone;
+  Cause cause = Cause::kUnknown;
+};
+
+EventClassification ClassifyHostEvent(const HostEvent& event);
+
+}  // namespace idlescope

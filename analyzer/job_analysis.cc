@@ -1,0 +1,962 @@
+#include "analyzer/job_analysis.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace idlescope {
+namespace {
+
+constexpr Ns kForever = std::numeric_limits<Ns>::max();
+// Pinned host<->device bandwidth assumed when the trace has no pinned copy to measure (PCIe 4 x16
+// in practice), and the pageable/pinned ratio assumed when either is missing: pageable copies go
+// through a pinned staging buffer and run at about half the pinned rate (CUDA C++ Best Practices
+// Guide, "Pinned Memory").
+constexpr double kDefaultPinnedBytesPerNs = 12.0;  // 12 GB/s
+constexpr double kDefaultPageableRatio = 0.5;
+// A collective still missing ranks this long after its last arrival has ranks whose files are
+// not part of the job: give up on it.
+constexpr Ns kCollectiveHorizon = 30'000'000'000;
+
+uint64_t ThreadKey(uint32_t process, uint32_t tid) { return (uint64_t{process} << 32) | tid; }
+
+bool IsLaunchEvent(EventType type) {
+  switch (type) {
+    case CUDA_MEMCPY:
+    case CUDA_MEMSET:
+    case CUDA_SYNC:
+    case CUDA_LAUNCH:
+    case CUDA_GRAPH_LAUNCH:
+    case CUDA_LAUNCH_SUMMARY:
+    case NCCL_COLLECTIVE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Cause ResidualCause(GapKind kind) {
+  switch (kind) {
+    case GapKind::kStartup:
+      return Cause::kStartup;
+    case GapKind::kTail:
+      return Cause::kTail;
+    default:
+      return Cause::kUnknown;
+  }
+}
+
+std::string Seconds(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
+
+}  // namespace
+
+std::string_view GapKindName(GapKind kind) {
+  switch (kind) {
+    case GapKind::kStartup:
+      return "startup";
+    case GapKind::kMiddle:
+      return "between_kernels";
+    case GapKind::kTail:
+      return "tail";
+    case GapKind::kWhole:
+      return "whole_span";
+  }
+  return "?";
+}
+
+struct JobAnalysis::CauseAccumulator {
+  Ns ns = 0;
+  Ns pageable_ns = 0;     // host_gpu_transfer: in pageable copies
+  Ns remote_ns = 0;       // data_loading: reading remote filesystems
+  Ns worker_wait_ns = 0;  // data_loading: waiting on worker pipes/sockets
+  Ns gpu_side_ns = 0;     // explained by the device's own activity only
+  double bytes = 0;       // bytes of the credited events, in proportion to the time credited
+  std::array<Ns, 11> nccl_op_ns{};
+  TopEvidence stacks;
+  TopEvidence objects;
+};
+
+struct JobAnalysis::OpenGap {
+  std::array<Ns, kCauseCount> cause_ns{};
+  Ns residual = 0;
+  Candidate main;
+  Ns main_ns = 0;
+  bool has_main = false;
+};
+
+struct JobAnalysis::DeviceState {
+  std::string id;
+  std::string host;
+  DeviceProps props;
+  bool has_props = false;
+  int32_t rank = -1;
+  DeviceTimeline timeline;
+  absl::flat_hash_set<uint64_t> launcher_threads;
+  absl::flat_hash_set<uint32_t> processes;
+  std::array<CauseAccumulator, kCauseCount> causes;
+  OpenGap open_gap;
+
+  DeviceState(uint32_t index, Ns job_start, Ns min_gap) : timeline(index, job_start, min_gap) {}
+};
+
+struct JobAnalysis::ProcessState {
+  ProcessInfo info;
+  Ns last_seen = 0;
+  Ns end = 0;
+  bool ended = false;
+  bool installer = false;
+  std::vector<uint32_t> family;   // itself, its ancestors and descendants (same host)
+  std::vector<uint32_t> devices;  // devices launched on by a process of the family
+  absl::flat_hash_map<uint32_t, uint32_t> device_by_ordinal;
+  absl::flat_hash_map<uint32_t, DeviceProps> props_by_ordinal;
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint64_t>> allocations;  // ptr -> dev, bytes
+  std::vector<std::string> visible_tokens;  // CUDA_VISIBLE_DEVICES entries
+  uint32_t visible_devices = 0;
+  // Cache of the last launching thread seen: most events come from one thread.
+  uint64_t last_launcher = ~uint64_t{0};
+  uint32_t last_launcher_device = 0;
+};
+
+struct JobAnalysis::GapRecord {
+  uint32_t device = 0;
+  Interval gap;
+  GapKind kind = GapKind::kMiddle;
+  std::array<Ns, kCauseCount> cause_ns{};
+  Candidate main;
+  bool has_main = false;
+  Cause main_cause = Cause::kUnknown;
+};
+
+struct JobAnalysis::NcclGroup {
+  int32_t nranks = 0;
+  Ns last_arrival = 0;
+  struct Member {
+    int32_t rank;
+    Ns arrival;
+  };
+  std::vector<Member> members;
+};
+
+JobAnalysis::JobAnalysis(AnalysisOptions options) : options_(options) {
+  if (options_.min_gap < 1) options_.min_gap = 1;
+}
+
+JobAnalysis::~JobAnalysis() = default;
+
+uint32_t JobAnalysis::AddProcess(ProcessInfo info) {
+  auto process = std::make_unique<ProcessState>();
+  process->info = std::move(info);
+  process->last_seen = process->info.start;
+  for (absl::string_view token :
+       absl::StrSplit(process->info.cuda_visible_devices, ',', absl::SkipWhitespace())) {
+    process->visible_tokens.emplace_back(token);
+  }
+  processes_.push_back(std::move(process));
+  return static_cast<uint32_t>(processes_.size() - 1);
+}
+
+void JobAnalysis::AddWarning(std::string warning) { warnings_.push_back(std::move(warning)); }
+
+void JobAnalysis::AddFile(FileReport file) { files_.push_back(std::move(file)); }
+
+void JobAnalysis::Start() {
+  if (started_) return;
+  started_ = true;
+  job_start_ = kForever;
+  for (const auto& p : processes_) job_start_ = std::min(job_start_, p->info.start);
+  if (job_start_ == kForever) job_start_ = 0;
+  last_step_ = job_start_;
+  // Families: a process, its ancestors and its descendants on the same host. Their threads are
+  // the "other threads and processes" whose activity can explain a device's idle time.
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    ProcessState& p = *processes_[i];
+    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
+    for (uint32_t j = 0; j < processes_.size(); ++j) {
+      if (i == j) {
+        p.family.push_back(j);
+        continue;
+      }
+      auto is_ancestor = [&](uint32_t ancestor, uint32_t of) {
+        // Walk `of`'s ppid chain through the job's processes (bounded by the process count).
+        uint32_t pid = processes_[of]->info.ppid;
+        for (size_t hops = 0; hops < processes_.size() && pid != 0; ++hops) {
+          if (pid == processes_[ancestor]->info.pid) return true;
+          uint32_t next = 0;
+          for (const auto& q : processes_) {
+            if (q->info.pid == pid && q->info.host == processes_[of]->info.host) {
+              next = q->info.ppid;
+              break;
+            }
+          }
+          pid = next;
+        }
+        return false;
+      };
+      if (processes_[j]->info.host != p.info.host) continue;
+      if (is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
+    }
+    if (p.installer) {
+      Candidate span;
+      span.when = {p.info.start, kForever};
+      span.cause = Cause::kLibraryInstallation;
+      span.event_class = EventClass::kInstaller;
+      span.process = i;
+      installer_spans_.push_back(span);
+    }
+  }
+}
+
+void JobAnalysis::EndProcess(uint32_t process, Ns end) {
+  ProcessState& p = *processes_[process];
+  p.ended = true;
+  p.end = std::max(end, p.info.start);
+}
+
+Ns JobAnalysis::ProcessEnd(const ProcessState& p) const {
+  return p.ended ? std::max(p.end, p.last_seen) : p.last_seen;
+}
+
+uint32_t JobAnalysis::DeviceFor(uint32_t process, uint32_t ordinal) {
+  ProcessState& p = *processes_[process];
+  auto it = p.device_by_ordinal.find(ordinal);
+  if (it != p.device_by_ordinal.end()) return it->second;
+  // Identity: the uuid when the process told it; else the host and the physical device named
+  // by CUDA_VISIBLE_DEVICES (or the ordinal when that is unset).
+  std::string key;
+  auto props = p.props_by_ordinal.find(ordinal);
+  if (props != p.props_by_ordinal.end() && !props->second.uuid.empty()) {
+    key = absl::StrCat(p.info.host, "/", props->second.uuid);
+  } else if (ordinal < p.visible_tokens.size()) {
+    key = absl::StrCat(p.info.host, "/", p.visible_tokens[ordinal]);
+  } else {
+    key = absl::StrCat(p.info.host, "/", ordinal);
+  }
+  auto [slot, inserted] = device_by_key_.try_emplace(key, devices_.size());
+  if (inserted) {
+    auto device = std::make_unique<DeviceState>(static_cast<uint32_t>(devices_.size()), job_start_,
+                                                options_.min_gap);
+    device->id = key;
+    device->host = p.info.host;
+    device->rank = p.info.rank;
+    devices_.push_back(std::move(device));
+  }
+  uint32_t index = slot->second;
+  if (props != p.props_by_ordinal.end() && !devices_[index]->has_props) {
+    devices_[index]->props = props->second;
+    devices_[index]->has_props = true;
+    devices_[index]->timeline.SetSmCount(props->second.sm_count);
+  }
+  p.device_by_ordinal[ordinal] = index;
+  LinkProcess(process, index);
+  return index;
+}
+
+void JobAnalysis::LinkProcess(uint32_t process, uint32_t device) {
+  DeviceState& d = *devices_[device];
+  if (!d.processes.insert(process).second) return;
+  if (d.rank < 0) d.rank = processes_[process]->info.rank;
+  for (uint32_t member : processes_[process]->family) {
+    std::vector<uint32_t>& devices = processes_[member]->devices;
+    if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+      devices.push_back(device);
+    }
+  }
+}
+
+void JobAnalysis::AddDeviceInfo(uint32_t process, const DeviceProps& props) {
+  Start();
+  ProcessState& p = *processes_[process];
+  p.props_by_ordinal[props.ordinal] = props;
+  p.visible_devices = std::max(p.visible_devices, props.visible_devices);
+  auto it = p.device_by_ordinal.find(props.ordinal);
+  if (it != p.device_by_ordinal.end() && !devices_[it->second]->has_props) {
+    DeviceState& d = *devices_[it->second];
+    d.props = props;
+    d.has_props = true;
+    d.timeline.SetSmCount(props.sm_count);
+  }
+}
+
+void JobAnalysis::AddCandidate(const Candidate& candidate) {
+  incoming_.push_back(candidate);
+  peak_pending_ = std::max(peak_pending_, pending_.size() + incoming_.size());
+}
+
+void JobAnalysis::AddHostEvent(const HostEvent& e) {
+  Start();
+  ++host_events_;
+  ProcessState& p = *processes_[e.process];
+  p.last_seen = std::max(p.last_seen, e.end);
+  if (e.device >= 0 && IsLaunchEvent(e.type)) {
+    uint64_t thread = ThreadKey(e.process, e.tid);
+    uint32_t ordinal = static_cast<uint32_t>(e.device);
+    if (thread != p.last_launcher || ordinal != p.last_launcher_device) {
+      devices_[DeviceFor(e.process, ordinal)]->launcher_threads.insert(thread);
+      p.last_launcher = thread;
+      p.last_launcher_device = ordinal;
+    }
+  }
+  switch (e.type) {
+    case CUDA_LAUNCH:
+    case CUDA_LAUNCH_SUMMARY:
+    case CUDA_GRAPH_LAUNCH:
+      return;  // the hot path: launches explain no idle time
+    case CUDA_MALLOC:
+      if (e.device >= 0 && e.bytes > 0) {
+        uint32_t device = DeviceFor(e.process, static_cast<uint32_t>(e.device));
+        devices_[device]->timeline.AddAllocation(static_cast<int64_t>(e.bytes));
+        p.allocations[e.ptr] = {device, e.bytes};
+      }
+      return;
+    case CUDA_FREE: {
+      auto it = p.allocations.find(e.ptr);
+      if (it != p.allocations.end()) {
+        devices_[it->second.first]->timeline.AddAllocation(
+            -static_cast<int64_t>(it->second.second));
+        p.allocations.erase(it);
+      }
+      return;
+    }
+    case CUDA_MEMCPY:
+      if (!e.async && e.bytes > 0 && e.end > e.start &&
+          (e.copy_kind == COPY_H2D || e.copy_kind == COPY_D2H)) {
+        CopyRate& rate = e.host_mem == MEM_PAGEABLE ? pageable_copies_ : pinned_copies_;
+        if (e.host_mem == MEM_PAGEABLE || e.host_mem == MEM_PINNED) {
+          rate.bytes += e.bytes;
+          rate.ns += e.end - e.start;
+        }
+      }
+      break;
+    case NCCL_COLLECTIVE:
+      NoteCollective(e);
+      break;
+    default:
+      break;
+  }
+  if (e.end <= e.start) return;
+  EventClassification c = ClassifyHostEvent(e);
+  if (c.event_class == EventClass::kNone) return;
+  Candidate candidate;
+  candidate.when = {e.start, e.end};
+  candidate.cause = c.cause;
+  candidate.event_class = c.event_class;
+  candidate.pageable = c.event_class == EventClass::kCopyPageable;
+  candidate.nccl_op = e.nccl_op;
+  candidate.process = e.process;
+  candidate.tid = e.tid;
+  candidate.stack = e.stack;
+  candidate.object = e.path_id;
+  candidate.bytes = e.bytes;
+  AddCandidate(candidate);
+}
+
+void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
+  Start();
+  ++gpu_records_;
+  ProcessState& p = *processes_[r.process];
+  p.last_seen = std::max(p.last_seen, r.end);
+  uint32_t device = DeviceFor(r.process, r.device);
+  DeviceState& d = *devices_[device];
+  d.timeline.AddActivity(r);
+  if (r.end <= r.start) return;
+  Candidate candidate;
+  candidate.when = {r.start, r.end};
+  candidate.gpu_side = true;
+  candidate.process = r.process;
+  candidate.device = device;
+  candidate.object = r.name_id;
+  candidate.bytes = r.bytes;
+  if (r.kind == GPU_KERNEL && r.nccl) {
+    candidate.cause = Cause::kCommunication;
+    candidate.event_class = EventClass::kNccl;
+  } else if (r.kind == GPU_MEMCPY || r.kind == GPU_MEMSET || r.kind == GPU_PEER_COPY) {
+    candidate.cause = Cause::kHostGpuTransfer;
+    candidate.pageable = r.src_kind == MEM_PAGEABLE || r.dst_kind == MEM_PAGEABLE;
+    candidate.event_class =
+        candidate.pageable ? EventClass::kCopyPageable : EventClass::kCopyPinned;
+  } else {
+    return;
+  }
+  AddCandidate(candidate);
+}
+
+void JobAnalysis::NoteCollective(const HostEvent& e) {
+  if (e.comm == 0 || e.seq == 0 || e.nranks < 2 || e.rank < 0) return;
+  NcclGroup& group = groups_[{e.comm, e.seq}];
+  group.nranks = e.nranks;
+  group.last_arrival = std::max(group.last_arrival, e.start);
+  // The rank in the report is the job rank (Header) when known: that is what users launch.
+  int32_t rank = processes_[e.process]->info.rank >= 0 ? processes_[e.process]->info.rank : e.rank;
+  group.members.push_back({rank, e.start});
+  if (static_cast<int32_t>(group.members.size()) >= group.nranks) {
+    ResolveGroup(group);
+    groups_.erase({e.comm, e.seq});
+  }
+}
+
+void JobAnalysis::ResolveGroup(const NcclGroup& group) {
+  // The rank that arrived last is the one the others waited for (NCCL collectives complete
+  // only when every rank has joined).
+  const NcclGroup::Member* last = &group.members[0];
+  for (const auto& m : group.members) {
+    if (m.arrival > last->arrival) last = &m;
+  }
+  StragglerStats& s = stragglers_[last->rank];
+  ++s.last_arrivals;
+  ++matched_collectives_;
+  for (const auto& m : group.members) {
+    Ns wait = last->arrival - m.arrival;
+    s.waited_for_ns += wait;
+    s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
+  }
+}
+
+void JobAnalysis::AdvanceTo(Ns t) {
+  if (!started_) Start();
+  if (t < last_step_ + options_.advance_quantum) return;
+  Step(t);
+}
+
+void JobAnalysis::Step(Ns t) {
+  last_step_ = t;
+  MergeIncoming();
+  for (auto& d : devices_) d->timeline.Advance(t, &gap_events_);
+  HandleGapEvents();
+  if (pending_.size() > 2 * pending_after_prune_ + 1024) Prune();
+  // Collectives whose missing ranks never came (their files are not part of the job).
+  absl::erase_if(groups_, [&](const auto& kv) {
+    if (kv.second.last_arrival + kCollectiveHorizon >= t) return false;
+    ++incomplete_collectives_;
+    return true;
+  });
+}
+
+void JobAnalysis::MergeIncoming() {
+  if (incoming_.empty()) return;
+  auto by_start = [](const Candidate& a, const Candidate& b) {
+    return a.when.start < b.when.start;
+  };
+  std::stable_sort(incoming_.begin(), incoming_.end(), by_start);
+  size_t old_size = pending_.size();
+  pending_.insert(pending_.end(), incoming_.begin(), incoming_.end());
+  std::inplace_merge(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(old_size),
+                     pending_.end(), by_start);
+  incoming_.clear();
+}
+
+void JobAnalysis::HandleGapEvents() {
+  for (const GapEvent& event : gap_events_) {
+    if (event.type == GapEvent::kPiece) {
+      Attribute(event.device, event.piece);
+    } else {
+      CloseGap(event.device, event.gap, event.kind);
+    }
+  }
+  gap_events_.clear();
+}
+
+const Tier* JobAnalysis::TierFor(const Candidate& c, const DeviceState& d, uint32_t device_index,
+                                 Tier* storage) const {
+  if (c.gpu_side) {
+    if (c.device != device_index) return nullptr;
+    *storage = Tier::kGpu;
+    return storage;
+  }
+  if (d.launcher_threads.contains(ThreadKey(c.process, c.tid))) {
+    *storage = Tier::kLaunchingThread;
+    return storage;
+  }
+  const std::vector<uint32_t>& devices = processes_[c.process]->devices;
+  if (c.event_class == EventClass::kInstaller ||
+      std::find(devices.begin(), devices.end(), device_index) != devices.end()) {
+    *storage = Tier::kJobProcess;
+    return storage;
+  }
+  return nullptr;
+}
+
+void JobAnalysis::Attribute(uint32_t device_index, Interval piece) {
+  DeviceState& d = *devices_[device_index];
+  ranked_.clear();
+  tiers_.clear();
+  // Stable pointers: tiers_ must not reallocate while ranked_ points into it.
+  tiers_.reserve(pending_.size() + installer_spans_.size());
+  auto consider = [&](const Candidate& c) {
+    if (c.when.end <= piece.start || c.when.start >= piece.end) return;
+    Tier tier;
+    if (TierFor(c, d, device_index, &tier) == nullptr) return;
+    tiers_.push_back(tier);
+    ranked_.push_back({&c, tier});
+  };
+  for (const Candidate& c : pending_) {
+    if (c.when.start >= piece.end) break;
+    consider(c);
+  }
+  for (Candidate& span : installer_spans_) {
+    span.when.end = ProcessEnd(*processes_[span.process]);
+    consider(span);
+  }
+  for (const Slice& slice : ResolveSlices(piece, ranked_)) {
+    Credit(d, slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr, slice.when.length());
+  }
+}
+
+void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Ns length) {
+  OpenGap& gap = d.open_gap;
+  if (c == nullptr) {
+    gap.residual += length;
+    return;
+  }
+  CauseAccumulator& acc = d.causes[Index(c->cause)];
+  acc.ns += length;
+  gap.cause_ns[Index(c->cause)] += length;
+  Ns event_length = std::max<Ns>(c->when.length(), 1);
+  double bytes = static_cast<double>(c->bytes) * static_cast<double>(length) /
+                 static_cast<double>(event_length);
+  acc.bytes += bytes;
+  uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
+  if (c->stack != 0) acc.stacks.Add({c->process, c->stack}, length, whole_bytes);
+  if (c->object != 0) acc.objects.Add({c->process, c->object}, length, whole_bytes);
+  if (c->pageable) acc.pageable_ns += length;
+  if (c->event_class == EventClass::kReadRemote) acc.remote_ns += length;
+  if (c->event_class == EventClass::kReadWorkerQueue) acc.worker_wait_ns += length;
+  if (c->gpu_side) acc.gpu_side_ns += length;
+  if (c->nccl_op > 0 && c->nccl_op < static_cast<int>(acc.nccl_op_ns.size())) {
+    acc.nccl_op_ns[c->nccl_op] += length;
+  }
+  if (length > gap.main_ns) {
+    gap.main = *c;
+    gap.main_ns = length;
+    gap.has_main = true;
+  }
+}
+
+void JobAnalysis::CloseGap(uint32_t device_index, Interval gap, GapKind kind) {
+  DeviceState& d = *devices_[device_index];
+  OpenGap& open = d.open_gap;
+  Cause residual = ResidualCause(kind);
+  if (open.residual > 0) {
+    d.causes[Index(residual)].ns += open.residual;
+    open.cause_ns[Index(residual)] += open.residual;
+  }
+  GapRecord record;
+  record.device = device_index;
+  record.gap = gap;
+  record.kind = kind;
+  record.cause_ns = open.cause_ns;
+  record.main = open.main;
+  record.has_main = open.has_main;
+  record.main_cause = open.main.cause;
+  auto shorter = [](const GapRecord& a, const GapRecord& b) {
+    return a.gap.length() > b.gap.length();
+  };
+  if (options_.top_gaps > 0) {
+    if (top_gaps_.size() < options_.top_gaps) {
+      top_gaps_.push_back(std::move(record));
+      std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+    } else if (gap.length() > top_gaps_.front().gap.length()) {
+      std::pop_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+      top_gaps_.back() = std::move(record);
+      std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+    }
+  }
+  open = OpenGap{};
+}
+
+void JobAnalysis::Prune() {
+  // A host candidate can be forgotten once every device its process's family launches on has
+  // been attributed past its end; a device-side one once its device has.
+  Ns all_devices = kForever;
+  for (const auto& d : devices_)
+    all_devices = std::min(all_devices, d->timeline.attributed_until());
+  std::vector<Ns> process_horizon(processes_.size(), IntervalUnion::kNever);
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const std::vector<uint32_t>& devices = processes_[i]->devices;
+    if (devices.empty()) continue;  // may still explain a device not seen yet
+    Ns horizon = kForever;
+    for (uint32_t d : devices)
+      horizon = std::min(horizon, devices_[d]->timeline.attributed_until());
+    process_horizon[i] = horizon;
+  }
+  std::erase_if(pending_, [&](const Candidate& c) {
+    if (c.gpu_side) return c.when.end <= devices_[c.device]->timeline.attributed_until();
+    if (c.event_class == EventClass::kInstaller) return c.when.end <= all_devices;
+    return c.when.end <= process_horizon[c.process];
+  });
+  pending_after_prune_ = pending_.size();
+}
+
+JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
+  Start();
+  Ns job_end = job_start_;
+  for (const auto& p : processes_) job_end = std::max(job_end, ProcessEnd(*p));
+  MergeIncoming();
+  for (auto& d : devices_) d->timeline.Finish(job_end, &gap_events_);
+  HandleGapEvents();
+  for (const auto& [key, group] : groups_) {
+    (void)key;
+    (void)group;
+    ++incomplete_collectives_;
+  }
+  groups_.clear();
+
+  JobReport report;
+  report.min_gap = options_.min_gap;
+  report.processes = static_cast<uint32_t>(processes_.size());
+  report.span = job_end - job_start_;
+  report.events = host_events_;
+  report.gpu_activities = gpu_records_;
+  report.files = files_;
+  for (const auto& p : processes_) {
+    if (p->info.rank >= 0) report.ranks.push_back(p->info.rank);
+    report.hosts.push_back(p->info.host);
+  }
+  std::sort(report.ranks.begin(), report.ranks.end());
+  report.ranks.erase(std::unique(report.ranks.begin(), report.ranks.end()), report.ranks.end());
+  std::sort(report.hosts.begin(), report.hosts.end());
+  report.hosts.erase(std::unique(report.hosts.begin(), report.hosts.end()), report.hosts.end());
+
+  const Ns span = report.span;
+  bool any_kernels = false;
+  for (const auto& d : devices_) {
+    const KernelStats& k = d->timeline.kernel_stats();
+    any_kernels = any_kernels || k.kernels + k.nccl_kernels > 0;
+  }
+  const Cause idle_device_cause = any_kernels ? Cause::kUnusedGpus : Cause::kNoGpuWork;
+
+  // Job-level accumulators over the devices that ran work.
+  std::array<CauseAccumulator, kCauseCount> job;
+  std::array<Ns, kCauseCount> job_ns{};
+  std::vector<uint32_t> order(devices_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return devices_[a]->id < devices_[b]->id; });
+  KernelStats job_kernels;
+  for (uint32_t index : order) {
+    DeviceState& d = *devices_[index];
+    const DeviceTimeline& t = d.timeline;
+    const KernelStats& k = t.kernel_stats();
+    DeviceReport r;
+    r.id = d.id;
+    r.host = d.host;
+    r.name = d.props.name;
+    r.rank = d.rank;
+    r.processes = static_cast<uint32_t>(d.processes.size());
+    r.used = k.kernels + k.nccl_kernels > 0;
+    r.compute_ns = t.compute_ns();
+    r.comm_ns = t.comm_ns();
+    r.transfer_ns = t.transfer_ns();
+    r.any_kernel_ns = t.any_kernel_ns();
+    r.idle_ns = span - r.compute_ns;
+    r.compute_util = span > 0 ? static_cast<double>(r.compute_ns) / static_cast<double>(span) : 0;
+    r.kernel_active_util =
+        span > 0 ? static_cast<double>(r.any_kernel_ns) / static_cast<double>(span) : 0;
+    r.kernels = k.kernels;
+    r.nccl_kernels = k.nccl_kernels;
+    r.median_kernel_ns = k.MedianKernelNs();
+    if (k.with_grid > 0 && d.props.sm_count > 0) {
+      r.below_sm_fraction =
+          static_cast<double>(k.below_sm_count) / static_cast<double>(k.with_grid);
+    }
+    r.long_gaps = t.long_gaps();
+    r.short_gaps = t.short_gaps();
+    r.short_gap_ns = t.short_gap_ns();
+    r.peak_memory = t.peak_memory();
+    r.total_memory = d.props.total_memory;
+    if (!r.used) {
+      r.cause_ns[Index(idle_device_cause)] = span;
+    } else {
+      for (int c = 0; c < kCauseCount; ++c) r.cause_ns[c] = d.causes[c].ns;
+      // Idle between kernels too short to slice: the paper's batch-size and memory rules
+      // (avg util <= 50% with peak memory <= 50% -> batch size; > 80% -> insufficient memory).
+      Cause short_cause = Cause::kLaunchBound;
+      if (r.compute_util <= 0.5 && r.total_memory > 0 && r.peak_memory > 0) {
+        double memory = static_cast<double>(r.peak_memory) / static_cast<double>(r.total_memory);
+        if (memory > 0.8) {
+          short_cause = Cause::kInsufficientMemory;
+        } else if (memory <= 0.5) {
+          short_cause = Cause::kSmallBatch;
+        }
+      }
+      r.cause_ns[Index(short_cause)] += t.short_gap_ns();
+      job[Index(short_cause)].ns += t.short_gap_ns();
+      for (int c = 0; c < kCauseCount; ++c) {
+        CauseAccumulator& from = d.causes[c];
+        CauseAccumulator& to = job[c];
+        to.ns += from.ns;
+        to.pageable_ns += from.pageable_ns;
+        to.remote_ns += from.remote_ns;
+        to.worker_wait_ns += from.worker_wait_ns;
+        to.gpu_side_ns += from.gpu_side_ns;
+        to.bytes += from.bytes;
+        for (size_t op = 0; op < to.nccl_op_ns.size(); ++op)
+          to.nccl_op_ns[op] += from.nccl_op_ns[op];
+        to.stacks.Merge(from.stacks);
+        to.objects.Merge(from.objects);
+      }
+      job_kernels.kernels += k.kernels;
+      job_kernels.kernel_ns += k.kernel_ns;
+    }
+    for (int c = 0; c < kCauseCount; ++c) job_ns[c] += r.cause_ns[c];
+    if (!r.used) job[Index(idle_device_cause)].ns += span;
+    if (t.late_records() > 0) {
+      report.warnings.push_back(absl::StrFormat(
+          "%s: %d GPU records arrived after their time was analyzed (%s dropped from busy time)",
+          d.id, t.late_records(), Seconds(t.late_ns())));
+    }
+    report.devices.push_back(std::move(r));
+  }
+  // Visible GPUs no process used: per host, the most devices a process could see (DeviceInfo),
+  // or the distinct CUDA_VISIBLE_DEVICES entries, against the devices seen.
+  if (any_kernels) {
+    for (const std::string& host : report.hosts) {
+      uint32_t visible = 0;
+      absl::flat_hash_set<std::string> tokens;
+      for (const auto& p : processes_) {
+        if (p->info.host != host) continue;
+        visible = std::max(visible, p->visible_devices);
+        for (const auto& token : p->visible_tokens) tokens.insert(token);
+      }
+      visible = std::max<uint32_t>(visible, static_cast<uint32_t>(tokens.size()));
+      uint32_t seen = 0;
+      for (const auto& d : devices_) seen += d->host == host;
+      for (uint32_t k = seen; k < visible; ++k) {
+        DeviceReport r;
+        r.id = absl::StrCat(host, "/visible-unused-", k - seen);
+        r.host = host;
+        r.idle_ns = span;
+        r.cause_ns[Index(Cause::kUnusedGpus)] = span;
+        job_ns[Index(Cause::kUnusedGpus)] += span;
+        job[Index(Cause::kUnusedGpus)].ns += span;
+        report.devices.push_back(std::move(r));
+      }
+    }
+  }
+  size_t device_count = report.devices.size();
+  if (device_count == 0) {
+    // No device at all: the whole run is a non-DL job, measured against its wall time.
+    job_ns[Index(Cause::kNoGpuWork)] = span;
+    job[Index(Cause::kNoGpuWork)].ns = span;
+    report.gpu_time = span;
+  } else {
+    report.gpu_time = span * static_cast<Ns>(device_count);
+    for (const DeviceReport& r : report.devices) {
+      report.compute_util += r.compute_util;
+      report.kernel_active_util += r.kernel_active_util;
+    }
+    report.compute_util /= static_cast<double>(device_count);
+    report.kernel_active_util /= static_cast<double>(device_count);
+  }
+
+  // Savings estimates (docs/attribution.md, "Estimated savings").
+  double pinned_rate = pinned_copies_.ns > 0 ? static_cast<double>(pinned_copies_.bytes) /
+                                                   static_cast<double>(pinned_copies_.ns)
+                                             : 0;
+  double pageable_rate = pageable_copies_.ns > 0 ? static_cast<double>(pageable_copies_.bytes) /
+                                                       static_cast<double>(pageable_copies_.ns)
+                                                 : 0;
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (job_ns[c] <= 0) continue;
+    const Cause cause = static_cast<Cause>(c);
+    const CauseAccumulator& acc = job[c];
+    CauseReport r;
+    r.cause = cause;
+    r.ns = job_ns[c];
+    r.share =
+        report.gpu_time > 0 ? static_cast<double>(r.ns) / static_cast<double>(report.gpu_time) : 0;
+    auto half = [&](std::string_view why) {
+      r.saving_ns = r.ns / 2;
+      r.saving_basis = std::string(why);
+    };
+    auto all = [&](std::string_view why) {
+      r.saving_ns = r.ns;
+      r.saving_basis = std::string(why);
+    };
+    switch (cause) {
+      case Cause::kHostGpuTransfer: {
+        double ratio = kDefaultPageableRatio;
+        std::string source = "assumed pageable/pinned bandwidth ratio 0.50";
+        if (pinned_rate > 0 && pageable_rate > 0) {
+          ratio = std::clamp(pageable_rate / pinned_rate, 0.0, 1.0);
+          source = absl::StrFormat("measured pageable %.2f GB/s vs pinned %.2f GB/s", pageable_rate,
+                                   pinned_rate);
+        }
+        r.saving_ns = static_cast<Ns>(static_cast<double>(acc.pageable_ns) * (1 - ratio));
+        r.saving_basis =
+            absl::StrCat("pageable copy time x (1 - pageable/pinned bandwidth); ", source);
+        r.notes.push_back(absl::StrFormat("%s in pageable copies, %s in pinned or device copies",
+                                          Seconds(acc.pageable_ns),
+                                          Seconds(r.ns - acc.pageable_ns)));
+        if (acc.gpu_side_ns > 0) {
+          r.notes.push_back(absl::StrFormat(
+              "%s of it only visible on the GPU (copies from libraries such as cuBLAS/NCCL or "
+              "untraced threads)",
+              Seconds(acc.gpu_side_ns)));
+        }
+        break;
+      }
+      case Cause::kCheckpointing: {
+        double rate = pinned_rate > 0 ? pinned_rate : kDefaultPinnedBytesPerNs;
+        Ns snapshot = static_cast<Ns>(acc.bytes / rate);
+        r.saving_ns = std::max<Ns>(0, r.ns - snapshot);
+        r.saving_basis = absl::StrFormat(
+            "blocked checkpoint time minus the device-to-host snapshot copy of %.0f bytes at "
+            "%.1f GB/s",
+            acc.bytes, rate);
+        r.notes.push_back(
+            absl::StrFormat("%.0f bytes of model files written while the GPU idled", acc.bytes));
+        break;
+      }
+      case Cause::kCommunication: {
+        half("half of exposed communication, hidden by overlapping it with compute (heuristic)");
+        static constexpr const char* kOps[] = {
+            "",           "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+            "all_to_all", "gather",     "scatter",    "send",           "recv"};
+        for (size_t op = 1; op < acc.nccl_op_ns.size(); ++op) {
+          if (acc.nccl_op_ns[op] > 0) {
+            r.notes.push_back(
+                absl::StrFormat("%s blocked in %s", Seconds(acc.nccl_op_ns[op]), kOps[op]));
+          }
+        }
+        if (acc.gpu_side_ns > 0) {
+          r.notes.push_back(absl::StrFormat("%s of exposed NCCL kernels (no compute running)",
+                                            Seconds(acc.gpu_side_ns)));
+        }
+        break;
+      }
+      case Cause::kDataLoading:
+        all("all of it, if loading runs ahead of compute (enough workers, prefetching)");
+        if (acc.remote_ns > 0) {
+          r.notes.push_back(absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)",
+                                            Seconds(acc.remote_ns)));
+        }
+        if (acc.worker_wait_ns > 0) {
+          r.notes.push_back(absl::StrFormat("%s waiting on worker processes or sockets",
+                                            Seconds(acc.worker_wait_ns)));
+        }
+        break;
+      case Cause::kIntermediateUpload:
+        all("all of it, moved to a background thread");
+        break;
+      case Cause::kExternalDownload:
+        all("all of it, downloaded before the job");
+        break;
+      case Cause::kLibraryInstallation:
+        all("all of it, with a prebuilt environment");
+        break;
+      case Cause::kSynchronization:
+        all("all of it, if the synchronization is not needed");
+        break;
+      case Cause::kSmallBatch:
+      case Cause::kInsufficientMemory:
+      case Cause::kLaunchBound:
+        half("doubling the work per kernel halves the launch gaps per sample");
+        if (job_kernels.kernels > 0) {
+          r.notes.push_back(absl::StrFormat("%d compute kernels, mean %.1f us", job_kernels.kernels,
+                                            static_cast<double>(job_kernels.kernel_ns) /
+                                                static_cast<double>(job_kernels.kernels) / 1e3));
+        }
+        break;
+      case Cause::kTail:
+        all("all of it, by releasing the GPU after the last kernel");
+        break;
+      case Cause::kUnusedGpus:
+      case Cause::kNoGpuWork:
+        all("all of it: the GPUs are not needed");
+        break;
+      case Cause::kStartup:
+      case Cause::kUnknown:
+        r.saving_basis = "no estimate: no specific fix";
+        break;
+    }
+    for (const auto& [key, weight] : acc.stacks.Top(options_.top_evidence)) {
+      std::string what = symbols.Stack(key.process, key.id);
+      if (what.empty()) what = absl::StrCat("stack #", key.id, " of process ", key.process);
+      r.stacks.push_back({what, weight.ns, weight.bytes, weight.count});
+    }
+    for (const auto& [key, weight] : acc.objects.Top(options_.top_evidence)) {
+      std::string what = symbols.String(key.process, key.id);
+      if (what.empty()) what = absl::StrCat("string #", key.id, " of process ", key.process);
+      r.objects.push_back({what, weight.ns, weight.bytes, weight.count});
+    }
+    if (acc.stacks.evicted() || acc.objects.evicted()) {
+      r.notes.push_back("evidence lists are approximate (too many distinct stacks or objects)");
+    }
+    report.causes.push_back(std::move(r));
+  }
+  // Communication: the rank(s) the others waited for.
+  if (matched_collectives_ > 0) {
+    std::vector<std::pair<int32_t, StragglerStats>> ranks(stragglers_.begin(), stragglers_.end());
+    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
+      return a.second.waited_for_ns != b.second.waited_for_ns
+                 ? a.second.waited_for_ns > b.second.waited_for_ns
+                 : a.first < b.first;
+    });
+    std::string note;
+    for (size_t i = 0; i < ranks.size() && i < 3; ++i) {
+      const auto& [rank, s] = ranks[i];
+      if (s.waited_for_ns <= 0) continue;
+      note = absl::StrFormat(
+          "rank %d arrived last at %d of %d matched collectives; the other ranks waited %s for "
+          "it (longest %s)",
+          rank, s.last_arrivals, matched_collectives_, Seconds(s.waited_for_ns),
+          Seconds(s.max_lateness_ns));
+      for (CauseReport& c : report.causes) {
+        if (c.cause == Cause::kCommunication) c.notes.push_back(note);
+      }
+    }
+  }
+  if (incomplete_collectives_ > 0) {
+    report.warnings.push_back(absl::StrFormat(
+        "%d NCCL collectives were missing ranks (trace files of some ranks not given?)",
+        incomplete_collectives_));
+  }
+  std::sort(report.causes.begin(), report.causes.end(), [](const auto& a, const auto& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;
+  });
+  for (const CauseReport& c : report.causes) report.idle_ns += c.ns;
+
+  std::sort(top_gaps_.begin(), top_gaps_.end(), [&](const GapRecord& a, const GapRecord& b) {
+    if (a.gap.length() != b.gap.length()) return a.gap.length() > b.gap.length();
+    if (a.gap.start != b.gap.start) return a.gap.start < b.gap.start;
+    return devices_[a.device]->id < devices_[b.device]->id;
+  });
+  for (const GapRecord& g : top_gaps_) {
+    GapReport r;
+    r.device = devices_[g.device]->id;
+    r.start = g.gap.start - job_start_;
+    r.length = g.gap.length();
+    r.kind = g.kind;
+    for (int c = 0; c < kCauseCount; ++c) {
+      if (g.cause_ns[c] > 0) r.causes.push_back({static_cast<Cause>(c), g.cause_ns[c]});
+    }
+    std::sort(r.causes.begin(), r.causes.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (g.has_main) {
+      const Candidate& m = g.main;
+      std::string object = m.object != 0 ? symbols.String(m.process, m.object) : "";
+      std::string stack = m.stack != 0 ? symbols.Stack(m.process, m.stack) : "";
+      r.evidence = absl::StrCat(
+          std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "", object.empty() ? "" : ": ",
+          object, m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",
+          stack.empty() ? "" : absl::StrCat(" at ", stack),
+          m.gpu_side
+              ? ""
+              : absl::StrCat(" (pid ", processes_[m.process]->info.pid, " tid ", m.tid, ")"));
+    }
+    report.top_gaps.push_back(std::move(r));
+  }
+  if (late_candidates_ > 0) {
+    report.warnings.push_back(
+        absl::StrFormat("%d host events arrived too late to be attributed", late_candidates_));
+  }
+  for (std::string& w : warnings_) report.warnings.push_back(std::move(w));
+  return report;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,134 @@
+// JobAnalysis: the streaming core of `idlescope report`. It is fed the plain records of a whole
+// job (job_model.h) in approximate time order, runs the timeline, gap and attribution stages as
+// the analysis window moves on (AdvanceTo), and builds the JobReport at the end.
+//
+// Bounded memory: per device it keeps the open window of busy intervals (timeline.h), and across
+// the job the candidate events that may still explain an idle slice not yet attributed. A
+// candidate is forgotten once every device it can explain has been attributed past its end.
+// Results (per-cause totals, bounded top evidence, the top gaps) are what remains.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "analyzer/attribution.h"
+#include "analyzer/causes.h"
+#include "analyzer/job_model.h"
+#include "analyzer/job_report.h"
+#include "analyzer/timeline.h"
+
+namespace idlescope {
+
+struct AnalysisOptions {
+  // Idle gaps shorter than this are not sliced: they count as launch-bound / batch-size idle.
+  Ns min_gap = 1'000'000;  // 1 ms
+  size_t top_gaps = 10;
+  size_t top_evidence = 5;
+  // The window is moved on at most once per this much trace time (cost vs. memory).
+  Ns advance_quantum = 20'000'000;  // 20 ms
+};
+
+// Resolves the per-process ids the evidence refers to, when the report is built.
+class SymbolSource {
+ public:
+  virtual ~SymbolSource() = default;
+  // A string (file path, address, kernel name); "" when unknown.
+  virtual std::string String(uint32_t process, uint64_t id) const = 0;
+  // A call stack, innermost frame first, e.g. "save <- train_step <- main"; "" when unknown.
+  virtual std::string Stack(uint32_t process, uint64_t stack_id) const = 0;
+};
+
+class JobAnalysis {
+ public:
+  explicit JobAnalysis(AnalysisOptions options = {});
+  ~JobAnalysis();
+
+  // All processes come first: the job span starts at the earliest process start.
+  uint32_t AddProcess(ProcessInfo info);
+  void AddDeviceInfo(uint32_t process, const DeviceProps& props);
+  void AddHostEvent(const HostEvent& event);
+  void AddGpuRecord(const GpuRecord& record);
+  // The process ended cleanly at `end` (Footer.end_ns). Without it, its last event ends it.
+  void EndProcess(uint32_t process, Ns end);
+  void AddWarning(std::string warning);
+  void AddFile(FileReport file);
+
+  // Every record before `t` has been delivered: attribute what became final.
+  void AdvanceTo(Ns t);
+
+  JobReport Finish(const SymbolSource& symbols);
+
+  // For tests and --stats: candidates held now, and the most held at once.
+  size_t pending_candidates() const { return pending_.size() + incoming_.size(); }
+  size_t peak_pending_candidates() const { return peak_pending_; }
+
+ private:
+  struct CauseAccumulator;
+  struct OpenGap;
+  struct DeviceState;
+  struct ProcessState;
+  struct GapRecord;
+  struct NcclGroup;
+
+  void Start();
+  uint32_t DeviceFor(uint32_t process, uint32_t ordinal);
+  void LinkProcess(uint32_t process, uint32_t device);
+  void AddCandidate(const Candidate& candidate);
+  void NoteCollective(const HostEvent& event);
+  void ResolveGroup(const NcclGroup& group);
+  void Step(Ns t);
+  void MergeIncoming();
+  void HandleGapEvents();
+  void Attribute(uint32_t device, Interval piece);
+  void Credit(DeviceState& device, const Candidate* candidate, Ns length);
+  void CloseGap(uint32_t device, Interval gap, GapKind kind);
+  void Prune();
+  Ns ProcessEnd(const ProcessState& process) const;
+  const Tier* TierFor(const Candidate& candidate, const DeviceState& device, uint32_t device_index,
+                      Tier* storage) const;
+
+  AnalysisOptions options_;
+  bool started_ = false;
+  Ns job_start_ = 0;
+  Ns last_step_ = 0;
+  std::vector<std::unique_ptr<ProcessState>> processes_;
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+  absl::flat_hash_map<std::string, uint32_t> device_by_key_;
+  std::vector<Candidate> pending_;   // sorted by start
+  std::vector<Candidate> incoming_;  // not yet merged into pending_
+  size_t pending_after_prune_ = 0;
+  size_t peak_pending_ = 0;
+  std::vector<Candidate> installer_spans_;  // installer processes, whole lifetime
+  std::vector<GapEvent> gap_events_;
+  std::vector<RankedCandidate> ranked_;
+  std::vector<Tier> tiers_;
+  std::vector<GapRecord> top_gaps_;  // min-heap by length, at most options_.top_gaps
+  // NCCL collectives in flight, by (comm, seq), to find the rank that arrived last.
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, NcclGroup> groups_;
+  struct StragglerStats {
+    uint64_t last_arrivals = 0;
+    Ns waited_for_ns = 0;  // sum over the other ranks of how long they waited for this one
+    Ns max_lateness_ns = 0;
+  };
+  absl::flat_hash_map<int32_t, StragglerStats> stragglers_;
+  uint64_t matched_collectives_ = 0;
+  uint64_t incomplete_collectives_ = 0;
+  // Bandwidth of synchronous host<->device copies, by host memory kind, for the savings estimate.
+  struct CopyRate {
+    uint64_t bytes = 0;
+    Ns ns = 0;
+  };
+  CopyRate pageable_copies_, pinned_copies_;
+  uint64_t host_events_ = 0;
+  uint64_t gpu_records_ = 0;
+  uint64_t late_candidates_ = 0;
+  std::vector<std::string> warnings_;
+  std::vector<FileReport> files_;
+};
+
+}  // namespace idlescope

@@ -1,0 +1,105 @@
+// The result of the analysis (plain data): what `idlescope report` prints as text or JSON.
+// docs/attribution.md documents every field; the JSON schema mirrors this struct.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/causes.h"
+#include "analyzer/job_model.h"
+#include "analyzer/timeline.h"
+
+namespace idlescope {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct EvidenceItem {
+  std::string what;  // resolved stack ("f <- g <- h") or object (path, address, kernel)
+  Ns ns = 0;         // idle time credited to it
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+struct CauseReport {
+  Cause cause = Cause::kUnknown;
+  Ns ns = 0;                 // device-seconds of idle attributed (summed over devices)
+  double share = 0;          // ns / job GPU time
+  Ns saving_ns = 0;          // estimated idle time removed by the fix
+  std::string saving_basis;  // how saving_ns was computed, one line
+  std::vector<EvidenceItem> stacks;
+  std::vector<EvidenceItem> objects;
+  std::vector<std::string> notes;  // specific findings: pageable share, straggler rank, ...
+};
+
+struct DeviceReport {
+  std::string id;  // "host/uuid-or-ordinal"
+  std::string host;
+  std::string name;
+  int32_t rank = -1;
+  uint32_t processes = 0;  // processes that launched work on it
+  bool used = false;       // ran at least one kernel
+  Ns compute_ns = 0;
+  Ns comm_ns = 0;
+  Ns transfer_ns = 0;
+  Ns any_kernel_ns = 0;
+  Ns idle_ns = 0;                 // span - compute
+  double compute_util = 0;        // the paper's U_i: compute busy / job span
+  double kernel_active_util = 0;  // nvidia-smi: any kernel (NCCL too) / job span
+  uint64_t kernels = 0;
+  uint64_t nccl_kernels = 0;
+  Ns median_kernel_ns = 0;
+  double below_sm_fraction = -1;  // -1: unknown (no SM count or grid sizes)
+  uint64_t long_gaps = 0;
+  uint64_t short_gaps = 0;
+  Ns short_gap_ns = 0;
+  int64_t peak_memory = 0;
+  uint64_t total_memory = 0;  // 0: unknown
+  std::array<Ns, kCauseCount> cause_ns{};
+};
+
+struct GapReport {
+  std::string device;
+  Ns start = 0;  // since the job start
+  Ns length = 0;
+  GapKind kind = GapKind::kMiddle;
+  std::vector<std::pair<Cause, Ns>> causes;  // largest first
+  std::string evidence;                      // the main candidate: what, where
+};
+
+struct FileReport {
+  std::string path;
+  uint32_t pid = 0;
+  int32_t rank = -1;
+  std::string host;
+  uint64_t events = 0;
+  uint64_t gpu_activities = 0;
+  bool footer = false;
+};
+
+struct JobReport {
+  std::string tool_version;
+  Ns min_gap = 0;
+  // Job
+  uint32_t processes = 0;
+  std::vector<int32_t> ranks;
+  std::vector<std::string> hosts;
+  Ns span = 0;      // job span: first process start to last process end
+  Ns gpu_time = 0;  // span x devices
+  uint64_t events = 0;
+  uint64_t gpu_activities = 0;
+  // Utilization (means over devices, unused ones included)
+  double compute_util = 0;
+  double kernel_active_util = 0;
+  std::vector<DeviceReport> devices;
+  std::vector<CauseReport> causes;  // largest first, zero causes left out
+  Ns idle_ns = 0;                   // sum of cause ns
+  std::vector<GapReport> top_gaps;  // longest first
+  std::vector<FileReport> files;
+  std::vector<std::string> warnings;
+};
+
+std::string_view GapKindName(GapKind kind);
+
+}  // namespace idlescope

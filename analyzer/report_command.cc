@@ -1,0 +1,114 @@
+// idlescope report [--json] [--min-gap MS] [--top N] [--reorder-window MS] DIR|FILE...
+//
+// Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
+// (text, or JSON with --json). Ends with one line on stderr: throughput and peak memory.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/commands.h"
+#include "analyzer/job_analysis.h"
+#include "analyzer/job_reader.h"
+#include "analyzer/report_format.h"
+
+namespace idlescope {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: idlescope report [--json] [--min-gap MS] [--top N] [--reorder-window MS] "
+    "DIR|FILE...\n"
+    "  --json               machine-readable report (schema: docs/attribution.md)\n"
+    "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
+    "                       gaps count as launch-bound / batch-size idle\n"
+    "  --top N              longest gaps and evidence items listed (default 10)\n"
+    "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n";
+
+bool ParseDouble(const char* s, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(s, &end);
+  return end != s && *end == '\0' && *out >= 0;
+}
+
+}  // namespace
+
+int ReportCommand(int argc, char** argv) {
+  bool json = false;
+  AnalysisOptions options;
+  ReadOptions read_options;
+  std::vector<std::string> inputs;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](double* out) {
+      if (i + 1 >= argc || !ParseDouble(argv[i + 1], out)) {
+        std::fprintf(stderr, "idlescope report: %s needs a non-negative number\n", argv[i]);
+        return false;
+      }
+      ++i;
+      return true;
+    };
+    double number = 0;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--min-gap") {
+      if (!value(&number)) return 2;
+      options.min_gap = static_cast<Ns>(number * 1e6);
+    } else if (arg == "--top") {
+      if (!value(&number)) return 2;
+      options.top_gaps = static_cast<size_t>(number);
+      options.top_evidence = static_cast<size_t>(number);
+    } else if (arg == "--reorder-window") {
+      if (!value(&number)) return 2;
+      read_options.reorder_window = static_cast<Ns>(number * 1e6);
+    } else if (arg.starts_with("-") && arg.size() > 1) {
+      std::fprintf(stderr, "idlescope report: unknown option '%s'\n%s", argv[i], kUsage);
+      return 2;
+    } else {
+      inputs.emplace_back(arg);
+    }
+  }
+  if (inputs.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+
+  auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(inputs);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "idlescope report: %s\n", std::string(reader.status().message()).c_str());
+    return 1;
+  }
+  JobAnalysis analysis(options);
+  (*reader)->Run(&analysis, read_options);
+  JobReport report = analysis.Finish(**reader);
+  report.tool_version = "idlescope " IDLESCOPE_VERSION;
+  std::string text = json ? FormatJsonReport(report) : FormatTextReport(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const ReadStats& stats = (*reader)->stats();
+  uint64_t records = stats.host_events + stats.gpu_records;
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr,
+               "idlescope report: %llu events (%llu host, %llu GPU) from %llu files in %.3f s: "
+               "%.2f M events/s, peak RSS %.1f MiB, peak held candidates %zu\n",
+               static_cast<unsigned long long>(records),
+               static_cast<unsigned long long>(stats.host_events),
+               static_cast<unsigned long long>(stats.gpu_records),
+               static_cast<unsigned long long>(stats.files), seconds,
+               seconds > 0 ? static_cast<double>(records) / seconds / 1e6 : 0.0,
+               static_cast<double>(usage.ru_maxrss) / 1024.0, analysis.peak_pending_candidates());
+  return 0;
+}
+
+}  // namespace idlescope

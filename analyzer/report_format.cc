@@ -1,0 +1,420 @@
+#include "analyzer/report_format.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace idlescope {
+namespace {
+
+std::string Sec(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
+std::string Pct(double x) { return absl::StrFormat("%.1f%%", x * 100); }
+std::string GiB(int64_t bytes) {
+  return absl::StrFormat("%.1f", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
+}
+
+std::string RankList(const std::vector<int32_t>& ranks) {
+  if (ranks.empty()) return "none";
+  if (ranks.size() > 2 && ranks.back() - ranks.front() + 1 == static_cast<int32_t>(ranks.size())) {
+    return absl::StrCat(ranks.front(), "-", ranks.back());
+  }
+  return absl::StrJoin(ranks, ",");
+}
+
+const char* const kUtilExplanation =
+    "compute = the paper's U (non-NCCL kernels over the whole job span); kernel active = what "
+    "nvidia-smi reports (any kernel, NCCL included, which may only be waiting for other ranks; "
+    "neither says how much of the GPU a kernel uses)";
+
+// --- JSON -------------------------------------------------------------------------------------
+
+class Json {
+ public:
+  std::string out;
+
+  void Key(std::string_view key) {
+    Separate();
+    String(key);
+    out += ':';
+    after_key_ = true;
+  }
+  void String(std::string_view s) {
+    Separate();
+    out += '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20) {
+            out += absl::StrFormat("\\u%04x", c);
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+    }
+    out += '"';
+  }
+  void Int(int64_t v) {
+    Separate();
+    out += absl::StrCat(v);
+  }
+  void Uint(uint64_t v) {
+    Separate();
+    out += absl::StrCat(v);
+  }
+  // Ratios with 4 decimals: stable text for golden files.
+  void Ratio(double v) {
+    Separate();
+    if (!std::isfinite(v)) v = 0;
+    out += absl::StrFormat("%.4f", v);
+  }
+  void Bool(bool v) {
+    Separate();
+    out += v ? "true" : "false";
+  }
+  void Begin(char c) {
+    Separate();
+    out += c;
+    first_ = true;
+    ++depth_;
+  }
+  void End(char c) {
+    --depth_;
+    Newline();
+    out += c;
+    first_ = false;
+  }
+
+ private:
+  void Separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_ && depth_ > 0) out += ',';
+    first_ = false;
+    if (depth_ > 0) Newline();
+  }
+  void Newline() {
+    out += '\n';
+    out.append(static_cast<size_t>(depth_) * 2, ' ');
+  }
+  bool first_ = true;
+  bool after_key_ = false;
+  int depth_ = 0;
+};
+
+void Evidence(Json& j, std::string_view key, const std::vector<EvidenceItem>& items) {
+  j.Key(key);
+  j.Begin('[');
+  for (const EvidenceItem& e : items) {
+    j.Begin('{');
+    j.Key("what");
+    j.String(e.what);
+    j.Key("ns");
+    j.Int(e.ns);
+    j.Key("bytes");
+    j.Uint(e.bytes);
+    j.Key("count");
+    j.Uint(e.count);
+    j.End('}');
+  }
+  j.End(']');
+}
+
+}  // namespace
+
+std::string FormatJsonReport(const JobReport& r) {
+  Json j;
+  j.Begin('{');
+  j.Key("schema_version");
+  j.Int(kReportSchemaVersion);
+  j.Key("tool");
+  j.String(r.tool_version);
+  j.Key("min_gap_ns");
+  j.Int(r.min_gap);
+
+  j.Key("job");
+  j.Begin('{');
+  j.Key("processes");
+  j.Uint(r.processes);
+  j.Key("ranks");
+  j.Begin('[');
+  for (int32_t rank : r.ranks) j.Int(rank);
+  j.End(']');
+  j.Key("hosts");
+  j.Begin('[');
+  for (const std::string& host : r.hosts) j.String(host);
+  j.End(']');
+  j.Key("span_ns");
+  j.Int(r.span);
+  j.Key("devices");
+  j.Uint(r.devices.size());
+  j.Key("gpu_time_ns");
+  j.Int(r.gpu_time);
+  j.Key("idle_ns");
+  j.Int(r.idle_ns);
+  j.Key("host_events");
+  j.Uint(r.events);
+  j.Key("gpu_activities");
+  j.Uint(r.gpu_activities);
+  j.End('}');
+
+  j.Key("utilization");
+  j.Begin('{');
+  j.Key("compute");
+  j.Ratio(r.compute_util);
+  j.Key("kernel_active");
+  j.Ratio(r.kernel_active_util);
+  j.Key("explanation");
+  j.String(kUtilExplanation);
+  j.End('}');
+
+  j.Key("devices");
+  j.Begin('[');
+  for (const DeviceReport& d : r.devices) {
+    j.Begin('{');
+    j.Key("id");
+    j.String(d.id);
+    j.Key("host");
+    j.String(d.host);
+    j.Key("name");
+    j.String(d.name);
+    j.Key("rank");
+    j.Int(d.rank);
+    j.Key("used");
+    j.Bool(d.used);
+    j.Key("compute_util");
+    j.Ratio(d.compute_util);
+    j.Key("kernel_active_util");
+    j.Ratio(d.kernel_active_util);
+    j.Key("compute_ns");
+    j.Int(d.compute_ns);
+    j.Key("comm_ns");
+    j.Int(d.comm_ns);
+    j.Key("transfer_ns");
+    j.Int(d.transfer_ns);
+    j.Key("kernel_active_ns");
+    j.Int(d.any_kernel_ns);
+    j.Key("idle_ns");
+    j.Int(d.idle_ns);
+    j.Key("kernels");
+    j.Uint(d.kernels);
+    j.Key("nccl_kernels");
+    j.Uint(d.nccl_kernels);
+    j.Key("median_kernel_ns");
+    j.Int(d.median_kernel_ns);
+    j.Key("below_sm_fraction");
+    j.Ratio(d.below_sm_fraction);
+    j.Key("long_gaps");
+    j.Uint(d.long_gaps);
+    j.Key("short_gaps");
+    j.Uint(d.short_gaps);
+    j.Key("short_gap_ns");
+    j.Int(d.short_gap_ns);
+    j.Key("peak_memory_bytes");
+    j.Int(d.peak_memory);
+    j.Key("total_memory_bytes");
+    j.Uint(d.total_memory);
+    j.Key("idle_by_cause_ns");
+    j.Begin('{');
+    for (int c = 0; c < kCauseCount; ++c) {
+      if (d.cause_ns[c] == 0) continue;
+      j.Key(InfoOf(static_cast<Cause>(c)).name);
+      j.Int(d.cause_ns[c]);
+    }
+    j.End('}');
+    j.End('}');
+  }
+  j.End(']');
+
+  j.Key("causes");
+  j.Begin('[');
+  for (const CauseReport& c : r.causes) {
+    const CauseInfo& info = InfoOf(c.cause);
+    j.Begin('{');
+    j.Key("cause");
+    j.String(info.name);
+    j.Key("dimension");
+    j.String(info.dimension);
+    j.Key("paper_category");
+    j.String(info.paper_category);
+    j.Key("idle_ns");
+    j.Int(c.ns);
+    j.Key("share");
+    j.Ratio(c.share);
+    j.Key("saving_ns");
+    j.Int(c.saving_ns);
+    j.Key("saving_basis");
+    j.String(c.saving_basis);
+    j.Key("fix");
+    j.String(info.fix);
+    j.Key("notes");
+    j.Begin('[');
+    for (const std::string& note : c.notes) j.String(note);
+    j.End(']');
+    Evidence(j, "stacks", c.stacks);
+    Evidence(j, "objects", c.objects);
+    j.End('}');
+  }
+  j.End(']');
+
+  j.Key("top_gaps");
+  j.Begin('[');
+  for (const GapReport& g : r.top_gaps) {
+    j.Begin('{');
+    j.Key("device");
+    j.String(g.device);
+    j.Key("start_ns");
+    j.Int(g.start);
+    j.Key("length_ns");
+    j.Int(g.length);
+    j.Key("kind");
+    j.String(GapKindName(g.kind));
+    j.Key("causes");
+    j.Begin('{');
+    for (const auto& [cause, ns] : g.causes) {
+      j.Key(InfoOf(cause).name);
+      j.Int(ns);
+    }
+    j.End('}');
+    j.Key("evidence");
+    j.String(g.evidence);
+    j.End('}');
+  }
+  j.End(']');
+
+  j.Key("files");
+  j.Begin('[');
+  for (const FileReport& f : r.files) {
+    j.Begin('{');
+    j.Key("path");
+    j.String(f.path);
+    j.Key("pid");
+    j.Uint(f.pid);
+    j.Key("rank");
+    j.Int(f.rank);
+    j.Key("host");
+    j.String(f.host);
+    j.Key("host_events");
+    j.Uint(f.events);
+    j.Key("gpu_activities");
+    j.Uint(f.gpu_activities);
+    j.Key("footer");
+    j.Bool(f.footer);
+    j.End('}');
+  }
+  j.End(']');
+
+  j.Key("warnings");
+  j.Begin('[');
+  for (const std::string& w : r.warnings) j.String(w);
+  j.End(']');
+  j.End('}');
+  j.out += '\n';
+  return j.out;
+}
+
+std::string FormatTextReport(const JobReport& r) {
+  std::string out;
+  size_t used = 0;
+  for (const DeviceReport& d : r.devices) used += d.used;
+  absl::StrAppendFormat(&out,
+                        "idlescope report: %d process%s, ranks %s, %d GPU%s (%d used) on %d "
+                        "host%s, job span %s\n\n",
+                        r.processes, r.processes == 1 ? "" : "es", RankList(r.ranks),
+                        r.devices.size(), r.devices.size() == 1 ? "" : "s", used, r.hosts.size(),
+                        r.hosts.size() == 1 ? "" : "s", Sec(r.span));
+
+  absl::StrAppendFormat(&out, "Utilization (mean over GPUs)\n");
+  absl::StrAppendFormat(&out, "  compute (paper's time-weighted U):      %6s\n",
+                        Pct(r.compute_util));
+  absl::StrAppendFormat(&out, "  kernel active (nvidia-smi \"GPU util\"): %6s\n",
+                        Pct(r.kernel_active_util));
+  absl::StrAppendFormat(&out, "  %s\n\n", kUtilExplanation);
+
+  if (!r.devices.empty()) {
+    absl::StrAppendFormat(&out, "Devices\n  %-36s %5s %8s %8s %10s %10s %9s %12s\n", "DEVICE",
+                          "RANK", "COMPUTE", "ACTIVE", "COMM", "TRANSFER", "KERNELS",
+                          "PEAK MEM GiB");
+    for (const DeviceReport& d : r.devices) {
+      std::string memory = d.total_memory > 0
+                               ? absl::StrCat(GiB(d.peak_memory), "/", GiB(d.total_memory))
+                               : (d.peak_memory > 0 ? GiB(d.peak_memory) : "-");
+      absl::StrAppendFormat(&out, "  %-36s %5s %8s %8s %10s %10s %9d %12s%s\n", d.id,
+                            d.rank >= 0 ? absl::StrCat(d.rank) : "-", Pct(d.compute_util),
+                            Pct(d.kernel_active_util), Sec(d.comm_ns), Sec(d.transfer_ns),
+                            d.kernels, memory, d.used ? "" : "  (no kernels)");
+    }
+    out += '\n';
+  }
+
+  absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n", Sec(r.gpu_time),
+                        Sec(r.idle_ns));
+  absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
+                        "EST. SAVING", "PAPER CATEGORY");
+  for (const CauseReport& c : r.causes) {
+    const CauseInfo& info = InfoOf(c.cause);
+    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Sec(c.ns), Pct(c.share),
+                          Sec(c.saving_ns), info.paper_category);
+  }
+  out += '\n';
+
+  absl::StrAppendFormat(&out, "Findings and fixes\n");
+  int n = 0;
+  for (const CauseReport& c : r.causes) {
+    const CauseInfo& info = InfoOf(c.cause);
+    absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name, Sec(c.ns),
+                          Pct(c.share));
+    for (const std::string& note : c.notes) absl::StrAppendFormat(&out, "    - %s\n", note);
+    for (const EvidenceItem& e : c.stacks) {
+      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Sec(e.ns), e.what);
+    }
+    for (const EvidenceItem& e : c.objects) {
+      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Sec(e.ns), e.what,
+                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+    }
+    absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
+    absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Sec(c.saving_ns),
+                          c.saving_basis);
+  }
+  out += '\n';
+
+  if (!r.top_gaps.empty()) {
+    absl::StrAppendFormat(&out, "Longest idle gaps (>= %s)\n", Sec(r.min_gap));
+    int g = 0;
+    for (const GapReport& gap : r.top_gaps) {
+      std::vector<std::string> causes;
+      for (const auto& [cause, ns] : gap.causes) {
+        causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Sec(ns)));
+      }
+      absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,
+                            Sec(gap.start), Sec(gap.length), GapKindName(gap.kind),
+                            absl::StrJoin(causes, ", "));
+      if (!gap.evidence.empty()) absl::StrAppendFormat(&out, "    %s\n", gap.evidence);
+    }
+    out += '\n';
+  }
+
+  if (!r.warnings.empty()) {
+    absl::StrAppendFormat(&out, "Warnings\n");
+    for (const std::string& w : r.warnings) absl::StrAppendFormat(&out, "  - %s\n", w);
+  }
+  return out;
+}
+
+}  // namespace idlescope
