@@ -1,0 +1,317 @@
+// Recorder figures (issue 2 Done-when 7, issue 4 stack bullet):
+//   - Record() cost per event on the calling thread (target < 50 ns), alone and with what a hook
+//     adds around it (guard, two clock reads);
+//   - encoded bytes per event for a typical training-loop mix (target <= 16);
+//   - CaptureStack() for a repeated stack (target < 2 us), and the raw unwinders it can use.
+// The recorder core is linked in (no preload), started by hand with IDLESCOPE_OUT in a temp dir.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "interpose/recorder.h"
+#include "interpose/recorder_internal.h"
+#include "interpose/trace_encoder.h"
+#include "interpose/wire.h"
+
+namespace idlescope {
+namespace {
+
+std::string g_dir;
+
+off_t TraceBytes() {
+  // The one file in g_dir.
+  off_t total = 0;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  struct stat st;
+  std::string path = g_dir + "/" + host + "-" + std::to_string(getpid()) + ".idlescope";
+  if (stat(path.c_str(), &st) == 0) total = st.st_size;
+  return total;
+}
+
+RawEvent LaunchEvent(uint64_t ts) {
+  RawEvent e;
+  e.ts = ts;
+  e.dur = 3100;
+  e.api = 1;
+  e.type = ev::kCudaLaunch;
+  e.u.cuda.stream = 0x55550000aa00;  // trace.proto: CUDA_LAUNCH carries stream, correlation
+  return e;
+}
+
+// Record() alone: batches of 1024 events, the ring drained (untimed) between batches so that every
+// timed event takes the real path, never the drop path.
+void BM_Record(benchmark::State& state) {
+  RawEvent e = LaunchEvent(NowNs());
+  for (auto _ : state) {
+    for (int i = 0; i < 1024; ++i) {
+      e.ts += 5000;
+      Record(e);
+    }
+    state.PauseTiming();
+    FlushNow();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * 1024);
+  state.counters["ns_per_event"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * 1024),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Record);
+
+// The trace clock alone (a hook reads it twice).
+void BM_NowNs(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(NowNs());
+}
+BENCHMARK(BM_NowNs);
+
+// What a hook adds on the calling thread: the guard, two clock reads, filling the slot, Record.
+void BM_HookPath(benchmark::State& state) {
+  for (auto _ : state) {
+    for (int i = 0; i < 1024; ++i) {
+      HookGuard guard(Family::kCuda);
+      if (!guard.active()) continue;
+      uint64_t start = NowNs();
+      benchmark::ClobberMemory();
+      RawEvent e = LaunchEvent(start);
+      e.dur = NowNs() - start;
+      e.u.cuda.correlation = static_cast<uint64_t>(i);
+      Record(e);
+    }
+    state.PauseTiming();
+    FlushNow();
+    state.ResumeTiming();
+  }
+  state.counters["ns_per_event"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * 1024),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_HookPath);
+
+// One training step of a data-parallel job as the hooks record it: a pinned H2D copy of the
+// batch, 8 kernel launches, an all-reduce, a stream sync, a D2H copy of the loss, and every 4th
+// step a checkpoint write burst. Deltas and durations as seen on real jobs (us apart, launches
+// a few us, sync ms). Stacks are captured for copies, syncs, NCCL and I/O (few distinct ones).
+void TypicalStep(uint64_t* ts, uint64_t step, uint64_t* correlation, std::vector<RawEvent>* out) {
+  auto add = [&](RawEvent e, uint64_t gap) {
+    *ts += gap;
+    e.ts = *ts;
+    *ts += e.dur;
+    out->push_back(e);
+  };
+  RawEvent copy;
+  copy.type = ev::kCudaMemcpy;
+  copy.api = 2;
+  copy.stack = 11;
+  copy.dur = 9000 + step % 97;
+  copy.bytes = 4 << 20;
+  copy.u.cuda.stream = 0x55550000aa00;
+  copy.u.cuda.copy_kind = ev::kH2D;
+  copy.u.cuda.host_mem = ev::kPinned;
+  copy.u.cuda.async = 1;
+  copy.u.cuda.correlation = ++*correlation;
+  add(copy, 2000 + step % 13);
+  for (int k = 0; k < 8; ++k) {
+    RawEvent launch = LaunchEvent(0);
+    launch.dur = 2500 + (k * 37 + step) % 900;
+    launch.u.cuda.correlation = ++*correlation;
+    add(launch, 1200 + (k * 131 + step) % 700);
+  }
+  RawEvent nccl;
+  nccl.type = ev::kNcclCollective;
+  nccl.api = 3;
+  nccl.stack = 12;
+  nccl.dur = 15000 + step % 1000;
+  nccl.bytes = 100 << 20;
+  nccl.count = 25 << 20;
+  nccl.u.nccl.comm = 0x9e3779b97f4a7c15ull;
+  nccl.u.nccl.seq = step + 1;
+  nccl.u.nccl.stream = 0x55550000bb00;
+  nccl.u.nccl.rank = 3;
+  nccl.u.nccl.nranks = 8;
+  nccl.u.nccl.op = 1;
+  nccl.u.nccl.dtype = 7;
+  add(nccl, 3000);
+  RawEvent sync;
+  sync.type = ev::kCudaSync;
+  sync.api = 4;
+  sync.stack = 13;
+  sync.dur = 4'000'000 + (step * 7919) % 500'000;
+  sync.u.cuda.stream = 0x55550000aa00;
+  add(sync, 800);
+  RawEvent loss = copy;
+  loss.dur = 30000;
+  loss.bytes = 4;
+  loss.stack = 14;
+  loss.u.cuda.copy_kind = ev::kD2H;
+  loss.u.cuda.host_mem = ev::kPageable;
+  loss.u.cuda.async = 0;
+  loss.u.cuda.correlation = ++*correlation;
+  add(loss, 500);
+  if (step % 4 == 0) {
+    RawEvent write;
+    write.type = ev::kFileWrite;
+    write.api = 5;
+    write.stack = 15;
+    write.dur = 2'000'000;
+    write.bytes = 64 << 20;
+    write.count = 64;
+    write.u.io.path = 6;
+    write.u.io.fd = 7;
+    write.u.io.fs_type = 1;
+    add(write, 10000);
+  }
+}
+
+void BM_EncodedSizeTypicalMix(benchmark::State& state) {
+  // Warm up: ids are interned and defined once per file, not per event.
+  InternString("cudaLaunchKernel");
+  std::vector<RawEvent> events;
+  uint64_t ts = NowNs(), correlation = 1'000'000;  // a job some minutes in
+  for (uint64_t step = 0; step < 2000; ++step) TypicalStep(&ts, step, &correlation, &events);
+  double bytes_per_event = 0;
+  for (auto _ : state) {
+    FlushNow();
+    off_t before = TraceBytes();
+    for (size_t i = 0; i < events.size(); ++i) {
+      Record(events[i]);
+      if (i % 2048 == 2047) FlushNow();  // as the writer would, before the ring fills
+    }
+    FlushNow();
+    bytes_per_event = static_cast<double>(TraceBytes() - before) / events.size();
+  }
+  state.counters["bytes_per_event"] = bytes_per_event;
+  // Where the bytes go: each event type's own encoding (tag and length included).
+  std::map<int, std::pair<double, double>> by_type;  // type -> (bytes, count)
+  uint64_t prev = 0;
+  for (const RawEvent& e : events) {
+    wire::Buffer b;
+    size_t t = b.BeginNested(trace::kEventBatchEventField);
+    trace::EncodeEvent(b, e, static_cast<int64_t>(e.ts - prev), 1);
+    b.EndNested(t);
+    prev = e.ts;
+    by_type[e.type].first += static_cast<double>(b.size());
+    by_type[e.type].second += 1;
+  }
+  const std::map<int, const char*> names = {{ev::kCudaMemcpy, "memcpy"},
+                                            {ev::kCudaSync, "sync"},
+                                            {ev::kCudaLaunch, "launch"},
+                                            {ev::kNcclCollective, "nccl"},
+                                            {ev::kFileWrite, "write"}};
+  for (const auto& [type, sum] : by_type) {
+    state.counters[std::string("bytes_") + names.at(type)] = sum.first / sum.second;
+  }
+  state.counters["events"] = static_cast<double>(events.size());
+}
+BENCHMARK(BM_EncodedSizeTypicalMix)->Iterations(3)->Unit(benchmark::kMillisecond);
+
+// CaptureStack from 20 frames deep, the same call site every time (a training loop's copy).
+__attribute__((noinline)) uint32_t Deep(int depth, uint32_t (*leaf)()) {
+  if (depth == 0) return leaf();
+  uint32_t r = Deep(depth - 1, leaf);
+  benchmark::DoNotOptimize(r);
+  return r;
+}
+uint32_t CaptureLeaf() { return CaptureStack(1); }
+
+void BM_CaptureStackRepeated(benchmark::State& state) {
+  uint32_t first = 0;
+  for (auto _ : state) {
+    uint32_t id = Deep(20, CaptureLeaf);
+    if (first == 0) first = id;
+    if (id != first || id == 0) state.SkipWithError("a repeated stack changed its id");
+  }
+}
+BENCHMARK(BM_CaptureStackRepeated);
+
+// The unwinders themselves, 24 frames: libunwind's unw_backtrace (what CaptureStack uses), a
+// libunwind cursor walk, and libgcc's _Unwind_Backtrace (the fallback).
+using UnwBacktrace = int (*)(void**, int);
+using UnwGetcontext = int (*)(unw_context_t*);
+using UnwInitLocal = int (*)(unw_cursor_t*, unw_context_t*);
+using UnwStep = int (*)(unw_cursor_t*);
+using UnwGetReg = int (*)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
+void* g_libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+template <typename F>
+F Sym(const char* name) {
+  return g_libunwind ? reinterpret_cast<F>(dlsym(g_libunwind, name)) : nullptr;
+}
+UnwBacktrace g_unw_backtrace = Sym<UnwBacktrace>("unw_backtrace");
+UnwGetcontext g_getcontext = Sym<UnwGetcontext>("_Ux86_64_getcontext");
+UnwInitLocal g_init_local = Sym<UnwInitLocal>("_ULx86_64_init_local");
+UnwStep g_step = Sym<UnwStep>("_ULx86_64_step");
+UnwGetReg g_get_reg = Sym<UnwGetReg>("_ULx86_64_get_reg");
+
+uint32_t UnwBacktraceLeaf() {
+  void* pcs[24];
+  return static_cast<uint32_t>(g_unw_backtrace(pcs, 24));
+}
+uint32_t UnwCursorLeaf() {
+  unw_context_t ctx;
+  unw_cursor_t cursor;
+  g_getcontext(&ctx);
+  g_init_local(&cursor, &ctx);
+  uint32_t n = 0;
+  void* pcs[24];
+  while (n < 24 && g_step(&cursor) > 0) {
+    unw_word_t ip;
+    g_get_reg(&cursor, UNW_REG_IP, &ip);
+    pcs[n++] = reinterpret_cast<void*>(ip);
+  }
+  benchmark::DoNotOptimize(pcs);
+  return n;
+}
+struct GccTrace {
+  void** pcs;
+  int n;
+};
+_Unwind_Reason_Code GccStep(_Unwind_Context* ctx, void* arg) {
+  auto* t = static_cast<GccTrace*>(arg);
+  if (t->n >= 24) return _URC_END_OF_STACK;
+  t->pcs[t->n++] = reinterpret_cast<void*>(_Unwind_GetIP(ctx));
+  return _URC_NO_REASON;
+}
+uint32_t GccLeaf() {
+  void* pcs[24];
+  GccTrace t{pcs, 0};
+  _Unwind_Backtrace(GccStep, &t);
+  return static_cast<uint32_t>(t.n);
+}
+
+void BM_Unwind(benchmark::State& state, uint32_t (*leaf)()) {
+  if (leaf != GccLeaf && g_init_local == nullptr) {
+    state.SkipWithError("libunwind.so.8 not installed");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(Deep(20, leaf));
+}
+BENCHMARK_CAPTURE(BM_Unwind, unw_backtrace, UnwBacktraceLeaf);
+BENCHMARK_CAPTURE(BM_Unwind, unw_cursor, UnwCursorLeaf);
+BENCHMARK_CAPTURE(BM_Unwind, gcc_unwind_backtrace, GccLeaf);
+
+}  // namespace
+}  // namespace idlescope
+
+int main(int argc, char** argv) {
+  char tmpl[] = "/tmp/idlescope-bench-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  idlescope::g_dir = tmpl;
+  setenv("IDLESCOPE_OUT", tmpl, 1);
+  setenv("IDLESCOPE_QUIET", "1", 1);
+  idlescope::internal::Init();
+  if (!idlescope::RecorderActive()) return 1;
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  idlescope::internal::Shutdown(idlescope::trace::kExitNormal, 0, false);
+  std::string cmd = std::string("rm -rf '") + tmpl + "'";
+  return system(cmd.c_str()) == 0 ? 0 : 1;
+}
