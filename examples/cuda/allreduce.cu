@@ -1,0 +1,257 @@
+// Root cause: data exchange between ranks (Gao et al. ICSE'24: communication, 7.1% of issues).
+// Data-parallel training on 2-4 ranks, one process per GPU as torchrun starts them. Each step
+// runs the forward and backward kernels, then all-reduces the whole gradient on the compute
+// stream before the optimizer: the GPU computes nothing while the gradients cross the network.
+// With --slow-rank R --delay-ms D rank R spends D ms more per step loading its batch, and every
+// other rank waits for it inside the all-reduce (a straggler).
+//
+// Fix (--fixed): gradients in buckets, each all-reduced on a communication stream as soon as its
+// backward kernel is done, so communication overlaps the rest of the backward pass (DDP's
+// gradient bucketing); only the last bucket is exposed.
+//
+// Started without RANK in the environment, the program is its own launcher: it starts --ranks
+// copies of itself with RANK, LOCAL_RANK, WORLD_SIZE and IDLESCOPE_EXAMPLE_NCCL_ID (the file
+// through which rank 0 shares its ncclUniqueId) set, and waits for them.
+//
+//   allreduce [--fixed] [--ranks 2] [--steps 200] [--grad-mb 8] [--act-mb 108] [--forward 2]
+//             [--backward 8] [--iters 512] [--slow-rank R --delay-ms D]
+#include <limits.h>
+#include <nccl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "train_common.h"
+
+using example::Flags;
+using example::Model;
+
+#define NCCL_CHECK(call)                                                   \
+  do {                                                                     \
+    ncclResult_t res_ = (call);                                            \
+    if (res_ != ncclSuccess) {                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+              ncclGetErrorString(res_));                                   \
+      exit(1);                                                             \
+    }                                                                      \
+  } while (0)
+
+namespace {
+
+struct Options {
+  bool fixed = false;
+  int ranks = 2;
+  int steps = 200;
+  double grad_mb = 8;
+  double act_mb = 108;
+  int forward = 2;
+  int backward = 8;
+  int iters = 512;
+  int slow_rank = -1;
+  double delay_ms = 0;
+};
+
+int EnvInt(const char* name, int def) {
+  const char* v = getenv(name);
+  return v == nullptr || *v == '\0' ? def : atoi(v);
+}
+
+// --- launcher (torchrun's role) ---
+
+int launch_ranks(const Options& o, char** argv) {
+  char dir_template[] = "/tmp/idlescope-allreduce-XXXXXX";
+  char* dir = mkdtemp(dir_template);
+  EXAMPLE_CHECK(dir != nullptr, "mkdtemp: %s", strerror(errno));
+  std::string id_file = std::string(dir) + "/nccl-unique-id";
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  EXAMPLE_CHECK(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
+  exe[n] = '\0';
+  fflush(stdout);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.ranks; ++r) {
+    pid_t pid = fork();
+    EXAMPLE_CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+      std::string rank = std::to_string(r), world = std::to_string(o.ranks);
+      setenv("RANK", rank.c_str(), 1);
+      setenv("LOCAL_RANK", rank.c_str(), 1);
+      setenv("WORLD_SIZE", world.c_str(), 1);
+      setenv("IDLESCOPE_EXAMPLE_NCCL_ID", id_file.c_str(), 1);
+      execv(exe, argv);
+      fprintf(stderr, "allreduce: exec %s: %s\n", exe, strerror(errno));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+      EXAMPLE_CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  unlink(id_file.c_str());
+  rmdir(dir);
+  if (failed > 0) fprintf(stderr, "allreduce: %d rank(s) failed\n", failed);
+  return failed > 0 ? 1 : 0;
+}
+
+// --- one rank ---
+
+// Rank 0 creates the id and publishes it atomically (write + rename); the others wait for it.
+ncclUniqueId share_unique_id(int rank, const std::string& path) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    NCCL_CHECK(ncclGetUniqueId(&id));
+    std::string tmp = path + ".tmp";
+    FILE* f = fopen(tmp.c_str(), "wb");
+    EXAMPLE_CHECK(f != nullptr, "create %s: %s", tmp.c_str(), strerror(errno));
+    EXAMPLE_CHECK(fwrite(&id, sizeof id, 1, f) == 1 && fclose(f) == 0, "write %s", tmp.c_str());
+    EXAMPLE_CHECK(rename(tmp.c_str(), path.c_str()) == 0, "rename: %s", strerror(errno));
+    return id;
+  }
+  double deadline = example::NowSeconds() + 60;
+  for (;;) {
+    FILE* f = fopen(path.c_str(), "rb");
+    if (f != nullptr) {
+      size_t got = fread(&id, sizeof id, 1, f);
+      fclose(f);
+      if (got == 1) return id;
+    }
+    EXAMPLE_CHECK(example::NowSeconds() < deadline, "rank %d: no NCCL id in %s after 60 s", rank,
+                  path.c_str());
+    usleep(2000);
+  }
+}
+
+// Loads this rank's batch; on the slow rank it takes --delay-ms longer (a slow disk, a busy
+// node): the other ranks wait for it in the next all-reduce.
+__attribute__((noinline)) void load_batch(int rank, const Options& o) {
+  if (rank == o.slow_rank && o.delay_ms > 0) usleep(static_cast<useconds_t>(o.delay_ms * 1e3));
+}
+
+// The bad twin: the whole gradient, all-reduced on the compute stream after the backward pass.
+__attribute__((noinline)) void allreduce_gradients_blocking(float* grads, size_t floats,
+                                                            ncclComm_t comm, cudaStream_t stream) {
+  NCCL_CHECK(ncclAllReduce(grads, grads, floats, ncclFloat, ncclSum, comm, stream));
+}
+
+// The fixed twin: bucket b is all-reduced on the communication stream once the backward kernel
+// that produced it is done.
+__attribute__((noinline)) void allreduce_bucket_overlapped(float* bucket, size_t floats,
+                                                           ncclComm_t comm,
+                                                           cudaStream_t comm_stream,
+                                                           cudaEvent_t grads_ready) {
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, grads_ready, 0));
+  NCCL_CHECK(ncclAllReduce(bucket, bucket, floats, ncclFloat, ncclSum, comm, comm_stream));
+}
+
+int run_rank(const Options& o) {
+  int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
+  int local_rank = EnvInt("LOCAL_RANK", rank);
+  const char* id_path = getenv("IDLESCOPE_EXAMPLE_NCCL_ID");
+  EXAMPLE_CHECK(id_path != nullptr, "IDLESCOPE_EXAMPLE_NCCL_ID is not set");
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  EXAMPLE_CHECK(local_rank < devices, "rank %d needs its own GPU, %d visible", local_rank, devices);
+  CUDA_CHECK(cudaSetDevice(local_rank));
+  ncclUniqueId id = share_unique_id(rank, id_path);
+  ncclComm_t comm;
+  NCCL_CHECK(ncclCommInitRank(&comm, world, id, rank));
+
+  Model model;
+  model.Allocate(o.act_mb, o.iters);
+  int buckets = o.backward;
+  size_t bucket_floats = static_cast<size_t>(o.grad_mb * 1024 * 1024 / sizeof(float)) / buckets;
+  if (bucket_floats == 0) bucket_floats = 1;
+  size_t grad_floats = bucket_floats * buckets;
+  float* grads = nullptr;
+  CUDA_CHECK(cudaMalloc(&grads, grad_floats * sizeof(float)));
+  CUDA_CHECK(cudaMemset(grads, 0, grad_floats * sizeof(float)));
+  cudaStream_t compute, comm_stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
+  std::vector<cudaEvent_t> ready(buckets);
+  for (cudaEvent_t& e : ready) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudaEvent_t reduced;
+  CUDA_CHECK(cudaEventCreateWithFlags(&reduced, cudaEventDisableTiming));
+  float* h_loss = nullptr;
+  CUDA_CHECK(cudaMallocHost(&h_loss, sizeof(float)));
+
+  CUDA_CHECK(cudaStreamSynchronize(compute));
+  double t0 = example::NowSeconds();
+  for (int step = 0; step < o.steps; ++step) {
+    load_batch(rank, o);
+    for (int l = 0; l < o.forward; ++l) model.Layer(compute, grads, grad_floats, step);
+    for (int b = 0; b < buckets; ++b) {
+      model.Layer(compute, nullptr, 0, step);  // backward of one layer: its gradients
+      if (o.fixed) {
+        CUDA_CHECK(cudaEventRecord(ready[b], compute));
+        allreduce_bucket_overlapped(grads + b * bucket_floats, bucket_floats, comm, comm_stream,
+                                    ready[b]);
+      }
+    }
+    if (o.fixed) {
+      CUDA_CHECK(cudaEventRecord(reduced, comm_stream));
+      CUDA_CHECK(cudaStreamWaitEvent(compute, reduced, 0));
+    } else {
+      allreduce_gradients_blocking(grads, grad_floats, comm, compute);
+    }
+    // The optimizer step reads the reduced gradients; the loss is read back every 50 steps.
+    model.Layer(compute, grads, grad_floats, step);
+    if ((step + 1) % 50 == 0) {
+      CUDA_CHECK(
+          cudaMemcpyAsync(h_loss, model.act, sizeof(float), cudaMemcpyDeviceToHost, compute));
+      CUDA_CHECK(cudaStreamSynchronize(compute));
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(compute));
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream));
+  double seconds = example::NowSeconds() - t0;
+  if (rank == 0) example::PrintSummary("allreduce", o.fixed, o.steps, seconds);
+  if (rank == o.slow_rank) printf("rank %d was slow by %.1f ms per step\n", rank, o.delay_ms);
+
+  NCCL_CHECK(ncclCommDestroy(comm));
+  for (cudaEvent_t e : ready) CUDA_CHECK(cudaEventDestroy(e));
+  CUDA_CHECK(cudaEventDestroy(reduced));
+  CUDA_CHECK(cudaStreamDestroy(compute));
+  CUDA_CHECK(cudaStreamDestroy(comm_stream));
+  CUDA_CHECK(cudaFreeHost(h_loss));
+  CUDA_CHECK(cudaFree(grads));
+  model.Free();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags(argc, argv);
+  if (flags.help()) {
+    printf(
+        "usage: allreduce [--fixed] [--ranks N] [--steps N] [--grad-mb MB] [--act-mb MB]\n"
+        "                 [--forward N] [--backward N] [--iters N] [--slow-rank R --delay-ms D]\n"
+        "  bad: one all-reduce of all gradients after the backward pass; --fixed: bucketed\n"
+        "  all-reduces overlapped with the backward pass. Without RANK set, starts --ranks\n"
+        "  processes (one GPU each).\n");
+    return 0;
+  }
+  Options o;
+  o.fixed = flags.Has("fixed");
+  o.ranks = static_cast<int>(flags.Int("ranks", o.ranks));
+  o.steps = static_cast<int>(flags.Int("steps", o.steps));
+  o.grad_mb = flags.Double("grad-mb", o.grad_mb);
+  o.act_mb = flags.Double("act-mb", o.act_mb);
+  o.forward = static_cast<int>(flags.Int("forward", o.forward));
+  o.backward = static_cast<int>(flags.Int("backward", o.backward));
+  o.iters = static_cast<int>(flags.Int("iters", o.iters));
+  o.slow_rank = static_cast<int>(flags.Int("slow-rank", o.slow_rank));
+  o.delay_ms = flags.Double("delay-ms", o.delay_ms);
+  EXAMPLE_CHECK(o.ranks >= 1 && o.ranks <= 64 && o.steps > 0 && o.grad_mb > 0 && o.backward > 0,
+                "bad sizes");
+  if (getenv("RANK") == nullptr) return launch_ranks(o, argv);
+  return run_rank(o);
+}
