@@ -172,11 +172,11 @@ class Dumper {
         PrintGpu(p.gpu());
         break;
       case idlescope::Packet::kDevice:
-        ++other_;
+        ++devices_;
         absl::StrAppend(&out_, "device ", Fields(p.device()), "\n");
         break;
       case idlescope::Packet::kModules:
-        ++other_;
+        ++modules_;
         PrintModules(p.modules());
         break;
       case idlescope::Packet::kNotice: {
@@ -210,11 +210,12 @@ class Dumper {
   void PrintSummary(const TraceReadStats& s) {
     out_ = absl::StrFormat(
         "summary: %d packets (%d header, %d interned, %d event batches, %d gpu batches, %d "
-        "notices, %d footer, %d other), %d events, %d gpu activities, %d events dropped, %d gpu "
-        "records dropped, %d unknown fields, %d of %d bytes read\n",
-        s.packets, headers_, interned_, event_batches_, gpu_batches_, notices_, footers_, other_,
-        events_count_, activities_count_, events_dropped_, gpu_dropped_, s.unknown_fields,
-        s.bytes_read, s.file_bytes);
+        "devices, %d module maps, %d notices, %d footer, %d unknown), %d events, %d gpu "
+        "activities, %d events dropped, %d gpu records dropped, %d unknown fields, %d of %d bytes "
+        "read\n",
+        s.packets, headers_, interned_, event_batches_, gpu_batches_, devices_, modules_, notices_,
+        footers_, other_, events_count_, activities_count_, events_dropped_, gpu_dropped_,
+        s.unknown_fields, s.bytes_read, s.file_bytes);
     if (s.skipped_trace_fields != 0) {
       absl::StrAppendFormat(&out_, "skipped %d unknown top-level fields\n", s.skipped_trace_fields);
     }
@@ -274,7 +275,8 @@ class Dumper {
     for (int i = 0; i < batch.events_size(); ++i) {
       const Event& e = batch.events(i);
       absl::StrAppend(&out_, "  ", Seconds(starts[i] - clock_ns_), " tid ", batch.tid(), " ",
-                      EnumName(EventType_descriptor(), e.type()), " ", Str(e.api()),
+                      EnumName(EventType_descriptor(), e.type()),
+                      e.api() != 0 ? absl::StrCat(" ", Str(e.api())) : "",
                       " dur=", Duration(e.dur()));
       std::string rest =
           Fields(e, {"type", "ts", "dur", "api", "stack"},
@@ -360,7 +362,7 @@ class Dumper {
   std::string out_;
   int64_t clock_ns_ = 0;
   uint64_t headers_ = 1, interned_ = 0, event_batches_ = 0, gpu_batches_ = 0, notices_ = 0,
-           footers_ = 0, other_ = 0;
+           footers_ = 0, devices_ = 0, modules_ = 0, other_ = 0;
   uint64_t events_count_ = 0, activities_count_ = 0, events_dropped_ = 0, gpu_dropped_ = 0;
 };
 

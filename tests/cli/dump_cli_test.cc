@@ -87,8 +87,9 @@ TEST_F(DumpCliTest, PrintsEveryPacketAndEventWithIdsResolved) {
             std::string::npos);
   EXPECT_NE(out.find("footer end_ns="), std::string::npos);
   EXPECT_NE(out.find("reason=EXIT_NORMAL"), std::string::npos);
-  EXPECT_NE(out.find("summary: 8 packets (1 header, 1 interned, 3 event batches, 1 gpu batches, 1 "
-                     "notices, 1 footer, 0 other), 36 events, 4 gpu activities"),
+  EXPECT_NE(out.find("summary: 8 packets (1 header, 1 interned, 3 event batches, 1 gpu batches, 0 "
+                     "devices, 0 module maps, 1 notices, 1 footer, 0 unknown), 36 events, 4 gpu "
+                     "activities"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("truncated"), std::string::npos);

@@ -1,6 +1,7 @@
 // A small job with the process shapes idlescope must follow (issue 2, Done-when 2): 8 threads that
 // write, 2 forked children, one of which execs this program again. Prints one line per process
-// image ("parent|child|exec PID PPID") so tests can match trace headers to processes.
+// image ("parent|child|exec-child|exec PID PPID"; exec-child is the child that execs) so tests can
+// match trace headers to processes.
 //
 //   fork_exec_prog [--exit N]          finish with exit status N (default 0)
 //   fork_exec_prog --kill-self SIG     finish by dying of signal SIG
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
       return 98;
     }
     if (children[c] == 0) {
-      Announce("child");
+      Announce(c == 1 ? "exec-child" : "child");
       WriteSome(4);
       if (c == 1) {
         char self[4096];
