@@ -156,6 +156,8 @@ uint32_t JobAnalysis::AddProcess(ProcessInfo info) {
     process->visible_tokens.emplace_back(token);
   }
   processes_.push_back(std::move(process));
+  // Normally every process comes before the first record; a late one joins the families.
+  if (started_) BuildFamilies();
   return static_cast<uint32_t>(processes_.size() - 1);
 }
 
@@ -170,35 +172,40 @@ void JobAnalysis::Start() {
   for (const auto& p : processes_) job_start_ = std::min(job_start_, p->info.start);
   if (job_start_ == kForever) job_start_ = 0;
   last_step_ = job_start_;
+  BuildFamilies();
+}
+
+void JobAnalysis::BuildFamilies() {
   // Families: a process, its ancestors and its descendants on the same host. Their threads are
   // the "other threads and processes" whose activity can explain a device's idle time.
+  auto parent_of = [&](uint32_t i) -> int64_t {
+    const ProcessInfo& info = processes_[i]->info;
+    for (uint32_t j = 0; j < processes_.size(); ++j) {
+      if (j != i && processes_[j]->info.pid == info.ppid && processes_[j]->info.host == info.host) {
+        return j;
+      }
+    }
+    return -1;
+  };
+  std::vector<int64_t> parent(processes_.size());
+  for (uint32_t i = 0; i < processes_.size(); ++i) parent[i] = parent_of(i);
+  auto is_ancestor = [&](uint32_t ancestor, uint32_t of) {
+    int64_t at = parent[of];
+    for (size_t hops = 0; hops < processes_.size() && at >= 0; ++hops) {
+      if (at == ancestor) return true;
+      at = parent[at];
+    }
+    return false;
+  };
+  installer_spans_.clear();
   for (uint32_t i = 0; i < processes_.size(); ++i) {
     ProcessState& p = *processes_[i];
-    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
+    p.family.clear();
+    p.devices.clear();
     for (uint32_t j = 0; j < processes_.size(); ++j) {
-      if (i == j) {
-        p.family.push_back(j);
-        continue;
-      }
-      auto is_ancestor = [&](uint32_t ancestor, uint32_t of) {
-        // Walk `of`'s ppid chain through the job's processes (bounded by the process count).
-        uint32_t pid = processes_[of]->info.ppid;
-        for (size_t hops = 0; hops < processes_.size() && pid != 0; ++hops) {
-          if (pid == processes_[ancestor]->info.pid) return true;
-          uint32_t next = 0;
-          for (const auto& q : processes_) {
-            if (q->info.pid == pid && q->info.host == processes_[of]->info.host) {
-              next = q->info.ppid;
-              break;
-            }
-          }
-          pid = next;
-        }
-        return false;
-      };
-      if (processes_[j]->info.host != p.info.host) continue;
-      if (is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
+      if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
     }
+    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
     if (p.installer) {
       Candidate span;
       span.when = {p.info.start, kForever};
@@ -207,6 +214,12 @@ void JobAnalysis::Start() {
       span.process = i;
       installer_spans_.push_back(span);
     }
+  }
+  // Devices already linked (a process added after the first records).
+  for (uint32_t d = 0; d < devices_.size(); ++d) {
+    std::vector<uint32_t> linked(devices_[d]->processes.begin(), devices_[d]->processes.end());
+    devices_[d]->processes.clear();
+    for (uint32_t process : linked) LinkProcess(process, d);
   }
 }
 

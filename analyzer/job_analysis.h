@@ -76,6 +76,7 @@ class JobAnalysis {
   struct NcclGroup;
 
   void Start();
+  void BuildFamilies();
   uint32_t DeviceFor(uint32_t process, uint32_t ordinal);
   void LinkProcess(uint32_t process, uint32_t device);
   void AddCandidate(const Candidate& candidate);

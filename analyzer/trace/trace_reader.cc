@@ -202,7 +202,14 @@ bool TraceFileReader::Fill(size_t n) {
     end_ -= pos_;
     pos_ = 0;
   }
-  if (buf_.size() < n) buf_.resize(n);
+  if (buf_.size() < n) {
+    buf_.resize(n);
+  } else if (buf_.size() > chunk_bytes_ && n <= chunk_bytes_ && end_ <= chunk_bytes_) {
+    // Back to the chunk size after an oversized packet: one large packet early in a long trace
+    // must not keep its buffer for the rest of the read.
+    buf_.resize(chunk_bytes_);
+    buf_.shrink_to_fit();
+  }
   while (end_ < n && !eof_) {
     ssize_t got = read(fd_, buf_.data() + end_, buf_.size() - end_);
     if (got < 0) {

@@ -92,6 +92,8 @@ class TraceFileReader {
   const std::string& path() const { return path_; }
   // File offset of the packet most recently returned by Next() (its tag byte).
   uint64_t last_packet_offset() const { return last_packet_offset_; }
+  // Bytes the reader holds for reading: the chunk size, or the packet being read when larger.
+  size_t buffer_bytes() const { return buf_.capacity(); }
 
  private:
   TraceFileReader(std::string path, int fd, uint64_t file_bytes, size_t chunk_bytes);

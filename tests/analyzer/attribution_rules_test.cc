@@ -1,0 +1,463 @@
+// Done-when 1: for every cause, a synthetic job where it must be found and a close one where it
+// must not; overlapping causes resolve by the documented precedence (docs/attribution.md).
+#include <gtest/gtest.h>
+
+#include "tests/analyzer/job_builder.h"
+
+namespace idlescope::testing {
+namespace {
+
+constexpr uint32_t kTid = 100;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// One process (pid 100) whose main thread launches on device 0. Kernels run [0, 100) and
+// [200, 1000): one 100 ms gap at [100, 200). The job ends at 1000 ms.
+struct OneGap {
+  JobBuilder job;
+  uint32_t p;
+  explicit OneGap(AnalysisOptions options = {}) : job(options) {
+    p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 200, 1000);
+    job.End(p, 1000);
+  }
+};
+
+TEST(AttributionRules, PageableCopyIsHostGpuTransfer) {
+  OneGap s;
+  s.job.Copy(s.p, kTid, 100, 200, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(100));
+  const CauseReport* c = FindCause(r, Cause::kHostGpuTransfer);
+  ASSERT_NE(c, nullptr);
+  EXPECT_GT(c->saving_ns, 0);
+  EXPECT_NE(c->notes[0].find("0.100 s in pageable"), std::string::npos) << c->notes[0];
+}
+
+TEST(AttributionRules, PinnedCopyIsTransferButNotPageable) {
+  OneGap s;
+  s.job.Copy(s.p, kTid, 100, 200, MEM_PINNED);
+  JobReport r = s.job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kHostGpuTransfer);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ns, Ms(100));
+  EXPECT_EQ(c->saving_ns, 0);  // nothing to gain from pinning what is pinned
+  EXPECT_NE(c->notes[0].find("0.000 s in pageable"), std::string::npos) << c->notes[0];
+}
+
+TEST(AttributionRules, CopyDuringBusyTimeExplainsNothing) {
+  OneGap s;
+  s.job.Copy(s.p, kTid, 300, 400, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+TEST(AttributionRules, ModelFileWriteIsCheckpointing) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_WRITE, 100, 180, "/ckpt/step100/model.pt", FS_LOCAL, 1ull << 30);
+  s.job.Io(s.p, kTid, FILE_SYNC, 180, 200, "/ckpt/step100/model.pt");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(100));
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(c->objects[0].what, "/ckpt/step100/model.pt");
+  EXPECT_EQ(c->stacks[0].what, "stack42@p0");
+}
+
+TEST(AttributionRules, OtherFileWriteIsIntermediateUploadNotCheckpointing) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_WRITE, 100, 200, "/runs/exp1/metrics.csv");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), Ms(100));
+}
+
+TEST(AttributionRules, CheckpointPathPatterns) {
+  EXPECT_TRUE(IsModelCheckpointPath("/x/model.safetensors"));
+  EXPECT_TRUE(IsModelCheckpointPath("/x/pytorch_model.BIN"));
+  EXPECT_TRUE(IsModelCheckpointPath("/out/checkpoint-500/optimizer.json"));
+  EXPECT_TRUE(IsModelCheckpointPath("weights.h5"));
+  EXPECT_FALSE(IsModelCheckpointPath("/out/log.txt"));
+  EXPECT_FALSE(IsModelCheckpointPath("/runs/samples/img_0001.png"));
+}
+
+TEST(AttributionRules, LauncherReadIsDataLoading) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_READ, 100, 200, "/data/shard-0001.tar");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+}
+
+TEST(AttributionRules, WorkerReadingRemoteFsWhileLauncherWaitsOnQueue) {
+  OneGap s;
+  uint32_t worker = s.job.Process(101, 100);  // DataLoader worker, child of the launcher
+  s.job.Io(s.p, kTid, FILE_READ, 100, 200, "pipe:[1234]", FS_PIPE);
+  s.job.Io(worker, 101, FILE_READ, 110, 190, "/mnt/nfs/imagenet/n01440764.tar", FS_NFS);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+  const CauseReport* c = FindCause(r, Cause::kDataLoading);
+  ASSERT_NE(c, nullptr);
+  // The worker's remote read explains 80 ms, the wait on the queue the rest.
+  bool remote_note = false;
+  for (const auto& n : c->notes) remote_note |= n.find("0.080 s reading remote") == 0;
+  EXPECT_TRUE(remote_note);
+  EXPECT_EQ(c->objects[0].what, "/mnt/nfs/imagenet/n01440764.tar");
+}
+
+TEST(AttributionRules, UnrelatedProcessReadingExplainsNothing) {
+  OneGap s;
+  // Not an ancestor or descendant of the launching process, and on another host.
+  uint32_t other = s.job.Process(500, 1, -1, "python", "python other.py", "node9");
+  s.job.Io(other, 500, FILE_READ, 100, 200, "/data/x");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+TEST(AttributionRules, PublicDownloadIsExternalDownload) {
+  OneGap s;
+  s.job.Net(s.p, kTid, NET_RECV, 100, 200, NET_PUBLIC, "huggingface.co:443");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kExternalDownload), Ms(100));
+}
+
+TEST(AttributionRules, ClusterLocalReceiveIsNotExternalDownload) {
+  OneGap s;
+  s.job.Net(s.p, kTid, NET_RECV, 100, 200, NET_PRIVATE, "10.0.0.7:5000");
+  s.job.Net(s.p, kTid, NET_CONNECT, 100, 200, NET_PRIVATE, "10.0.0.7:5000");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kExternalDownload), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+}
+
+TEST(AttributionRules, BlockedInNcclIsCommunication) {
+  OneGap s;
+  s.job.Nccl(s.p, kTid, 100, 200, 1, 0, 1);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCommunication), Ms(100));
+}
+
+TEST(AttributionRules, SyncWhileNcclKernelRunsIsCommunicationElseSynchronization) {
+  OneGap s;
+  s.job.Sync(s.p, kTid, 100, 200);
+  s.job.Kernel(s.p, 100, 150, 0, /*nccl=*/true);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCommunication), Ms(50));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(50));
+}
+
+TEST(AttributionRules, SyncWhileCopyRunsIsTransfer) {
+  OneGap s;
+  s.job.Sync(s.p, kTid, 100, 200);
+  s.job.GpuCopy(s.p, 100, 200, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), 0);
+}
+
+TEST(AttributionRules, ExposedNcclKernelWithoutHostEventIsCommunication) {
+  OneGap s;
+  s.job.Kernel(s.p, 120, 170, 0, /*nccl=*/true);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCommunication), Ms(50));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(50));
+}
+
+TEST(AttributionRules, SlowerRankIsNamed) {
+  JobBuilder job;
+  uint32_t r0 = job.Process(100, 1, 0);
+  uint32_t r1 = job.Process(200, 1, 1);
+  job.Device(r0, 0, "GPU-a");
+  job.Device(r1, 0, "GPU-b");
+  for (uint32_t p : {r0, r1}) job.Launch(p, p == r0 ? 100 : 200, 0);
+  // Rank 0 computes for 100 ms then waits in all-reduce; rank 1 computes for 190 ms.
+  job.Kernel(r0, 0, 100);
+  job.Kernel(r1, 0, 190);
+  job.Nccl(r0, 100, 100, 200, 1, 0, 2);
+  job.Nccl(r1, 200, 190, 200, 1, 1, 2);
+  job.Kernel(r0, 200, 300);
+  job.Kernel(r1, 200, 300);
+  job.End(r0, 300);
+  job.End(r1, 300);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCommunication), Ms(100) + Ms(10));
+  const CauseReport* c = FindCause(r, Cause::kCommunication);
+  ASSERT_NE(c, nullptr);
+  bool named = false;
+  for (const auto& n : c->notes) {
+    named |= n.find(
+                 "rank 1 arrived last at 1 of 1 matched collectives; the other ranks waited "
+                 "0.090 s") == 0;
+  }
+  EXPECT_TRUE(named) << ::testing::PrintToString(c->notes);
+}
+
+TEST(AttributionRules, InstallerChildBeforeFirstKernelIsLibraryInstallation) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  uint32_t pip = job.Process(150, 100, -1, "/usr/bin/python3", "python3 -m pip install torch");
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, kTid, 600);
+  HostEvent exit_event = job.Event(pip, 150, PROC_EXIT, 499.99, 500);
+  job.Add(exit_event);
+  job.End(pip, 500);
+  job.Kernel(p, 600, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kLibraryInstallation), Ms(500));
+  EXPECT_EQ(CauseNs(r, Cause::kStartup), Ms(100));
+}
+
+TEST(AttributionRules, NonInstallerChildIsPlainStartup) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  uint32_t child = job.Process(150, 100, -1, "/usr/bin/python3", "python3 prepare.py --install");
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, kTid, 600);
+  job.End(child, 500);
+  job.Kernel(p, 600, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kLibraryInstallation), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kStartup), Ms(600));
+}
+
+TEST(AttributionRules, InstallerCommands) {
+  EXPECT_TRUE(IsInstallerCommand("/opt/conda/bin/conda", ""));
+  EXPECT_TRUE(
+      IsInstallerCommand("/bin/sh", std::string_view("sh\0-c\0pip install -r req.txt", 29)));
+  EXPECT_TRUE(IsInstallerCommand("/usr/bin/apt-get", "apt-get install -y libfoo"));
+  EXPECT_FALSE(IsInstallerCommand("/usr/bin/python3", "python3 train.py --pip"));
+  EXPECT_FALSE(IsInstallerCommand("/bin/sh", "sh -c ls pip"));
+}
+
+TEST(AttributionRules, TailAfterLastKernelUnlessExplained) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 500);
+  job.Io(p, kTid, FILE_WRITE, 500, 600, "/out/final.ckpt");
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(100));  // an event beats the residual
+  EXPECT_EQ(CauseNs(r, Cause::kTail), Ms(400));
+}
+
+TEST(AttributionRules, ResidualByGapKind) {
+  OneGap s;
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kStartup), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kTail), 0);
+}
+
+// Many 0.5 ms gaps between 0.5 ms kernels: 50% compute utilization, all idle in short gaps.
+void ShortGaps(JobBuilder& job, uint32_t p) {
+  job.Launch(p, kTid, 0);
+  for (int i = 0; i < 1000; ++i) job.Kernel(p, i * 1.0, i * 1.0 + 0.4, 0, false, 7, 8);
+  job.End(p, 1000);
+}
+
+TEST(AttributionRules, ShortGapsLowMemoryAreSmallBatch) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Malloc(p, kTid, 0, 0x1000, 10 * kGiB);
+  ShortGaps(job, p);
+  JobReport r = job.Finish();
+  EXPECT_NEAR(CauseNs(r, Cause::kSmallBatch), Ms(600), 1000);
+  EXPECT_EQ(CauseNs(r, Cause::kLaunchBound), 0);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.devices[0].below_sm_fraction, 1.0);
+}
+
+TEST(AttributionRules, ShortGapsHighMemoryAreInsufficientMemory) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Malloc(p, kTid, 0, 0x1000, 70 * kGiB);
+  ShortGaps(job, p);
+  JobReport r = job.Finish();
+  EXPECT_NEAR(CauseNs(r, Cause::kInsufficientMemory), Ms(600), 1000);
+  EXPECT_EQ(CauseNs(r, Cause::kSmallBatch), 0);
+}
+
+TEST(AttributionRules, ShortGapsMidMemoryOrHighUtilAreLaunchBound) {
+  {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Malloc(p, kTid, 0, 0x1000, 50 * kGiB);  // 62.5%: neither rule of the paper
+    ShortGaps(job, p);
+    EXPECT_NEAR(CauseNs(job.Finish(), Cause::kLaunchBound), Ms(600), 1000);
+  }
+  {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Malloc(p, kTid, 0, 0x1000, 1 * kGiB);
+    job.Launch(p, kTid, 0);
+    // 80% compute utilization: not a batch-size problem by the paper's rule.
+    for (int i = 0; i < 1000; ++i) job.Kernel(p, i * 1.0, i * 1.0 + 0.8);
+    job.End(p, 1000);
+    JobReport r = job.Finish();
+    EXPECT_NEAR(CauseNs(r, Cause::kLaunchBound), Ms(200), 1000);
+    EXPECT_EQ(CauseNs(r, Cause::kSmallBatch), 0);
+  }
+}
+
+TEST(AttributionRules, FreedMemoryDoesNotCountTowardsPeak) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Malloc(p, kTid, 0, 0x1000, 30 * kGiB);
+  HostEvent free_event = job.Event(p, kTid, CUDA_FREE, 0.1, 0.2);
+  free_event.device = 0;
+  free_event.ptr = 0x1000;
+  job.Add(free_event);
+  job.Malloc(p, kTid, 0.3, 0x2000, 30 * kGiB);
+  ShortGaps(job, p);
+  JobReport r = job.Finish();
+  EXPECT_EQ(r.devices[0].peak_memory, static_cast<int64_t>(30 * kGiB));
+  EXPECT_NEAR(CauseNs(r, Cause::kSmallBatch), Ms(600), 1000);
+}
+
+TEST(AttributionRules, DeviceWithoutKernelsIsUnused) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 0, 0, 2);
+  job.Device(p, 1, "GPU-b", 0, 0, 2);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 1000);
+  job.Copy(p, kTid, 10, 20, MEM_PINNED);  // touches device 0 only
+  HostEvent touch = job.Event(p, kTid, CUDA_MALLOC, 0, 1);
+  touch.device = 1;
+  touch.bytes = 1;
+  touch.ptr = 8;
+  job.Add(touch);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), Ms(1000));
+  EXPECT_EQ(r.devices.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.compute_util, 0.5);
+}
+
+TEST(AttributionRules, VisibleButNeverTouchedGpusAreUnused) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 0, 0, /*visible=*/4);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(r.devices.size(), 4u);
+  EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), 3 * Ms(1000));
+  EXPECT_DOUBLE_EQ(r.compute_util, 0.25);
+}
+
+TEST(AttributionRules, AllVisibleGpusUsedMeansNoneUnused) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 0, 0, 1);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), 0);
+  EXPECT_EQ(r.idle_ns, 0);
+}
+
+TEST(AttributionRules, NoKernelsAtAllIsNoGpuWork) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Io(p, kTid, FILE_READ, 0, 500, "/data/x.csv");
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kNoGpuWork), Ms(1000));
+  EXPECT_EQ(r.causes.size(), 1u);
+}
+
+TEST(AttributionRules, OneKernelIsNotNoGpuWork) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Kernel(p, 0, 1);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kNoGpuWork), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kTail), Ms(999));
+}
+
+// --- precedence ---------------------------------------------------------------------------------
+
+TEST(AttributionPrecedence, LaunchingThreadBeatsOtherThreads) {
+  OneGap s;
+  s.job.Io(s.p, /*tid=*/555, FILE_WRITE, 100, 200, "/ckpt/model.pt");  // a helper thread
+  s.job.Copy(s.p, kTid, 100, 200, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), 0);
+}
+
+TEST(AttributionPrecedence, OtherThreadsExplainWhatTheLauncherDoesNot) {
+  OneGap s;
+  s.job.Io(s.p, /*tid=*/555, FILE_WRITE, 100, 200, "/ckpt/model.pt");
+  s.job.Copy(s.p, kTid, 150, 200, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(50));
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(50));
+}
+
+TEST(AttributionPrecedence, CauseOrderWithinATier) {
+  OneGap s;
+  // Two launching threads of device 0, blocked in a write and a copy at the same time.
+  s.job.Launch(s.p, 101, 0);
+  s.job.Io(s.p, 101, FILE_WRITE, 100, 200, "/ckpt/model.pt");
+  s.job.Copy(s.p, kTid, 120, 160, MEM_PAGEABLE);
+  s.job.Sync(s.p, kTid, 160, 200);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(40));
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(60));  // checkpointing before synchronization
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), 0);
+}
+
+TEST(AttributionPrecedence, HostEventsBeatGpuSideEvidence) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_READ, 100, 200, "/data/a");
+  s.job.Kernel(s.p, 100, 200, 0, /*nccl=*/true);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kCommunication), 0);
+}
+
+// --- conservation and thresholds ------------------------------------------------------------
+
+TEST(AttributionConservation, CausesPlusComputeCoverTheSpan) {
+  OneGap s(AnalysisOptions{.min_gap = Ms(5)});
+  s.job.Kernel(s.p, 400, 402);
+  s.job.Kernel(s.p, 1000, 1000);
+  s.job.Copy(s.p, kTid, 90, 130, MEM_PAGEABLE);
+  s.job.Io(s.p, 7, FILE_READ, 120, 170, "/data/b");
+  JobReport r = s.job.Finish();
+  ASSERT_EQ(r.devices.size(), 1u);
+  Ns sum = 0;
+  for (Ns ns : r.devices[0].cause_ns) sum += ns;
+  EXPECT_EQ(sum + r.devices[0].compute_ns, r.span);
+  EXPECT_EQ(r.idle_ns, sum);
+}
+
+TEST(AttributionConservation, GapsBelowMinGapAreNotSliced) {
+  OneGap s(AnalysisOptions{.min_gap = Ms(150)});  // the 100 ms gap is "short"
+  s.job.Copy(s.p, kTid, 100, 200, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(r.devices[0].short_gap_ns, Ms(100));
+  EXPECT_EQ(r.devices[0].long_gaps, 0u);
+}
+
+}  // namespace
+}  // namespace idlescope::testing

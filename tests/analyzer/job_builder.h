@@ -1,0 +1,198 @@
+// Test helper: builds a job's plain records (job_model.h) by hand, in milliseconds, and feeds
+// them to a real JobAnalysis. Strings are interned per process like a trace file does.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/job_analysis.h"
+#include "analyzer/job_model.h"
+
+namespace idlescope::testing {
+
+constexpr Ns Ms(double ms) { return static_cast<Ns>(ms * 1e6); }
+
+class MapSymbols : public SymbolSource {
+ public:
+  uint64_t Intern(uint32_t process, const std::string& s) {
+    auto [it, inserted] = ids_.try_emplace({process, s}, ids_.size() + 1);
+    strings_[{process, it->second}] = s;
+    return it->second;
+  }
+  std::string String(uint32_t process, uint64_t id) const override {
+    auto it = strings_.find({process, id});
+    return it == strings_.end() ? "" : it->second;
+  }
+  std::string Stack(uint32_t process, uint64_t stack_id) const override {
+    return "stack" + std::to_string(stack_id) + "@p" + std::to_string(process);
+  }
+
+ private:
+  std::map<std::pair<uint32_t, std::string>, uint64_t> ids_;
+  std::map<std::pair<uint32_t, uint64_t>, std::string> strings_;
+};
+
+class JobBuilder {
+ public:
+  explicit JobBuilder(AnalysisOptions options = {}) : analysis_(options) {}
+
+  uint32_t Process(uint32_t pid, uint32_t ppid = 1, int32_t rank = -1, std::string exe = "python",
+                   std::string cmdline = "python train.py", std::string host = "node0",
+                   double start_ms = 0) {
+    ProcessInfo info;
+    info.pid = pid;
+    info.ppid = ppid;
+    info.rank = rank;
+    info.exe = std::move(exe);
+    info.cmdline = std::move(cmdline);
+    info.host = std::move(host);
+    info.start = Ms(start_ms);
+    return analysis_.AddProcess(info);
+  }
+
+  void Device(uint32_t process, uint32_t ordinal, std::string uuid, uint64_t total_memory = 0,
+              uint32_t sm_count = 0, uint32_t visible = 1) {
+    DeviceProps props;
+    props.ordinal = ordinal;
+    props.uuid = std::move(uuid);
+    props.name = "Test GPU";
+    props.total_memory = total_memory;
+    props.sm_count = sm_count;
+    props.visible_devices = visible;
+    analysis_.AddDeviceInfo(process, props);
+  }
+
+  void Kernel(uint32_t process, double start_ms, double end_ms, uint32_t device = 0,
+              bool nccl = false, uint32_t stream = 7, uint64_t grid = 0) {
+    GpuRecord r;
+    r.process = process;
+    r.kind = GPU_KERNEL;
+    r.start = Ms(start_ms);
+    r.end = Ms(end_ms);
+    r.device = device;
+    r.stream = stream;
+    r.nccl = nccl;
+    r.grid = grid;
+    analysis_.AddGpuRecord(r);
+  }
+
+  void GpuCopy(uint32_t process, double start_ms, double end_ms, MemKind host_side,
+               uint32_t device = 0) {
+    GpuRecord r;
+    r.process = process;
+    r.kind = GPU_MEMCPY;
+    r.start = Ms(start_ms);
+    r.end = Ms(end_ms);
+    r.device = device;
+    r.copy_kind = COPY_H2D;
+    r.src_kind = host_side;
+    r.dst_kind = MEM_DEVICE;
+    r.bytes = 1 << 20;
+    analysis_.AddGpuRecord(r);
+  }
+
+  // A host event; `path` is interned. Returns the event for further tweaks before Add().
+  HostEvent Event(uint32_t process, uint32_t tid, EventType type, double start_ms, double end_ms,
+                  std::string path = "") {
+    HostEvent e;
+    e.process = process;
+    e.tid = tid;
+    e.type = type;
+    e.start = Ms(start_ms);
+    e.end = Ms(end_ms);
+    if (!path.empty()) {
+      e.path_id = symbols_.Intern(process, path);
+      held_.push_back(path);
+    }
+    return e;
+  }
+  void Add(HostEvent e) {
+    std::string path;
+    if (e.path_id != 0) path = symbols_.String(e.process, e.path_id);
+    e.path = path;
+    analysis_.AddHostEvent(e);
+  }
+
+  // Shorthands.
+  void Launch(uint32_t process, uint32_t tid, double at_ms, uint32_t device = 0) {
+    HostEvent e = Event(process, tid, CUDA_LAUNCH, at_ms, at_ms + 0.005);
+    e.device = static_cast<int32_t>(device);
+    Add(e);
+  }
+  void Copy(uint32_t process, uint32_t tid, double start_ms, double end_ms, MemKind host_mem,
+            uint64_t bytes = 64 << 20) {
+    HostEvent e = Event(process, tid, CUDA_MEMCPY, start_ms, end_ms);
+    e.device = 0;
+    e.copy_kind = COPY_H2D;
+    e.host_mem = host_mem;
+    e.bytes = bytes;
+    Add(e);
+  }
+  void Io(uint32_t process, uint32_t tid, EventType type, double start_ms, double end_ms,
+          const std::string& path, FsType fs = FS_LOCAL, uint64_t bytes = 1 << 20) {
+    HostEvent e = Event(process, tid, type, start_ms, end_ms, path);
+    e.fs_type = fs;
+    e.bytes = bytes;
+    e.stack = 42;
+    Add(e);
+  }
+  void Net(uint32_t process, uint32_t tid, EventType type, double start_ms, double end_ms,
+           NetScope scope, const std::string& address = "203.0.113.5:443") {
+    HostEvent e = Event(process, tid, type, start_ms, end_ms, address);
+    e.net_scope = scope;
+    e.bytes = 1 << 20;
+    Add(e);
+  }
+  void Sync(uint32_t process, uint32_t tid, double start_ms, double end_ms) {
+    HostEvent e = Event(process, tid, CUDA_SYNC, start_ms, end_ms);
+    e.device = 0;
+    Add(e);
+  }
+  void Nccl(uint32_t process, uint32_t tid, double start_ms, double end_ms, uint64_t seq,
+            int32_t rank, int32_t nranks, uint64_t comm = 0xc0ffee, uint32_t device = 0) {
+    HostEvent e = Event(process, tid, NCCL_COLLECTIVE, start_ms, end_ms);
+    e.device = static_cast<int32_t>(device);
+    e.nccl_op = NCCL_ALL_REDUCE;
+    e.comm = comm;
+    e.seq = seq;
+    e.rank = rank;
+    e.nranks = nranks;
+    e.bytes = 4 << 20;
+    Add(e);
+  }
+  void Malloc(uint32_t process, uint32_t tid, double at_ms, uint64_t ptr, uint64_t bytes) {
+    HostEvent e = Event(process, tid, CUDA_MALLOC, at_ms, at_ms + 0.01);
+    e.device = 0;
+    e.ptr = ptr;
+    e.bytes = bytes;
+    Add(e);
+  }
+  void End(uint32_t process, double at_ms) { analysis_.EndProcess(process, Ms(at_ms)); }
+
+  JobAnalysis& analysis() { return analysis_; }
+  JobReport Finish() { return analysis_.Finish(symbols_); }
+
+ private:
+  JobAnalysis analysis_;
+  MapSymbols symbols_;
+  std::vector<std::string> held_;
+};
+
+// Idle attributed to `cause` over the job (0 when absent).
+inline Ns CauseNs(const JobReport& report, Cause cause) {
+  for (const CauseReport& c : report.causes) {
+    if (c.cause == cause) return c.ns;
+  }
+  return 0;
+}
+
+inline const CauseReport* FindCause(const JobReport& report, Cause cause) {
+  for (const CauseReport& c : report.causes) {
+    if (c.cause == cause) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace idlescope::testing

@@ -1,0 +1,188 @@
+// The timeline and gap stages alone: IntervalUnion, DeviceTimeline, and Done-when 3 (device idle
+// is the union over streams, never the sum of per-stream gaps).
+#include "analyzer/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "analyzer/interval_union.h"
+#include "tests/analyzer/job_builder.h"
+
+namespace idlescope::testing {
+namespace {
+
+std::vector<Interval> SealAll(IntervalUnion& u, Ns until) {
+  std::vector<Interval> out;
+  u.Seal(until, [&](const Interval& iv) { out.push_back(iv); });
+  return out;
+}
+
+TEST(IntervalUnion, MergesOverlappingAndTouchingOutOfOrder) {
+  IntervalUnion u;
+  u.Add(50, 60);
+  u.Add(10, 20);
+  u.Add(20, 30);  // touches [10, 20)
+  u.Add(55, 70);
+  u.Add(0, 5);
+  u.Add(25, 52);  // bridges [10, 30) and [50, 70)
+  EXPECT_EQ(SealAll(u, 100), (std::vector<Interval>{{0, 5}, {10, 70}}));
+}
+
+TEST(IntervalUnion, SealSplitsAndCountsLateRecords) {
+  IntervalUnion u;
+  u.Add(0, 100);
+  EXPECT_EQ(SealAll(u, 40), (std::vector<Interval>{{0, 40}}));
+  u.Add(10, 50);  // [10, 40) is already sealed: late
+  EXPECT_EQ(u.late_records(), 1u);
+  EXPECT_EQ(u.late_ns(), 30);
+  EXPECT_EQ(SealAll(u, 200), (std::vector<Interval>{{40, 100}}));
+}
+
+TEST(IntervalUnion, MatchesBruteForceOnRandomInput) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    IntervalUnion u;
+    std::vector<bool> covered(2000, false);
+    for (int i = 0; i < 300; ++i) {
+      Ns s = rng() % 1900;
+      Ns e = s + 1 + rng() % 50;
+      u.Add(s, e);
+      for (Ns t = s; t < e; ++t) covered[t] = true;
+    }
+    Ns sealed = 0;
+    for (Ns until : {500, 1000, 3000}) {
+      for (const Interval& iv : SealAll(u, until)) {
+        for (Ns t = iv.start; t < iv.end; ++t) {
+          EXPECT_TRUE(covered[t]);
+          covered[t] = false;
+        }
+        EXPECT_GE(iv.start, sealed);
+        sealed = iv.end;
+      }
+    }
+    for (bool c : covered) EXPECT_FALSE(c);
+  }
+}
+
+TEST(DeviceTimeline, GapsIncludeStartupAndTail) {
+  DeviceTimeline t(0, /*job_start=*/0, /*min_gap=*/10);
+  GpuRecord k;
+  k.kind = GPU_KERNEL;
+  k.start = 100;
+  k.end = 200;
+  t.AddActivity(k);
+  k.start = 300;
+  k.end = 400;
+  t.AddActivity(k);
+  k.start = 405;  // a 5 ns gap: short
+  k.end = 500;
+  t.AddActivity(k);
+  std::vector<GapEvent> events;
+  t.Finish(1000, &events);
+  std::vector<std::pair<Interval, GapKind>> closed;
+  Ns pieces = 0;
+  for (const GapEvent& e : events) {
+    if (e.type == GapEvent::kClose) closed.push_back({e.gap, e.kind});
+    if (e.type == GapEvent::kPiece) pieces += e.piece.length();
+  }
+  ASSERT_EQ(closed.size(), 3u);
+  EXPECT_EQ(closed[0], (std::pair<Interval, GapKind>{{0, 100}, GapKind::kStartup}));
+  EXPECT_EQ(closed[1], (std::pair<Interval, GapKind>{{200, 300}, GapKind::kMiddle}));
+  EXPECT_EQ(closed[2], (std::pair<Interval, GapKind>{{500, 1000}, GapKind::kTail}));
+  EXPECT_EQ(pieces, 100 + 100 + 500);
+  EXPECT_EQ(t.short_gap_ns(), 5);
+  EXPECT_EQ(t.compute_ns(), 295);
+}
+
+TEST(DeviceTimeline, LongOpenGapIsHandedOutInPieces) {
+  DeviceTimeline t(0, 0, 10);
+  GpuRecord k;
+  k.kind = GPU_KERNEL;
+  k.start = 0;
+  k.end = 100;
+  t.AddActivity(k);
+  std::vector<GapEvent> events;
+  t.Advance(150, &events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, GapEvent::kPiece);
+  EXPECT_EQ(events[0].piece, (Interval{100, 150}));
+  EXPECT_EQ(t.attributed_until(), 150);
+  k.start = 400;
+  k.end = 500;
+  t.AddActivity(k);
+  events.clear();
+  t.Advance(450, &events);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].piece, (Interval{150, 400}));
+  EXPECT_EQ(events[1].type, GapEvent::kClose);
+  EXPECT_EQ(events[1].gap, (Interval{100, 400}));
+}
+
+TEST(DeviceTimeline, NcclAndCopiesAreBandsNotCompute) {
+  DeviceTimeline t(0, 0, 10);
+  GpuRecord r;
+  r.kind = GPU_KERNEL;
+  r.start = 0;
+  r.end = 100;
+  t.AddActivity(r);
+  r.nccl = true;
+  r.start = 50;
+  r.end = 300;
+  t.AddActivity(r);
+  r.nccl = false;
+  r.kind = GPU_MEMCPY;
+  r.start = 300;
+  r.end = 400;
+  t.AddActivity(r);
+  std::vector<GapEvent> events;
+  t.Finish(1000, &events);
+  EXPECT_EQ(t.compute_ns(), 100);
+  EXPECT_EQ(t.comm_ns(), 250);
+  EXPECT_EQ(t.transfer_ns(), 100);
+  EXPECT_EQ(t.any_kernel_ns(), 300);
+}
+
+// Done-when 3: two streams, each idle for 2 x 100 ms, concurrently: the device is idle 200 ms,
+// not the 400 ms the per-stream gaps add up to.
+TEST(DeviceIdle, TwoStreamsReportTheDeviceGapNotTheSumOfStreamGaps) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, 100, 0);
+  for (uint32_t stream : {13u, 14u}) {
+    job.Kernel(p, 0, 300, 0, false, stream);
+    job.Kernel(p, 400, 700, 0, false, stream);
+    job.Kernel(p, 800, 1000, 0, false, stream);
+  }
+  // Partly overlapping kernels on a third stream do not hide the gaps either.
+  job.Kernel(p, 250, 300, 0, false, 15);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].idle_ns, Ms(200));
+  EXPECT_EQ(r.idle_ns, Ms(200));
+  EXPECT_EQ(r.devices[0].long_gaps, 2u);
+  EXPECT_DOUBLE_EQ(r.compute_util, 0.8);
+}
+
+// A long job fed in time order with the window moving on: the candidates held stay bounded.
+TEST(StreamingAnalysis, CandidatesHeldStayBounded) {
+  JobBuilder job(AnalysisOptions{.min_gap = Ms(1), .advance_quantum = Ms(10)});
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, 100, 0);
+  for (int step = 0; step < 20000; ++step) {
+    double t = step * 10.0;
+    job.Io(p, 100, FILE_READ, t, t + 2, "/data/x");  // 2 ms of loading per 10 ms step
+    job.Kernel(p, t + 2, t + 10);
+    job.analysis().AdvanceTo(Ms(t) - Ms(100));
+  }
+  job.End(p, 200000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(2) * 20000);
+  EXPECT_LT(job.analysis().peak_pending_candidates(), 3000u);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
