@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,6 +146,69 @@ TEST_F(TraceReaderTest, PacketLargerThanTheReadChunkIsReadWhole) {
   EXPECT_EQ(packets[0].events().events_size(), 5000);
   EXPECT_FALSE((*reader)->stats().truncated());
   EXPECT_FALSE((*reader)->stats().footer_seen);
+}
+
+// Bounded memory: the read buffer is the chunk size, or one packet when a packet is larger, and
+// goes back to the chunk size after it; it never grows with the file.
+TEST_F(TraceReaderTest, MemoryIsBoundedByChunkOrLargestPacket) {
+  TraceBytes trace;
+  Packet p;
+  *p.mutable_header() = testing::MakeHeader(1, 0);
+  trace.Add(p);
+  for (int i = 0; i < 400; ++i) {
+    p.Clear();
+    *p.mutable_events() = testing::MakeEventBatch(1, i, i == 10 ? 4000 : 100, i);
+    trace.Add(p);
+  }
+  uint64_t largest = 0;
+  for (size_t i = 1; i < trace.packet_ends.size(); ++i) {
+    largest = std::max(largest, trace.packet_ends[i] - trace.packet_ends[i - 1]);
+  }
+  const size_t chunk = 8192;
+  ASSERT_GT(largest, chunk);
+  ASSERT_GT(trace.bytes.size(), 50 * chunk);
+  WriteFile(Path("m.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("m.idlescope"), chunk);
+  ASSERT_TRUE(reader.ok());
+  Packet packet;
+  size_t most = 0, count = 0;
+  while ((*reader)->Next(&packet)) {
+    most = std::max(most, (*reader)->buffer_bytes());
+    ++count;
+  }
+  EXPECT_EQ(count, 400u);
+  EXPECT_LE(most, largest);
+  EXPECT_EQ((*reader)->buffer_bytes(), chunk);
+  EXPECT_FALSE((*reader)->stats().truncated());
+}
+
+// Random byte flips anywhere after the header: never a crash or a hang, and every packet before
+// the first damaged one is still returned.
+TEST_F(TraceReaderTest, FlippedBytesNeverCrash) {
+  TraceBytes trace = MakeSampleTrace();
+  const uint64_t header_end = trace.packet_ends[0];
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::string bytes = trace.bytes;
+    uint64_t first_damage = bytes.size();
+    for (int flips = 1 + rng() % 4; flips > 0; --flips) {
+      uint64_t at = header_end + rng() % (bytes.size() - header_end);
+      bytes[at] = static_cast<char>(bytes[at] ^ (1 + rng() % 255));
+      first_damage = std::min(first_damage, at);
+    }
+    WriteFile(Path("f.idlescope"), bytes);
+    auto reader = TraceFileReader::Open(Path("f.idlescope"), seed % 2 ? 64 : 4096);
+    ASSERT_TRUE(reader.ok()) << seed;
+    std::vector<Packet> packets = ReadAll(**reader);
+    size_t intact = 0;
+    while (trace.packet_ends[intact + 1] <= first_damage) ++intact;
+    ASSERT_GE(packets.size(), intact) << seed;
+    for (size_t i = 0; i < intact; ++i) {
+      EXPECT_EQ(packets[i].SerializeAsString(), trace.packets[i + 1].SerializeAsString()) << seed;
+    }
+    const TraceReadStats& s = (*reader)->stats();
+    EXPECT_EQ(s.good_end_offset + s.dropped_bytes, bytes.size()) << seed;
+  }
 }
 
 TEST_F(TraceReaderTest, UnknownFieldsAreReadCountedAndNamed) {
