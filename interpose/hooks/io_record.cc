@@ -6,8 +6,10 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -27,6 +29,19 @@ FdTable g_fds;
 
 thread_local Burst t_burst;
 thread_local uint64_t t_last_stack = 0;
+
+// A burst still open when the program calls exit() would be lost: close the exiting thread's
+// burst from an atexit handler. Registered at the first burst, i.e. after __libc_start_main
+// registered the loader's destructor pass (which writes the trace footer): atexit handlers run
+// last-registered first, so ours runs while the recorder still takes events. Other threads'
+// open bursts, and _exit() (no atexit handlers), are not covered: see docs/architecture.md.
+void CloseBurstAtExit() { CloseBurst(); }
+std::atomic<bool> g_exit_hook{false};
+void EnsureExitHook() {
+  if (!g_exit_hook.load(std::memory_order_relaxed) && !g_exit_hook.exchange(true)) {
+    atexit(CloseBurstAtExit);
+  }
+}
 
 void Emit(const Burst& b) {
   RawEvent e;
@@ -149,6 +164,7 @@ void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, 
     return;
   }
   if (b.open) Emit(b);
+  EnsureExitHook();
   Begin(b, call);
   b.path = info.path;
   b.fs = info.fs;

@@ -162,6 +162,7 @@ int SpawnHook(uint32_t (*api)(), pid_t* pid, const char* program,
   TracedEnv env(envp);
   HookGuard guard(Family::kProc);
   if (!guard.active()) return real(pid, program, actions, attr, argv, env.get());
+  idlescope::io::CloseBurst();  // keeps this thread's events in start order
   pid_t child = 0;
   pid_t* out = pid != nullptr ? pid : &child;
   uint64_t t0 = NowNs();

@@ -221,6 +221,37 @@ TEST_F(IoTraceTest, PosixSpawnWithOwnEnvironmentStaysTraced) {
   EXPECT_GT(Sum(*child, FILE_WRITE, marker).bytes, 0u);
 }
 
+TEST_F(IoTraceTest, VforkThenExecStaysTraced) {
+  std::string marker = work_ + "/vfork-marker";
+  ASSERT_EQ(RunTraced({Program("vfork_exec"), Program("write_marker"), marker}, out_), 7);
+  auto files = ReadTraceDir(out_);
+  const TraceFile* parent = nullptr;
+  for (const auto& f : files) {
+    if (!f.OfType(PROC_FORK).empty()) parent = &f;
+  }
+  ASSERT_NE(parent, nullptr);
+  auto fork = parent->OfType(PROC_FORK)[0];
+  EXPECT_EQ(parent->Str(fork->event.api()), "vfork");
+  bool child_traced = false;
+  for (const auto& f : files) {
+    if (f.header.pid() == fork->event.child_pid() && Sum(f, FILE_WRITE, marker).bytes > 0) {
+      child_traced = true;
+      EXPECT_EQ(f.header.ppid(), parent->header.pid());
+    }
+  }
+  EXPECT_TRUE(child_traced);
+}
+
+TEST_F(IoTraceTest, BurstOpenAtExitIsNotLost) {
+  std::string path = work_ + "/unclosed";
+  ASSERT_EQ(RunTraced({Program("exit_with_open_burst"), path}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  Totals w = Sum(files[0], FILE_WRITE, path);
+  EXPECT_EQ(w.bytes, 5000u);
+  EXPECT_EQ(w.calls, 5u);
+}
+
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
   constexpr uint64_t kBytes = 3 << 20;
   ASSERT_EQ(RunTraced({Program("loopback_download"), std::to_string(kBytes)}, out_), 0);
