@@ -452,6 +452,14 @@ bool MakeDirs(const std::string& dir) {
 // Opens <out>/<host>-<pid>.idlescope, or -1, -2, ... when it exists (exec keeps the pid), and
 // writes the header. Under g_flush_mu (or before any other thread can flush).
 bool OpenTraceFile() {
+  // Absolute, so that reopening the file (RecoverFd) still finds it after the program's chdir().
+  if (g_config->out_dir[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) {
+      g_config->out_dir =
+          std::string(cwd) + (g_config->out_dir == "." ? "" : "/" + g_config->out_dir);
+    }
+  }
   const std::string& dir = g_config->out_dir;
   if (!MakeDirs(dir)) {
     Say(("cannot create output directory " + dir + ": " + strerror(errno) + "; not tracing")
@@ -686,8 +694,9 @@ void* WriterMain(void*) {
       break;
     }
     {
+      // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
+      // reopens the trace, and only a final request ends the thread.
       std::lock_guard<std::mutex> lock(g_flush_mu);
-      if (g_closed) break;
       FlushLocked();
     }
     timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
@@ -744,6 +753,7 @@ void ForkChild() {
   g_flush_mu.unlock();
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
+  g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
   bool was_active = detail::g_recorder_active.load(std::memory_order_relaxed);
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (!was_active || g_shutdown_started.load()) return;
@@ -843,9 +853,12 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   if (!g_initialized.load() || !InTracedProcess()) return;
   if (g_shutdown_started.exchange(true)) return;
   int saved_errno = errno;
+  // Inside a hook (a signal that interrupted one, or _exit called by a hooked function) this
+  // thread's ring may be half-way through a Record: no event from here then.
+  bool may_record = detail::t_hook_depth == 0;
   ++detail::t_hook_depth;
   if (reason == trace::kExitNormal && g_exit_status_set) status = g_exit_status;
-  if (RecorderActive()) {
+  if (RecorderActive() && may_record) {
     RawEvent e;
     e.ts = NowNs();
     e.type = ev::kProcExit;
