@@ -117,7 +117,8 @@ Config Load() {
     while (std::getline(ss, item, ',')) {
       char* end = nullptr;
       long id = strtol(item.c_str(), &end, 10);
-      if (end == item.c_str() || id < 0 || id >= c.devices) break;  // CUDA stops at the first bad id
+      if (end == item.c_str() || id < 0 || id >= c.devices)
+        break;  // CUDA stops at the first bad id
       vis.push_back(static_cast<int>(id));
     }
     c.visible = vis;
@@ -133,12 +134,30 @@ bool ParseBytes(const char* s, uint64_t* out) {
   if (end == s || d < 0) return false;
   double mult = 1;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mult = 1024.0; ++end; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; ++end; break;
-    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; ++end; break;
-    default: return false;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      mult = 1024.0;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    case 't':
+    case 'T':
+      mult = 1024.0 * 1024 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      return false;
   }
   if (*end == 'i') ++end;
   if (*end == 'B' || *end == 'b') ++end;

@@ -8,8 +8,8 @@
 namespace simgpu {
 
 struct KernelRule {
-  std::string match;     // substring of the mangled kernel name
-  double us = 0;         // fixed duration, or
+  std::string match;      // substring of the mangled kernel name
+  double us = 0;          // fixed duration, or
   int arg_ns_index = -1;  // "@N": the N-th kernel argument (uint64) is the duration in ns
 };
 

@@ -68,27 +68,27 @@ cudaError_t Fin(simgpu::ApiScope& scope, cudaError_t r) {
 }
 
 // Opens a runtime-domain frame named `fn` (its CUPTI callback id from the real headers).
-#define RUNTIME_API(fn)                                                      \
-  Engine* e = Rt();                                                          \
-  if (e == nullptr) return tls_last_error = cudaErrorInsufficientDriver;     \
-  static const uint32_t kCbid = simgpu::RuntimeCbid(#fn);                    \
+#define RUNTIME_API(fn)                                                  \
+  Engine* e = Rt();                                                      \
+  if (e == nullptr) return tls_last_error = cudaErrorInsufficientDriver; \
+  static const uint32_t kCbid = simgpu::RuntimeCbid(#fn);                \
   simgpu::ApiScope scope(e, 2 /* CUPTI_CB_DOMAIN_RUNTIME_API */, kCbid, #fn)
 
 // One exported entry point; BODY is an expression of type cudaError_t that may use `e` and
 // `kPT` (true in the per-thread-default-stream variant).
-#define RT_ONE(fn, PARAMS, ...)                               \
-  SIMGPU_EXPORT cudaError_t fn PARAMS {                       \
-    [[maybe_unused]] constexpr bool kPT = false;              \
-    RUNTIME_API(fn);                                          \
-    return Fin(scope, __VA_ARGS__);                           \
+#define RT_ONE(fn, PARAMS, ...)                  \
+  SIMGPU_EXPORT cudaError_t fn PARAMS {          \
+    [[maybe_unused]] constexpr bool kPT = false; \
+    RUNTIME_API(fn);                             \
+    return Fin(scope, __VA_ARGS__);              \
   }
 // An entry point and its _ptds or _ptsz twin.
-#define RT_PAIR(fn, suffix, PARAMS, ...)                      \
-  RT_ONE(fn, PARAMS, __VA_ARGS__)                             \
-  SIMGPU_EXPORT cudaError_t fn##suffix PARAMS {               \
-    [[maybe_unused]] constexpr bool kPT = true;               \
-    RUNTIME_API(fn##suffix);                                  \
-    return Fin(scope, __VA_ARGS__);                           \
+#define RT_PAIR(fn, suffix, PARAMS, ...)        \
+  RT_ONE(fn, PARAMS, __VA_ARGS__)               \
+  SIMGPU_EXPORT cudaError_t fn##suffix PARAMS { \
+    [[maybe_unused]] constexpr bool kPT = true; \
+    RUNTIME_API(fn##suffix);                    \
+    return Fin(scope, __VA_ARGS__);             \
   }
 
 simgpu::Stream* S(cudaStream_t s) { return reinterpret_cast<simgpu::Stream*>(s); }
@@ -172,15 +172,14 @@ Region R(const void* p, size_t pitch = 0, size_t rows = 0) {
 }
 Extent X(size_t w, size_t h = 1, size_t d = 1) { return Extent{w, h, d}; }
 
-cudaError_t Copy(Engine* e, Region dst, Region src, Extent ext, cudaStream_t s, bool pt,
-                 bool sync, bool peer = false) {
+cudaError_t Copy(Engine* e, Region dst, Region src, Extent ext, cudaStream_t s, bool pt, bool sync,
+                 bool peer = false) {
   simgpu::Stream* st = St(e, s, pt);
   if (st == nullptr) return cudaErrorInvalidResourceHandle;
   return Err(e->Copy(dst, src, ext, st, sync, peer));
 }
 
-cudaError_t Set(Engine* e, Region dst, Extent ext, int value, cudaStream_t s, bool pt,
-                bool sync) {
+cudaError_t Set(Engine* e, Region dst, Extent ext, int value, cudaStream_t s, bool pt, bool sync) {
   simgpu::Stream* st = St(e, s, pt);
   if (st == nullptr) return cudaErrorInvalidResourceHandle;
   return Err(e->Memset(dst, ext, static_cast<uint32_t>(value) & 0xff, 1, st, sync));
@@ -199,15 +198,17 @@ cudaError_t Copy3D(Engine* e, const cudaMemcpy3DParms* p, cudaStream_t s, bool p
       return;
     }
     size_t rows = ptr.ysize ? ptr.ysize : 1;
-    *r = Region{static_cast<char*>(ptr.ptr) + (pos.z * rows + pos.y) * ptr.pitch + pos.x,
-                ptr.pitch, rows};
+    *r = Region{static_cast<char*>(ptr.ptr) + (pos.z * rows + pos.y) * ptr.pitch + pos.x, ptr.pitch,
+                rows};
   };
   Region dst, src;
   side(p->dstArray, p->dstPtr, p->dstPos, &dst);
   side(p->srcArray, p->srcPtr, p->srcPos, &src);
   size_t width = p->extent.width;
-  if (p->srcArray) width *= p->srcArray->elem_size;
-  else if (p->dstArray) width *= p->dstArray->elem_size;
+  if (p->srcArray)
+    width *= p->srcArray->elem_size;
+  else if (p->dstArray)
+    width *= p->dstArray->elem_size;
   return Copy(e, dst, src, X(width, p->extent.height, p->extent.depth), s, pt, sync, peer);
 }
 
@@ -255,8 +256,8 @@ cudaError_t Copy3DBatch(Engine* e, size_t n, cudaMemcpy3DBatchOp* ops, cudaStrea
     Region dst, src;
     side(op.dst, &dst);
     side(op.src, &src);
-    cudaError_t r = Copy(e, dst, src, X(op.extent.width, op.extent.height, op.extent.depth), s,
-                         pt, false);
+    cudaError_t r =
+        Copy(e, dst, src, X(op.extent.width, op.extent.height, op.extent.depth), s, pt, false);
     if (r != cudaSuccess) return r;
   }
   return cudaSuccess;
@@ -286,7 +287,8 @@ cudaError_t FreeAsync(Engine* e, void* p, cudaStream_t s, bool pt) {
   if (p == nullptr) return cudaSuccess;
   // Freed when the stream reaches this point, as with the stream-ordered allocator.
   static Engine* engine = e;
-  return Err(e->LaunchHostFunc(st, [](void* ptr) { engine->MemFree(ptr); }, p));
+  return Err(e->LaunchHostFunc(
+      st, [](void* ptr) { engine->MemFree(ptr); }, p));
 }
 
 struct StreamCallback {
@@ -319,12 +321,11 @@ cudaError_t StreamAttr(Engine* e, cudaStream_t s, bool pt, int* dev, unsigned* f
   return Err(r);
 }
 
-cudaError_t DriverEntryPoint(const char* symbol, void** fn, int version,
-                             unsigned long long flags,
+cudaError_t DriverEntryPoint(const char* symbol, void** fn, int version, unsigned long long flags,
                              cudaDriverEntryPointQueryResult* status) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t,
-                               CUdriverProcAddressQueryResult*);
+  using GetProc =
+      CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
   auto get = h ? reinterpret_cast<GetProc>(dlsym(h, "cuGetProcAddress_v2")) : nullptr;
   if (h) dlclose(h);
   if (get == nullptr) return cudaErrorInsufficientDriver;
@@ -388,26 +389,66 @@ cudaError_t Attr(Engine* e, int* v, cudaDeviceAttr attr, int dev) {
   cudaDeviceProp p;
   Props(e, &p, dev);
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *v = p.multiProcessorCount; break;
-    case cudaDevAttrComputeCapabilityMajor: *v = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: *v = p.minor; break;
-    case cudaDevAttrMaxThreadsPerBlock: *v = p.maxThreadsPerBlock; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = p.maxThreadsPerMultiProcessor; break;
-    case cudaDevAttrMaxBlocksPerMultiprocessor: *v = p.maxBlocksPerMultiProcessor; break;
-    case cudaDevAttrWarpSize: *v = p.warpSize; break;
-    case cudaDevAttrMaxBlockDimX: *v = p.maxThreadsDim[0]; break;
-    case cudaDevAttrMaxGridDimX: *v = p.maxGridSize[0]; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *v = static_cast<int>(p.sharedMemPerBlock); break;
-    case cudaDevAttrPciBusId: *v = p.pciBusID; break;
-    case cudaDevAttrConcurrentKernels: *v = 1; break;
-    case cudaDevAttrAsyncEngineCount: *v = p.asyncEngineCount; break;
-    case cudaDevAttrUnifiedAddressing: *v = 1; break;
-    case cudaDevAttrL2CacheSize: *v = p.l2CacheSize; break;
-    case cudaDevAttrGlobalMemoryBusWidth: *v = p.memoryBusWidth; break;
-    case cudaDevAttrManagedMemory: *v = 1; break;
-    case cudaDevAttrCooperativeLaunch: *v = 1; break;
-    case cudaDevAttrMemoryPoolsSupported: *v = 1; break;
-    default: *v = 0; break;
+    case cudaDevAttrMultiProcessorCount:
+      *v = p.multiProcessorCount;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *v = p.major;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *v = p.minor;
+      break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *v = p.maxThreadsPerBlock;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *v = p.maxThreadsPerMultiProcessor;
+      break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      *v = p.maxBlocksPerMultiProcessor;
+      break;
+    case cudaDevAttrWarpSize:
+      *v = p.warpSize;
+      break;
+    case cudaDevAttrMaxBlockDimX:
+      *v = p.maxThreadsDim[0];
+      break;
+    case cudaDevAttrMaxGridDimX:
+      *v = p.maxGridSize[0];
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *v = static_cast<int>(p.sharedMemPerBlock);
+      break;
+    case cudaDevAttrPciBusId:
+      *v = p.pciBusID;
+      break;
+    case cudaDevAttrConcurrentKernels:
+      *v = 1;
+      break;
+    case cudaDevAttrAsyncEngineCount:
+      *v = p.asyncEngineCount;
+      break;
+    case cudaDevAttrUnifiedAddressing:
+      *v = 1;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *v = p.l2CacheSize;
+      break;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *v = p.memoryBusWidth;
+      break;
+    case cudaDevAttrManagedMemory:
+      *v = 1;
+      break;
+    case cudaDevAttrCooperativeLaunch:
+      *v = 1;
+      break;
+    case cudaDevAttrMemoryPoolsSupported:
+      *v = 1;
+      break;
+    default:
+      *v = 0;
+      break;
   }
   return cudaSuccess;
 }
@@ -448,8 +489,8 @@ cudaError_t MallocArray(Engine* e, cudaArray_t* out, const cudaChannelFormatDesc
   size_t elem = static_cast<size_t>(desc->x + desc->y + desc->z + desc->w) / 8;
   if (elem == 0) return cudaErrorInvalidChannelDescriptor;
   auto* a = new cudaArray{nullptr, width * elem, height ? height : 1, elem, *desc};
-  CUresult r = e->MemAlloc(e->CurrentDevice(), a->width_bytes * a->height, MemKind::kDevice,
-                           &a->data);
+  CUresult r =
+      e->MemAlloc(e->CurrentDevice(), a->width_bytes * a->height, MemKind::kDevice, &a->data);
   if (r != CUDA_SUCCESS) {
     delete a;
     return Err(r);
@@ -492,7 +533,8 @@ cudaError_t MallocDev(Engine* e, void** p, size_t n, MemKind kind) {
   return Err(e->MemAlloc(e->CurrentDevice(), n, kind, p));
 }
 
-cudaError_t WithStream(Engine* e, cudaStream_t s, bool pt, CUresult (Engine::*fn)(simgpu::Stream*)) {
+cudaError_t WithStream(Engine* e, cudaStream_t s, bool pt,
+                       CUresult (Engine::*fn)(simgpu::Stream*)) {
   simgpu::Stream* st = St(e, s, pt);
   if (st == nullptr) return cudaErrorInvalidResourceHandle;
   return Err((e->*fn)(st));
@@ -606,17 +648,26 @@ SIMGPU_EXPORT const char* cudaGetErrorName(cudaError_t err) {
 
 SIMGPU_EXPORT const char* cudaGetErrorString(cudaError_t err) {
   switch (err) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
     case cudaErrorInsufficientDriver:
       return "CUDA driver version is insufficient for CUDA runtime version";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    default: return cudaGetErrorName(err);
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    default:
+      return cudaGetErrorName(err);
   }
 }
 
@@ -649,10 +700,9 @@ RT_ONE(cudaDeviceGetPCIBusId, (char* id, int len, int dev),
            : (snprintf(id, static_cast<size_t>(len), "0000:%02x:00.0", e->Device(dev)->pci_bus_id),
               cudaSuccess))
 RT_ONE(cudaDeviceGetStreamPriorityRange, (int* least, int* greatest),
-       (least ? *least = 0 : 0, greatest ? *greatest = -5 : 0, cudaSuccess))
+       (least ? * least = 0 : 0, greatest ? * greatest = -5 : 0, cudaSuccess))
 RT_ONE(cudaDeviceCanAccessPeer, (int* can, int dev, int peer),
-       (e->Device(dev) && e->Device(peer)) ? Out(can, dev != peer ? 1 : 0)
-                                           : cudaErrorInvalidDevice)
+       (e->Device(dev) && e->Device(peer)) ? Out(can, dev != peer ? 1 : 0) : cudaErrorInvalidDevice)
 RT_ONE(cudaDeviceEnablePeerAccess, (int peer, unsigned int),
        e->Device(peer) ? cudaSuccess : cudaErrorInvalidDevice)
 RT_ONE(cudaDeviceDisablePeerAccess, (int peer),
@@ -677,7 +727,7 @@ RT_ONE(cudaMallocManaged, (void** p, size_t n, unsigned int), MallocDev(e, p, n,
 RT_ONE(cudaMallocPitch, (void** p, size_t* pitch, size_t width, size_t height),
        pitch == nullptr ? cudaErrorInvalidValue
                         : (*pitch = (width + 511) / 512 * 512,
-                           MallocDev(e, p, *pitch * height, MemKind::kDevice)))
+                           MallocDev(e, p, *pitch* height, MemKind::kDevice)))
 RT_ONE(cudaFree, (void* p), Err(e->MemFree(p)))
 RT_PAIR(cudaMallocAsync, _ptsz, (void** p, size_t n, cudaStream_t s),
         St(e, s, kPT) ? MallocDev(e, p, n, MemKind::kDevice) : cudaErrorInvalidResourceHandle)
@@ -689,22 +739,19 @@ RT_ONE(cudaFreeHost, (void* p), Err(e->MemFree(p)))
 RT_ONE(cudaHostRegister, (void* p, size_t n, unsigned int), Err(e->HostRegister(p, n)))
 RT_ONE(cudaHostUnregister, (void* p), Err(e->HostUnregister(p)))
 RT_ONE(cudaHostGetDevicePointer, (void** dev, void* host, unsigned int),
-       e->PointerKind(host, nullptr, nullptr, nullptr) == MemKind::kPageable
-           ? cudaErrorInvalidValue
-           : Out(dev, host))
-RT_ONE(cudaPointerGetAttributes, (cudaPointerAttributes * a, const void* p),
-       PointerAttrs(e, a, p))
+       e->PointerKind(host, nullptr, nullptr, nullptr) == MemKind::kPageable ? cudaErrorInvalidValue
+                                                                             : Out(dev, host))
+RT_ONE(cudaPointerGetAttributes, (cudaPointerAttributes * a, const void* p), PointerAttrs(e, a, p))
 RT_ONE(cudaMallocArray,
        (cudaArray_t * a, const cudaChannelFormatDesc* desc, size_t w, size_t h, unsigned int),
        MallocArray(e, a, desc, w, h))
 RT_ONE(cudaFreeArray, (cudaArray_t a), FreeArray(e, a))
 RT_ONE(cudaGetSymbolAddress, (void** dev, const void* symbol),
        SymbolAddress(e, symbol, dev, nullptr))
-RT_ONE(cudaGetSymbolSize, (size_t * size, const void* symbol),
-       [&] {
-         void* dev = nullptr;
-         return SymbolAddress(e, symbol, &dev, size);
-       }())
+RT_ONE(cudaGetSymbolSize, (size_t * size, const void* symbol), [&] {
+  void* dev = nullptr;
+  return SymbolAddress(e, symbol, &dev, size);
+}())
 
 // ================================================================ copies
 
@@ -760,25 +807,23 @@ RT_PAIR(cudaMemcpyFromArrayAsync, _ptsz,
          cudaStream_t s),
         Copy(e, R(dst), R(ArrayAt(src, wo, ho)), X(n), s, kPT, false))
 RT_PAIR(cudaMemcpy2DToArray, _ptds,
-        (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t spitch, size_t w,
-         size_t h, cudaMemcpyKind),
+        (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t spitch, size_t w, size_t h,
+         cudaMemcpyKind),
         Copy(e, R(ArrayAt(dst, wo, ho), dst->width_bytes), R(src, spitch), X(w, h), nullptr, kPT,
              true))
 RT_PAIR(cudaMemcpy2DToArrayAsync, _ptsz,
-        (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t spitch, size_t w,
-         size_t h, cudaMemcpyKind, cudaStream_t s),
-        Copy(e, R(ArrayAt(dst, wo, ho), dst->width_bytes), R(src, spitch), X(w, h), s, kPT,
-             false))
+        (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t spitch, size_t w, size_t h,
+         cudaMemcpyKind, cudaStream_t s),
+        Copy(e, R(ArrayAt(dst, wo, ho), dst->width_bytes), R(src, spitch), X(w, h), s, kPT, false))
 RT_PAIR(cudaMemcpy2DFromArray, _ptds,
-        (void* dst, size_t dpitch, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
-         size_t h, cudaMemcpyKind),
+        (void* dst, size_t dpitch, cudaArray_const_t src, size_t wo, size_t ho, size_t w, size_t h,
+         cudaMemcpyKind),
         Copy(e, R(dst, dpitch), R(ArrayAt(src, wo, ho), src->width_bytes), X(w, h), nullptr, kPT,
              true))
 RT_PAIR(cudaMemcpy2DFromArrayAsync, _ptsz,
-        (void* dst, size_t dpitch, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
-         size_t h, cudaMemcpyKind, cudaStream_t s),
-        Copy(e, R(dst, dpitch), R(ArrayAt(src, wo, ho), src->width_bytes), X(w, h), s, kPT,
-             false))
+        (void* dst, size_t dpitch, cudaArray_const_t src, size_t wo, size_t ho, size_t w, size_t h,
+         cudaMemcpyKind, cudaStream_t s),
+        Copy(e, R(dst, dpitch), R(ArrayAt(src, wo, ho), src->width_bytes), X(w, h), s, kPT, false))
 RT_PAIR(cudaMemcpyArrayToArray, _ptds,
         (cudaArray_t dst, size_t wd, size_t hd, cudaArray_const_t src, size_t ws, size_t hs,
          size_t n, cudaMemcpyKind),
@@ -803,7 +848,8 @@ RT_PAIR(cudaMemsetAsync, _ptsz, (void* p, int v, size_t n, cudaStream_t s),
         Set(e, R(p), X(n), v, s, kPT, false))
 RT_PAIR(cudaMemset2D, _ptds, (void* p, size_t pitch, int v, size_t w, size_t h),
         Set(e, R(p, pitch), X(w, h), v, nullptr, kPT, true))
-RT_PAIR(cudaMemset2DAsync, _ptsz, (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
+RT_PAIR(cudaMemset2DAsync, _ptsz,
+        (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
         Set(e, R(p, pitch), X(w, h), v, s, kPT, false))
 RT_PAIR(cudaMemset3D, _ptds, (cudaPitchedPtr p, int v, cudaExtent x),
         Set(e, R(p.ptr, p.pitch, p.ysize), X(x.width, x.height, x.depth), v, nullptr, kPT, true))
@@ -839,15 +885,12 @@ RT_PAIR(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t fn, void* user)
         St(e, s, kPT) ? Err(e->LaunchHostFunc(St(e, s, kPT), fn, user))
                       : cudaErrorInvalidResourceHandle)
 RT_ONE(cudaEventCreate, (cudaEvent_t * ev), CreateEvent(e, ev, 0))
-RT_ONE(cudaEventCreateWithFlags, (cudaEvent_t * ev, unsigned int flags),
-       CreateEvent(e, ev, flags))
+RT_ONE(cudaEventCreateWithFlags, (cudaEvent_t * ev, unsigned int flags), CreateEvent(e, ev, flags))
 RT_ONE(cudaEventDestroy, (cudaEvent_t ev), Err(e->EventDestroy(Ev(ev))))
 RT_PAIR(cudaEventRecord, _ptsz, (cudaEvent_t ev, cudaStream_t s),
-        St(e, s, kPT) ? Err(e->EventRecord(Ev(ev), St(e, s, kPT)))
-                      : cudaErrorInvalidResourceHandle)
+        St(e, s, kPT) ? Err(e->EventRecord(Ev(ev), St(e, s, kPT))) : cudaErrorInvalidResourceHandle)
 RT_PAIR(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t ev, cudaStream_t s, unsigned int),
-        St(e, s, kPT) ? Err(e->EventRecord(Ev(ev), St(e, s, kPT)))
-                      : cudaErrorInvalidResourceHandle)
+        St(e, s, kPT) ? Err(e->EventRecord(Ev(ev), St(e, s, kPT))) : cudaErrorInvalidResourceHandle)
 RT_ONE(cudaEventSynchronize, (cudaEvent_t ev), Err(e->EventSynchronize(Ev(ev))))
 RT_ONE(cudaEventQuery, (cudaEvent_t ev), Err(e->EventQuery(Ev(ev))))
 RT_ONE(cudaEventElapsedTime, (float* ms, cudaEvent_t a, cudaEvent_t b),

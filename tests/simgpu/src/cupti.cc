@@ -44,15 +44,19 @@ size_t RecordSize(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       return Align8(sizeof(CUpti_ActivityKernel10));
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return Align8(sizeof(CUpti_ActivityMemcpy6));
-    case CUPTI_ACTIVITY_KIND_MEMSET: return Align8(sizeof(CUpti_ActivityMemset4));
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return Align8(sizeof(CUpti_ActivityMemcpy6));
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return Align8(sizeof(CUpti_ActivityMemset4));
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
       return Align8(sizeof(CUpti_ActivitySynchronization2));
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return Align8(sizeof(CUpti_ActivityAPI));
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return Align8(sizeof(CUpti_ActivityAPI));
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
       return Align8(sizeof(CUpti_ActivityExternalCorrelation));
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -244,9 +248,9 @@ class Cupti {
   void OnApi(const simgpu::ApiCall& call) {
     CUpti_Subscriber_st* sub = nullptr;
     bool want_api_record, want_ext;
-    CUpti_ActivityKind api_kind =
-        call.domain == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER
-                                                  : CUPTI_ACTIVITY_KIND_RUNTIME;
+    CUpti_ActivityKind api_kind = call.domain == CUPTI_CB_DOMAIN_DRIVER_API
+                                      ? CUPTI_ACTIVITY_KIND_DRIVER
+                                      : CUPTI_ACTIVITY_KIND_RUNTIME;
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (subscriber_ != nullptr && call.domain < CUPTI_CB_DOMAIN_SIZE &&
@@ -254,8 +258,7 @@ class Cupti {
         sub = subscriber_;
       }
       want_api_record = enabled_[api_kind] && call.site == CUPTI_API_EXIT;
-      want_ext = enabled_[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] &&
-                 call.site == CUPTI_API_ENTER;
+      want_ext = enabled_[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] && call.site == CUPTI_API_ENTER;
     }
     if (want_ext) EmitExternal(call.correlation);
     if (sub != nullptr && sub->fn != nullptr) {
@@ -462,16 +465,30 @@ SIMGPU_EXPORT CUptiResult cuptiGetVersion(uint32_t* v) {
 SIMGPU_EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char** str) {
   if (str == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   switch (r) {
-    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
-    case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
-    case CUPTI_ERROR_INVALID_KIND: *str = "CUPTI_ERROR_INVALID_KIND"; break;
-    case CUPTI_ERROR_MAX_LIMIT_REACHED: *str = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
-    case CUPTI_ERROR_NOT_COMPATIBLE: *str = "CUPTI_ERROR_NOT_COMPATIBLE"; break;
-    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+    case CUPTI_SUCCESS:
+      *str = "CUPTI_SUCCESS";
+      break;
+    case CUPTI_ERROR_INVALID_PARAMETER:
+      *str = "CUPTI_ERROR_INVALID_PARAMETER";
+      break;
+    case CUPTI_ERROR_INVALID_KIND:
+      *str = "CUPTI_ERROR_INVALID_KIND";
+      break;
+    case CUPTI_ERROR_MAX_LIMIT_REACHED:
+      *str = "CUPTI_ERROR_MAX_LIMIT_REACHED";
+      break;
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      *str = "CUPTI_ERROR_NOT_COMPATIBLE";
+      break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      *str = "CUPTI_ERROR_NOT_INITIALIZED";
+      break;
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
       break;
-    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    default:
+      *str = "CUPTI_ERROR_UNKNOWN";
+      break;
   }
   return CUPTI_SUCCESS;
 }
@@ -609,8 +626,8 @@ SIMGPU_EXPORT CUptiResult cuptiGetStreamId(CUcontext, CUstream stream, uint32_t*
   if (id == nullptr || C().engine() == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   uint64_t sid = 0;
   simgpu::Engine* e = C().engine();
-  if (e->StreamInfo(e->Resolve(reinterpret_cast<simgpu::Stream*>(stream), false), nullptr,
-                    nullptr, nullptr, &sid) != CUDA_SUCCESS) {
+  if (e->StreamInfo(e->Resolve(reinterpret_cast<simgpu::Stream*>(stream), false), nullptr, nullptr,
+                    nullptr, &sid) != CUDA_SUCCESS) {
     return CUPTI_ERROR_INVALID_STREAM;
   }
   *id = static_cast<uint32_t>(sid);

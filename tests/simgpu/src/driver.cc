@@ -13,10 +13,9 @@
 #define SIMGPU_XSTR(x) SIMGPU_STR(x)
 #define SIMGPU_STR(x) #x
 // Opens a driver-domain API frame named after the real (versioned) symbol.
-#define DRIVER_API(fn)                                                     \
-  static const uint32_t kCbid = simgpu::DriverCbid(SIMGPU_XSTR(fn));       \
-  simgpu::ApiScope scope(&E(), 1 /* CUPTI_CB_DOMAIN_DRIVER_API */, kCbid, \
-                         SIMGPU_XSTR(fn))
+#define DRIVER_API(fn)                                               \
+  static const uint32_t kCbid = simgpu::DriverCbid(SIMGPU_XSTR(fn)); \
+  simgpu::ApiScope scope(&E(), 1 /* CUPTI_CB_DOMAIN_DRIVER_API */, kCbid, SIMGPU_XSTR(fn))
 
 struct CUctx_st {
   int dev;
@@ -48,8 +47,7 @@ bool g_initialized = false;
 CUresult Copy1D(void* dst, const void* src, size_t n, CUstream s, bool sync) {
   Extent ext;
   ext.width = n;
-  return E().Copy(Region{dst, 0, 0}, Region{const_cast<void*>(src), 0, 0}, ext, S(s), sync,
-                  false);
+  return E().Copy(Region{dst, 0, 0}, Region{const_cast<void*>(src), 0, 0}, ext, S(s), sync, false);
 }
 
 CUresult Set(void* dst, uint32_t v, size_t n, int elem, CUstream s, bool sync) {
@@ -85,8 +83,7 @@ SIMGPU_EXPORT CUresult cuGetExportTable(const void** table, const CUuuid* id) {
 }
 
 SIMGPU_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int /*cudaVersion*/,
-                                        cuuint64_t flags,
-                                        CUdriverProcAddressQueryResult* status) {
+                                        cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   Dl_info info;
@@ -117,15 +114,33 @@ SIMGPU_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int /*cu
 SIMGPU_EXPORT CUresult cuGetErrorName(CUresult error, const char** str) {
   if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
   switch (error) {
-    case CUDA_SUCCESS: *str = "CUDA_SUCCESS"; break;
-    case CUDA_ERROR_INVALID_VALUE: *str = "CUDA_ERROR_INVALID_VALUE"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *str = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    case CUDA_ERROR_NOT_INITIALIZED: *str = "CUDA_ERROR_NOT_INITIALIZED"; break;
-    case CUDA_ERROR_INVALID_DEVICE: *str = "CUDA_ERROR_INVALID_DEVICE"; break;
-    case CUDA_ERROR_INVALID_HANDLE: *str = "CUDA_ERROR_INVALID_HANDLE"; break;
-    case CUDA_ERROR_NOT_FOUND: *str = "CUDA_ERROR_NOT_FOUND"; break;
-    case CUDA_ERROR_NOT_READY: *str = "CUDA_ERROR_NOT_READY"; break;
-    default: *str = "CUDA_ERROR_UNKNOWN"; return CUDA_ERROR_INVALID_VALUE;
+    case CUDA_SUCCESS:
+      *str = "CUDA_SUCCESS";
+      break;
+    case CUDA_ERROR_INVALID_VALUE:
+      *str = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *str = "CUDA_ERROR_OUT_OF_MEMORY";
+      break;
+    case CUDA_ERROR_NOT_INITIALIZED:
+      *str = "CUDA_ERROR_NOT_INITIALIZED";
+      break;
+    case CUDA_ERROR_INVALID_DEVICE:
+      *str = "CUDA_ERROR_INVALID_DEVICE";
+      break;
+    case CUDA_ERROR_INVALID_HANDLE:
+      *str = "CUDA_ERROR_INVALID_HANDLE";
+      break;
+    case CUDA_ERROR_NOT_FOUND:
+      *str = "CUDA_ERROR_NOT_FOUND";
+      break;
+    case CUDA_ERROR_NOT_READY:
+      *str = "CUDA_ERROR_NOT_READY";
+      break;
+    default:
+      *str = "CUDA_ERROR_UNKNOWN";
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -168,17 +183,39 @@ SIMGPU_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute attr, CUd
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (v == nullptr) return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = d->sm_count; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = d->cc_major; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = d->cc_minor; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = d->max_threads_per_block; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = d->max_threads_per_sm; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = d->warp_size; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = d->pci_bus_id; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *v = 2; break;
-    default: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = d->sm_count;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = d->cc_major;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = d->cc_minor;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *v = d->max_threads_per_block;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *v = d->max_threads_per_sm;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *v = d->warp_size;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      *v = d->pci_bus_id;
+      break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      *v = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+      *v = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      *v = 2;
+      break;
+    default:
+      *v = 0;
+      break;
   }
   return CUDA_SUCCESS;
 }
@@ -284,8 +321,7 @@ SIMGPU_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) 
   return scope.Ret(Copy1D(Ptr(dst), Ptr(src), n, nullptr, true));
 }
 
-SIMGPU_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n,
-                                         CUstream s) {
+SIMGPU_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
   DRIVER_API(cuMemcpyHtoDAsync);
   return scope.Ret(Copy1D(Ptr(dst), src, n, s, false));
 }
@@ -310,21 +346,19 @@ SIMGPU_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t 
   return scope.Ret(Set(Ptr(dst), v, n, 1, s, false));
 }
 
-SIMGPU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n,
-                                        CUstream s) {
+SIMGPU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
   DRIVER_API(cuMemsetD32Async);
   return scope.Ret(Set(Ptr(dst), v, n, 4, s, false));
 }
 
-SIMGPU_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr,
-                                             CUdeviceptr p) {
+SIMGPU_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   int dev = -1;
   MemKind k = E().PointerKind(Ptr(p), &dev, nullptr, nullptr);
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       if (k == MemKind::kPageable) return CUDA_ERROR_INVALID_VALUE;  // as the real driver
-      *static_cast<unsigned*>(data) = k == MemKind::kPinned   ? CU_MEMORYTYPE_HOST
+      *static_cast<unsigned*>(data) = k == MemKind::kPinned    ? CU_MEMORYTYPE_HOST
                                       : k == MemKind::kManaged ? CU_MEMORYTYPE_UNIFIED
                                                                : CU_MEMORYTYPE_DEVICE;
       return CUDA_SUCCESS;
@@ -394,6 +428,6 @@ SIMGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, un
   if (f == nullptr) return scope.Ret(CUDA_ERROR_INVALID_HANDLE);
   // simgpu's CUfunction is cudart's registered kernel record, whose first member is the name.
   const char* name = *reinterpret_cast<const char* const*>(f);
-  return scope.Ret(E().LaunchKernel(S(s), name, simgpu::Dim3{gx, gy, gz},
-                                    simgpu::Dim3{bx, by, bz}, shmem, params));
+  return scope.Ret(E().LaunchKernel(S(s), name, simgpu::Dim3{gx, gy, gz}, simgpu::Dim3{bx, by, bz},
+                                    shmem, params));
 }

@@ -3,8 +3,6 @@
 // One engine-wide mutex guards all queues and state; one condition variable is notified on
 // every completion. Worker threads sleep (never spin) for the modelled duration with no lock
 // held, and every client callback (CUPTI hooks) runs with no lock held.
-#include "engine_impl.h"
-
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +19,7 @@
 #include <thread>
 
 #include "config.h"
+#include "engine_impl.h"
 
 namespace simgpu {
 namespace {
@@ -278,8 +277,7 @@ CUresult EngineImpl::StreamQuery(Stream* s) {
   return (!s->tail || s->tail->complete) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult EngineImpl::StreamInfo(Stream* s, int* dev, unsigned* flags, int* priority,
-                                uint64_t* id) {
+CUresult EngineImpl::StreamInfo(Stream* s, int* dev, unsigned* flags, int* priority, uint64_t* id) {
   s = Resolve(s, false);
   if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (dev) *dev = s->dev;
@@ -371,9 +369,8 @@ CUresult EngineImpl::EventElapsed(float* ms, Event* start, Event* end) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!start->done || !end->done) return CUDA_ERROR_INVALID_HANDLE;
   if (!start->done->complete || !end->done->complete) return CUDA_ERROR_NOT_READY;
-  *ms = static_cast<float>((static_cast<double>(end->done->end_ns) -
-                            static_cast<double>(start->done->end_ns)) /
-                           1e6);
+  *ms = static_cast<float>(
+      (static_cast<double>(end->done->end_ns) - static_cast<double>(start->done->end_ns)) / 1e6);
   return CUDA_SUCCESS;
 }
 
@@ -598,10 +595,10 @@ CUresult EngineImpl::Copy(Region dst, Region src, Extent ext, Stream* s, bool sy
     op.copy_kind = kCopyHtoH;
     op.engine = 3;
   }
-  op.gbps = op.copy_kind == kCopyDtoD  ? c.d2d_gbps
+  op.gbps = op.copy_kind == kCopyDtoD   ? c.d2d_gbps
             : op.copy_kind == kCopyPtoP ? c.p2p_gbps
-            : pageable                 ? c.pageable_gbps
-                                       : c.pinned_gbps;
+            : pageable                  ? c.pageable_gbps
+                                        : c.pinned_gbps;
   op.async = !sync_call;
   // Host blocking (CUDA Runtime API, "API synchronization behavior"): a synchronous copy
   // returns when done, except device-to-device; an async copy to/from pageable memory is
@@ -659,8 +656,8 @@ CUresult EngineImpl::LaunchKernel(Stream* s, const char* name, Dim3 grid, Dim3 b
                                   uint32_t shared_mem, void** args) {
   s = Resolve(s, false);
   if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 ||
-      block.z == 0 || uint64_t{block.x} * block.y * block.z > 1024) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+      uint64_t{block.x} * block.y * block.z > 1024) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Op op;

@@ -20,7 +20,13 @@ inline constexpr CUuuid kEngineTableId = {
 
 // Where a byte lives; values match CUpti_ActivityMemoryKind (PAGEABLE 1, PINNED 2, DEVICE 3,
 // MANAGED 5) so the CUPTI fake copies them straight into records.
-enum class MemKind : uint8_t { kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kManaged = 5 };
+enum class MemKind : uint8_t {
+  kUnknown = 0,
+  kPageable = 1,
+  kPinned = 2,
+  kDevice = 3,
+  kManaged = 5
+};
 
 // A strided 3-D byte region (covers 1-D, 2-D, 3-D copies and memsets): `height * depth` rows of
 // `width` bytes, row y of slice z at base + z * pitch * slice_rows + y * pitch.

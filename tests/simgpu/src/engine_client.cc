@@ -9,7 +9,7 @@
 namespace simgpu {
 
 Engine* GetEngine() {
-  static Engine* engine = [] () -> Engine* {
+  static Engine* engine = []() -> Engine* {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (h == nullptr) return nullptr;
     using GetTable = CUresult (*)(const void**, const CUuuid*);

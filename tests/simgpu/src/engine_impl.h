@@ -101,8 +101,7 @@ class EngineImpl final : public Engine {
   CUresult EventSynchronize(Event* e) override;
   CUresult EventQuery(Event* e) override;
   CUresult EventElapsed(float* ms, Event* start, Event* end) override;
-  CUresult Copy(Region dst, Region src, Extent ext, Stream* s, bool sync_call,
-                bool peer) override;
+  CUresult Copy(Region dst, Region src, Extent ext, Stream* s, bool sync_call, bool peer) override;
   CUresult Memset(Region dst, Extent ext, uint32_t value, int elem_size, Stream* s,
                   bool sync_call) override;
   CUresult LaunchKernel(Stream* s, const char* name, Dim3 grid, Dim3 block, uint32_t shared_mem,
@@ -148,8 +147,7 @@ class EngineImpl final : public Engine {
   const char* Intern(const char* s);
   std::map<uintptr_t, Range>::iterator FindLocked(uintptr_t a);
   void Emit(const Record& rec);
-  void EmitSync(uint32_t type, int dev, uint64_t stream, uint32_t event, uint64_t t0,
-                uint64_t t1);
+  void EmitSync(uint32_t type, int dev, uint64_t stream, uint32_t event, uint64_t t0, uint64_t t1);
 
   std::mutex mu_;
   std::condition_variable cv_;  // notified on every completion

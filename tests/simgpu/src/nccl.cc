@@ -31,7 +31,7 @@
 namespace {
 
 constexpr int kMaxRanks = 64;
-constexpr size_t kSlotBytes = 1 << 20;  // per-rank staging slot for collectives
+constexpr size_t kSlotBytes = 1 << 20;    // per-rank staging slot for collectives
 constexpr size_t kChanBytes = 256 << 10;  // per (src, dst) channel for send/recv
 
 using Word = std::atomic<uint32_t>;
@@ -81,8 +81,8 @@ struct ncclComm {
     return reinterpret_cast<char*>(sh) + sizeof(Shared) + static_cast<size_t>(r) * kSlotBytes;
   }
   Channel* Chan(int src, int dst) const {
-    char* base = reinterpret_cast<char*>(sh) + sizeof(Shared) +
-                 static_cast<size_t>(nranks) * kSlotBytes;
+    char* base =
+        reinterpret_cast<char*>(sh) + sizeof(Shared) + static_cast<size_t>(nranks) * kSlotBytes;
     return reinterpret_cast<Channel*>(base) + (src * nranks + dst);
   }
 
@@ -100,8 +100,8 @@ struct ncclComm {
       if (static_cast<int32_t>(cur - target) >= 0) return true;
       if (sh->aborted.load() || NowNs() > deadline) {
         if (!failed) {
-          fprintf(stderr, "simgpu: NCCL rank %d of %d: peers did not arrive (%s)\n", rank,
-                  nranks, sh->aborted.load() ? "aborted" : "timeout");
+          fprintf(stderr, "simgpu: NCCL rank %d of %d: peers did not arrive (%s)\n", rank, nranks,
+                  sh->aborted.load() ? "aborted" : "timeout");
         }
         failed = true;
         return false;
@@ -120,16 +120,29 @@ simgpu::Engine* Eng() { return simgpu::GetEngine(); }
 
 size_t TypeSize(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 const char* TypeName(ncclDataType_t t) {
-  static const char* const kNames[] = {"i8", "u8", "i32", "u32", "i64", "u64",
+  static const char* const kNames[] = {"i8",  "u8",  "i32", "u32",  "i64",    "u64",
                                        "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
   return (t >= 0 && t < ncclNumTypes) ? kNames[t] : "unknown";
 }
@@ -185,10 +198,14 @@ uint16_t FloatToBf16(float f) {
 template <typename T>
 T Combine(T a, T b, ncclRedOp_t op) {
   switch (op) {
-    case ncclProd: return static_cast<T>(a * b);
-    case ncclMax: return std::max(a, b);
-    case ncclMin: return std::min(a, b);
-    default: return static_cast<T>(a + b);  // Sum, Avg
+    case ncclProd:
+      return static_cast<T>(a * b);
+    case ncclMax:
+      return std::max(a, b);
+    case ncclMin:
+      return std::min(a, b);
+    default:
+      return static_cast<T>(a + b);  // Sum, Avg
   }
 }
 
@@ -208,8 +225,7 @@ void ReduceT(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp_
 }
 
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void Reduce16(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp_t op,
-              int nranks) {
+void Reduce16(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp_t op, int nranks) {
   for (size_t i = 0; i < n; ++i) {
     uint16_t h;
     memcpy(&h, in[0] + i * 2, 2);
@@ -227,26 +243,59 @@ void Reduce16(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp
 void Reduce(char* out, const std::vector<const char*>& in, size_t n, ncclDataType_t t,
             ncclRedOp_t op, int nranks) {
   switch (t) {
-    case ncclInt8: ReduceT<int8_t>(out, in, n, op, nranks); break;
-    case ncclUint8: ReduceT<uint8_t>(out, in, n, op, nranks); break;
-    case ncclInt32: ReduceT<int32_t>(out, in, n, op, nranks); break;
-    case ncclUint32: ReduceT<uint32_t>(out, in, n, op, nranks); break;
-    case ncclInt64: ReduceT<int64_t>(out, in, n, op, nranks); break;
-    case ncclUint64: ReduceT<uint64_t>(out, in, n, op, nranks); break;
-    case ncclFloat32: ReduceT<float>(out, in, n, op, nranks); break;
-    case ncclFloat64: ReduceT<double>(out, in, n, op, nranks); break;
-    case ncclFloat16: Reduce16<HalfToFloat, FloatToHalf>(out, in, n, op, nranks); break;
-    case ncclBfloat16: Reduce16<Bf16ToFloat, FloatToBf16>(out, in, n, op, nranks); break;
-    default: ReduceT<uint8_t>(out, in, n, ncclMax, nranks); break;  // fp8: not modelled
+    case ncclInt8:
+      ReduceT<int8_t>(out, in, n, op, nranks);
+      break;
+    case ncclUint8:
+      ReduceT<uint8_t>(out, in, n, op, nranks);
+      break;
+    case ncclInt32:
+      ReduceT<int32_t>(out, in, n, op, nranks);
+      break;
+    case ncclUint32:
+      ReduceT<uint32_t>(out, in, n, op, nranks);
+      break;
+    case ncclInt64:
+      ReduceT<int64_t>(out, in, n, op, nranks);
+      break;
+    case ncclUint64:
+      ReduceT<uint64_t>(out, in, n, op, nranks);
+      break;
+    case ncclFloat32:
+      ReduceT<float>(out, in, n, op, nranks);
+      break;
+    case ncclFloat64:
+      ReduceT<double>(out, in, n, op, nranks);
+      break;
+    case ncclFloat16:
+      Reduce16<HalfToFloat, FloatToHalf>(out, in, n, op, nranks);
+      break;
+    case ncclBfloat16:
+      Reduce16<Bf16ToFloat, FloatToBf16>(out, in, n, op, nranks);
+      break;
+    default:
+      ReduceT<uint8_t>(out, in, n, ncclMax, nranks);
+      break;  // fp8: not modelled
   }
 }
 
-enum class Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll,
-                  kGather, kScatter, kSend, kRecv };
+enum class Coll {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv
+};
 
 const char* CollName(Coll c) {
   static const char* const kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                       "Reduce", "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+                                       "Reduce",    "AlltoAll",  "Gather",        "Scatter",
+                                       "Send",      "Recv"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -271,8 +320,8 @@ void RunCollective(const Task& t) {
   const size_t bytes = t.count * es;
   // Per-destination sub-slots for the collectives that route different data to each rank.
   const size_t sub = (kSlotBytes / static_cast<size_t>(n)) / es * es;
-  const bool routed = t.coll == Coll::kReduceScatter || t.coll == Coll::kAlltoAll ||
-                      t.coll == Coll::kScatter;
+  const bool routed =
+      t.coll == Coll::kReduceScatter || t.coll == Coll::kAlltoAll || t.coll == Coll::kScatter;
   const size_t step = routed ? sub : kSlotBytes / es * es;
   if (bytes == 0) {
     c.Barrier();
@@ -282,13 +331,17 @@ void RunCollective(const Task& t) {
     size_t len = std::min(step, bytes - off);
     char* mine = c.Slot(me);
     switch (t.coll) {
-      case Coll::kAllReduce: case Coll::kReduce: case Coll::kAllGather: case Coll::kGather:
+      case Coll::kAllReduce:
+      case Coll::kReduce:
+      case Coll::kAllGather:
+      case Coll::kGather:
         memcpy(mine, t.send + off, len);
         break;
       case Coll::kBroadcast:
         if (me == t.root) memcpy(mine, t.send + off, len);
         break;
-      case Coll::kReduceScatter: case Coll::kAlltoAll:
+      case Coll::kReduceScatter:
+      case Coll::kAlltoAll:
         for (int d = 0; d < n; ++d) {
           memcpy(mine + static_cast<size_t>(d) * sub, t.send + static_cast<size_t>(d) * bytes + off,
                  len);
@@ -302,7 +355,8 @@ void RunCollective(const Task& t) {
           }
         }
         break;
-      default: break;
+      default:
+        break;
     }
     if (!c.Barrier()) return;
     std::vector<const char*> in;
@@ -338,7 +392,8 @@ void RunCollective(const Task& t) {
       case Coll::kScatter:
         memmove(t.recv + off, c.Slot(t.root) + static_cast<size_t>(me) * sub, len);
         break;
-      default: break;
+      default:
+        break;
     }
     if (!c.Barrier()) return;
   }
@@ -351,8 +406,7 @@ void RunP2P(const std::vector<Task>& ops) {
     size_t done = 0;
   };
   std::vector<Progress> prog(ops.size());
-  uint64_t deadline =
-      NowNs() + static_cast<uint64_t>(simgpu::GetConfig().nccl_timeout_s * 1e9);
+  uint64_t deadline = NowNs() + static_cast<uint64_t>(simgpu::GetConfig().nccl_timeout_s * 1e9);
   for (;;) {
     bool all = true, moved = false;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -394,10 +448,19 @@ uint64_t LinkNs(const Task& t) {
   double n = t.comm->nranks, s = static_cast<double>(t.count * TypeSize(t.type));
   double moved = 0;
   switch (t.coll) {
-    case Coll::kAllReduce: moved = 2 * (n - 1) / n * s; break;
-    case Coll::kAllGather: case Coll::kReduceScatter: case Coll::kAlltoAll:
-    case Coll::kGather: case Coll::kScatter: moved = (n - 1) * s; break;
-    default: moved = s; break;
+    case Coll::kAllReduce:
+      moved = 2 * (n - 1) / n * s;
+      break;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kAlltoAll:
+    case Coll::kGather:
+    case Coll::kScatter:
+      moved = (n - 1) * s;
+      break;
+    default:
+      moved = s;
+      break;
   }
   if (n <= 1 && t.coll != Coll::kSend && t.coll != Coll::kRecv) moved = 0;
   return static_cast<uint64_t>(cfg.nccl_latency_us * 1e3 + moved / cfg.nccl_gbps);
@@ -508,8 +571,8 @@ ncclResult_t Attach(ncclComm** out, const std::string& name, int nranks, int ran
   if (fd < 0) return ncclSystemError;
   size_t bytes = SharedBytes(nranks);
   struct stat st;
-  if (fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < bytes &&
-                              ftruncate(fd, static_cast<off_t>(bytes)) != 0)) {
+  if (fstat(fd, &st) != 0 ||
+      (static_cast<size_t>(st.st_size) < bytes && ftruncate(fd, static_cast<off_t>(bytes)) != 0)) {
     close(fd);
     return ncclSystemError;
   }
@@ -546,8 +609,7 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
 
 #define NCCL_EXPORT extern "C" __attribute__((visibility("default")))
 // Declares the weak public alias of a strong pnccl* definition, as real NCCL does.
-#define NCCL_WEAK(ret, fn, params) \
-  NCCL_EXPORT __attribute__((weak, alias("p" #fn))) ret fn params;
+#define NCCL_WEAK(ret, fn, params) NCCL_EXPORT __attribute__((weak, alias("p" #fn))) ret fn params;
 
 NCCL_EXPORT ncclResult_t pncclGetVersion(int* version) {
   if (version == nullptr) return ncclInvalidArgument;
@@ -558,15 +620,24 @@ NCCL_WEAK(ncclResult_t, ncclGetVersion, (int* version))
 
 NCCL_EXPORT const char* pncclGetErrorString(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 NCCL_WEAK(const char*, ncclGetErrorString, (ncclResult_t r))
@@ -737,8 +808,8 @@ NCCL_WEAK(ncclResult_t, ncclAllReduce,
            ncclComm_t comm, cudaStream_t stream))
 
 NCCL_EXPORT ncclResult_t pncclReduce(const void* send, void* recv, size_t count,
-                                     ncclDataType_t type, ncclRedOp_t op, int root,
-                                     ncclComm_t comm, cudaStream_t stream) {
+                                     ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+                                     cudaStream_t stream) {
   return Enqueue(Task{Coll::kReduce, static_cast<const char*>(send), static_cast<char*>(recv),
                       count, type, op, root, comm, stream});
 }
@@ -765,8 +836,7 @@ NCCL_WEAK(ncclResult_t, ncclBcast,
            cudaStream_t stream))
 
 NCCL_EXPORT ncclResult_t pncclAllGather(const void* send, void* recv, size_t count,
-                                        ncclDataType_t type, ncclComm_t comm,
-                                        cudaStream_t stream) {
+                                        ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
   return Enqueue(Task{Coll::kAllGather, static_cast<const char*>(send), static_cast<char*>(recv),
                       count, type, ncclSum, 0, comm, stream});
 }
@@ -785,8 +855,7 @@ NCCL_WEAK(ncclResult_t, ncclReduceScatter,
            ncclComm_t comm, cudaStream_t stream))
 
 NCCL_EXPORT ncclResult_t pncclAlltoAll(const void* send, void* recv, size_t count,
-                                       ncclDataType_t type, ncclComm_t comm,
-                                       cudaStream_t stream) {
+                                       ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
   return Enqueue(Task{Coll::kAlltoAll, static_cast<const char*>(send), static_cast<char*>(recv),
                       count, type, ncclSum, 0, comm, stream});
 }
