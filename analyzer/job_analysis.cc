@@ -50,6 +50,28 @@ Cause ResidualCause(GapKind kind) {
   }
 }
 
+// The heaviest evidence items, resolved to text; the same stack or path seen by several
+// processes (ids are per file) is one item.
+template <typename Resolve>
+std::vector<EvidenceItem> ResolveEvidence(const TopEvidence& top, size_t n, Resolve&& resolve) {
+  std::vector<EvidenceItem> items;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const auto& [key, weight] : top.Top(n * 8)) {
+    std::string what = resolve(key);
+    auto [it, inserted] = index.try_emplace(what, items.size());
+    if (inserted) items.push_back({std::move(what), 0, 0, 0});
+    EvidenceItem& item = items[it->second];
+    item.ns += weight.ns;
+    item.bytes += weight.bytes;
+    item.count += weight.count;
+  }
+  std::sort(items.begin(), items.end(), [](const EvidenceItem& a, const EvidenceItem& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.what < b.what;
+  });
+  if (items.size() > n) items.resize(n);
+  return items;
+}
+
 std::string Seconds(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
 
 }  // namespace
@@ -352,6 +374,8 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   }
   if (e.end <= e.start) return;
   EventClassification c = ClassifyHostEvent(e);
+  // Whatever a package installer does (downloads, writes to site-packages) is installation.
+  if (p.installer) c = {EventClass::kInstaller, Cause::kLibraryInstallation};
   if (c.event_class == EventClass::kNone) return;
   Candidate candidate;
   candidate.when = {e.start, e.end};
@@ -562,7 +586,8 @@ void JobAnalysis::CloseGap(uint32_t device_index, Interval gap, GapKind kind) {
   record.kind = kind;
   record.cause_ns = open.cause_ns;
   record.main = open.main;
-  record.has_main = open.has_main;
+  // A gap mostly unexplained is not illustrated by the event that covers a sliver of it.
+  record.has_main = open.has_main && open.main_ns >= open.residual;
   record.main_cause = open.main.cause;
   auto shorter = [](const GapRecord& a, const GapRecord& b) {
     return a.gap.length() > b.gap.length();
@@ -886,16 +911,14 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         r.saving_basis = "no estimate: no specific fix";
         break;
     }
-    for (const auto& [key, weight] : acc.stacks.Top(options_.top_evidence)) {
+    r.stacks = ResolveEvidence(acc.stacks, options_.top_evidence, [&](const EvidenceKey& key) {
       std::string what = symbols.Stack(key.process, key.id);
-      if (what.empty()) what = absl::StrCat("stack #", key.id, " of process ", key.process);
-      r.stacks.push_back({what, weight.ns, weight.bytes, weight.count});
-    }
-    for (const auto& [key, weight] : acc.objects.Top(options_.top_evidence)) {
+      return what.empty() ? absl::StrCat("stack #", key.id, " of process ", key.process) : what;
+    });
+    r.objects = ResolveEvidence(acc.objects, options_.top_evidence, [&](const EvidenceKey& key) {
       std::string what = symbols.String(key.process, key.id);
-      if (what.empty()) what = absl::StrCat("string #", key.id, " of process ", key.process);
-      r.objects.push_back({what, weight.ns, weight.bytes, weight.count});
-    }
+      return what.empty() ? absl::StrCat("string #", key.id, " of process ", key.process) : what;
+    });
     if (acc.stacks.evicted() || acc.objects.evicted()) {
       r.notes.push_back("evidence lists are approximate (too many distinct stacks or objects)");
     }

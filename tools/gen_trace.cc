@@ -1,0 +1,565 @@
+// gen_trace: writes realistic synthetic idlescope traces (proto/trace.proto, written with
+// libprotobuf: this is an offline tool) of a data-parallel training job with a chosen mix of
+// idle causes, for the analyzer's tests and benchmarks.
+//
+//   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
+//             [--causes pageable,checkpoint,...]
+//
+// One file per process: a rank process per rank (main thread launches on device 0), plus a
+// DataLoader worker per rank (dataload, remote) and a pip process (install). A step is: wait for
+// the batch, copy it to the device, K compute kernels, optionally an all-reduce, then the
+// periodic extras (checkpoint, metrics upload). Output is deterministic for given flags.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "trace.pb.h"
+
+namespace idlescope {
+namespace {
+
+using Ns = int64_t;
+constexpr Ns kUs = 1000;
+constexpr Ns kMs = 1000 * kUs;
+constexpr Ns kS = 1000 * kMs;
+constexpr uint64_t kGiB = 1ull << 30;
+
+const std::set<std::string> kKnownCauses = {
+    "pageable", "pinned",   "checkpoint", "upload",     "dataload", "remote", "nccl", "straggler",
+    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none"};
+
+// One trace file being written: framing, interning and batching.
+class TraceFile {
+ public:
+  TraceFile(const std::string& path, const Header& header) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd_ < 0) {
+      std::perror(path.c_str());
+      std::exit(1);
+    }
+    stream_ = std::make_unique<google::protobuf::io::FileOutputStream>(fd_);
+    Packet p;
+    *p.mutable_header() = header;
+    Write(p);
+  }
+  ~TraceFile() { stream_->Close(); }
+
+  uint64_t String(const std::string& s) {
+    auto [it, inserted] = strings_.try_emplace(s, strings_.size() + 1);
+    if (inserted) {
+      InternedString* entry = interned_.mutable_interned()->add_strings();
+      entry->set_id(it->second);
+      entry->set_str(s);
+    }
+    return it->second;
+  }
+
+  // A stack from outermost to innermost function names; returns the innermost node id.
+  uint64_t Stack(const std::vector<std::string>& outer_to_inner) {
+    uint64_t parent = 0;
+    for (const std::string& function : outer_to_inner) {
+      auto [frame_it, new_frame] = frames_.try_emplace(function, frames_.size() + 1);
+      if (new_frame) {
+        Frame* f = interned_.mutable_interned()->add_frames();
+        f->set_id(frame_it->second);
+        f->set_function(String(function));
+        f->set_module(
+            String("/opt/conda/lib/python3.11/site-packages/torch/lib/libtorch_python.so"));
+        f->set_rel_pc(0x1000 * frame_it->second);
+      }
+      auto [node_it, new_node] = nodes_.try_emplace({parent, frame_it->second}, nodes_.size() + 1);
+      if (new_node) {
+        StackNode* n = interned_.mutable_interned()->add_stack_nodes();
+        n->set_id(node_it->second);
+        n->set_parent(parent);
+        n->set_frame(frame_it->second);
+      }
+      parent = node_it->second;
+    }
+    return parent;
+  }
+
+  // Host events of thread `tid`, in start order.
+  Event* AddEvent(uint32_t tid, EventType type, Ns start, Ns dur) {
+    EventBatch& batch = host_[tid];
+    if (batch.events_size() == 0) {
+      batch.set_tid(tid);
+      batch.set_seq(seq_[tid]++);
+      batch_start_[tid] = start;
+      last_event_[tid] = 0;
+    }
+    Event* e = batch.add_events();
+    e->set_type(type);
+    e->set_ts(start - last_event_[tid]);
+    e->set_dur(static_cast<uint64_t>(dur));
+    last_event_[tid] = start;
+    ++events_;
+    return e;
+  }
+
+  GpuActivity* AddGpu(GpuActivityKind kind, Ns start, Ns dur) {
+    if (gpu_.activities_size() == 0) {
+      gpu_start_ = start;
+      last_gpu_ = 0;
+    }
+    GpuActivity* a = gpu_.add_activities();
+    a->set_kind(kind);
+    a->set_start(start - last_gpu_);
+    a->set_dur(static_cast<uint64_t>(dur));
+    last_gpu_ = start;
+    ++gpu_records_;
+    return a;
+  }
+
+  void AddDevice(const DeviceInfo& info) {
+    FlushInterned();
+    Packet p;
+    *p.mutable_device() = info;
+    Write(p);
+  }
+
+  // Writes what is batched when a batch is big or old enough (the recorder flushes at least
+  // every flush interval); host batches go first, so GPU records arrive a little late, as CUPTI's
+  // do.
+  void MaybeFlush(Ns now, bool force = false) {
+    bool due = force;
+    for (auto& [tid, batch] : host_) {
+      if (batch.events_size() >= 4096 ||
+          (batch.events_size() > 0 && now - batch_start_[tid] > 200 * kMs)) {
+        due = true;
+      }
+    }
+    if (gpu_.activities_size() >= 4096 ||
+        (gpu_.activities_size() > 0 && now - gpu_start_ > 200 * kMs)) {
+      due = true;
+    }
+    if (!due) return;
+    FlushInterned();
+    for (auto& [tid, batch] : host_) {
+      if (batch.events_size() == 0) continue;
+      Packet p;
+      p.mutable_events()->Swap(&batch);
+      Write(p);
+      batch.Clear();
+      ++batches_;
+    }
+    if (gpu_.activities_size() > 0) {
+      Packet p;
+      p.mutable_gpu()->Swap(&gpu_);
+      Write(p);
+      gpu_.Clear();
+    }
+  }
+
+  void Finish(Ns end, bool footer) {
+    MaybeFlush(end, true);
+    if (!footer) return;
+    Packet p;
+    Footer* f = p.mutable_footer();
+    f->set_end_ns(static_cast<uint64_t>(end));
+    f->set_events(events_);
+    f->set_gpu_activities(gpu_records_);
+    f->set_batches(batches_);
+    f->set_reason(EXIT_NORMAL);
+    Write(p);
+  }
+
+  uint64_t events() const { return events_; }
+  uint64_t gpu_records() const { return gpu_records_; }
+
+ private:
+  void FlushInterned() {
+    if (interned_.ByteSizeLong() == 0) return;
+    Write(interned_);
+    interned_.Clear();
+  }
+  void Write(const Packet& p) {
+    google::protobuf::io::CodedOutputStream out(stream_.get());
+    out.WriteVarint32(0x0a);  // Trace.packet, length-delimited
+    out.WriteVarint64(p.ByteSizeLong());
+    p.SerializeWithCachedSizes(&out);
+  }
+
+  int fd_ = -1;
+  std::unique_ptr<google::protobuf::io::FileOutputStream> stream_;
+  std::map<std::string, uint64_t> strings_;
+  std::map<std::string, uint64_t> frames_;
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;
+  Packet interned_;
+  std::map<uint32_t, EventBatch> host_;
+  std::map<uint32_t, uint64_t> seq_;
+  std::map<uint32_t, Ns> batch_start_;
+  std::map<uint32_t, Ns> last_event_;
+  GpuBatch gpu_;
+  Ns gpu_start_ = 0;
+  Ns last_gpu_ = 0;
+  uint64_t events_ = 0;
+  uint64_t gpu_records_ = 0;
+  uint64_t batches_ = 0;
+};
+
+struct Options {
+  std::string out;
+  uint64_t events = 100000;
+  int ranks = 1;
+  int kernels_per_step = 50;
+  uint64_t seed = 1;
+  std::set<std::string> causes;
+  bool Has(const char* cause) const { return causes.count(cause) > 0; }
+};
+
+Header MakeHeader(uint32_t pid, uint32_t ppid, int rank, int world, Ns start,
+                  const std::vector<std::string>& cmdline) {
+  Header h;
+  h.set_magic("IDLESCOPE");
+  h.set_format_version(1);
+  h.set_pid(pid);
+  h.set_ppid(ppid);
+  h.set_host("gen-node0");
+  h.set_exe(cmdline[0]);
+  for (const std::string& arg : cmdline) h.add_cmdline(arg);
+  if (rank >= 0) {
+    h.set_rank(rank);
+    h.set_local_rank(rank);
+    h.set_world_size(world);
+  }
+  h.mutable_clock()->set_monotonic_ns(static_cast<uint64_t>(start));
+  h.mutable_clock()->set_realtime_ns(static_cast<uint64_t>(start) + 1'700'000'000ull * kS);
+  h.set_origin(ppid > 1 ? ORIGIN_FORK : ORIGIN_PRELOAD);
+  h.set_tool_version("gen_trace");
+  h.set_process_start_ns(static_cast<uint64_t>(start));
+  h.set_main_tid(pid);
+  h.set_boot_id("0b0b0b0b-gen-boot");
+  return h;
+}
+
+// Writes one rank (and its helper processes). Returns the events written.
+uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<uint64_t>(rank));
+  auto jitter = [&](Ns base, double spread) {
+    std::uniform_real_distribution<double> d(1 - spread, 1 + spread);
+    return static_cast<Ns>(static_cast<double>(base) * d(rng));
+  };
+  const uint32_t pid = 1000 + static_cast<uint32_t>(rank);
+  const uint32_t tid = pid;
+  const Ns t0 = 1000 * kS;
+  const std::string dir = o.out + "/";
+  TraceFile file(dir + "gen-node0-" + std::to_string(pid) + ".idlescope",
+                 MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}));
+  std::unique_ptr<TraceFile> worker;
+  const bool dataload = o.Has("dataload") || o.Has("remote");
+  if (dataload) {
+    worker =
+        std::make_unique<TraceFile>(dir + "gen-node0-" + std::to_string(2000 + rank) + ".idlescope",
+                                    MakeHeader(2000 + static_cast<uint32_t>(rank), pid, -1, o.ranks,
+                                               t0 + 150 * kMs, {"/usr/bin/python3", "train.py"}));
+  }
+
+  DeviceInfo info;
+  info.set_device(0);
+  info.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
+  info.set_sm_count(132);
+  info.set_total_memory(80 * kGiB);
+  info.set_uuid("GPU-0000000" + std::to_string(rank));
+  info.set_visible_devices(static_cast<uint32_t>(o.Has("unused") ? o.ranks + 1 : o.ranks));
+  file.AddDevice(info);
+
+  const uint64_t stack_copy = file.Stack({"main", "train", "train_step", "Tensor.to", "copy_"});
+  const uint64_t stack_save = file.Stack({"main", "train", "save_checkpoint", "torch.save"});
+  const uint64_t stack_log = file.Stack({"main", "train", "log_metrics", "write"});
+  const uint64_t stack_load = file.Stack({"main", "train", "DataLoader.__next__", "_recv"});
+  const uint64_t stack_sync = file.Stack({"main", "train", "train_step", "Tensor.item"});
+  const uint64_t stack_nccl = file.Stack({"main", "train", "allreduce_grads", "all_reduce"});
+  const uint64_t stack_dl = file.Stack({"main", "from_pretrained", "hf_hub_download", "recv"});
+  const uint64_t api_launch = file.String("cudaLaunchKernel");
+  const uint64_t api_memcpy = file.String("cudaMemcpy");
+  const uint64_t api_sync = file.String("cudaStreamSynchronize");
+  const uint64_t kernel_names[4] = {
+      file.String("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128>(Params)"),
+      file.String("void at::native::vectorized_elementwise_kernel<4, GeluFunctor>(...)"),
+      file.String("void at::native::reduce_kernel<512, 1>(ReduceOp)"),
+      file.String("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float>(...)")};
+  const uint64_t nccl_kernel = file.String("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)");
+  const uint64_t memcpy_name = file.String("Memcpy HtoD (Pageable)");
+
+  Ns now = t0 + 300 * kMs;  // imports
+  const bool small = o.Has("smallbatch");
+  // Startup extras.
+  if (o.Has("install")) {
+    Ns begin = t0 + 20 * kMs;
+    Ns len = 1500 * kMs;
+    Event* spawn = file.AddEvent(tid, PROC_SPAWN, begin, 300 * kUs);
+    spawn->set_child_pid(3000 + static_cast<uint32_t>(rank));
+    spawn->set_path(file.String("/usr/bin/python3"));
+    spawn->set_argv(
+        file.String(std::string("python3\0-m\0pip\0install\0-r\0requirements.txt", 45)));
+    TraceFile pip(
+        dir + "gen-node0-" + std::to_string(3000 + rank) + ".idlescope",
+        MakeHeader(3000 + static_cast<uint32_t>(rank), pid, -1, o.ranks, begin,
+                   {"/usr/bin/python3", "-m", "pip", "install", "-r", "requirements.txt"}));
+    for (int i = 0; i < 20; ++i) {
+      Event* recv = pip.AddEvent(3000 + static_cast<uint32_t>(rank), NET_RECV,
+                                 begin + i * (len / 20), len / 25);
+      recv->set_path(pip.String("151.101.0.223:443"));
+      recv->set_net_scope(NET_PUBLIC);
+      recv->set_bytes(8 << 20);
+    }
+    pip.Finish(begin + len, true);
+    now = std::max(now, begin + len + 50 * kMs);
+  }
+  if (o.Has("download")) {
+    Ns len = 800 * kMs;
+    for (int i = 0; i < 8; ++i) {
+      Event* recv = file.AddEvent(tid, NET_RECV, now + i * (len / 8), len / 8);
+      recv->set_path(file.String("huggingface.co:443"));
+      recv->set_net_scope(NET_PUBLIC);
+      recv->set_bytes(64 << 20);
+      recv->set_stack(stack_dl);
+    }
+    now += len;
+  }
+  {
+    Event* m = file.AddEvent(tid, CUDA_MALLOC, now, 2 * kMs);
+    m->set_device(0);
+    m->set_ptr(0x7f0000000000);
+    m->set_bytes(small ? 6 * kGiB : 40 * kGiB);
+    now += 2 * kMs;
+  }
+
+  const int k = o.kernels_per_step;
+  const Ns kernel_len = small ? 30 * kUs : 400 * kUs;
+  const Ns launch_gap = small ? 70 * kUs : 8 * kUs;
+  const bool slow_rank = o.Has("straggler") && rank == o.ranks - 1;
+  uint64_t correlation = 1;
+  uint64_t nccl_seq = 0;
+  Ns gpu_free = now;  // when the device finishes the work queued so far
+  int step = 0;
+  auto events_so_far = [&] {
+    return file.events() + file.gpu_records() + (worker ? worker->events() : 0);
+  };
+  while (events_so_far() < target_events) {
+    ++step;
+    // 1. The batch: from a worker process through a pipe, or already there.
+    if (dataload) {
+      Ns load = jitter(12 * kMs, 0.2);
+      Event* wait = file.AddEvent(tid, FILE_READ, now, load);
+      wait->set_fd(17);
+      wait->set_fs_type(FS_PIPE);
+      wait->set_path(file.String("pipe:[48213]"));
+      wait->set_bytes(64 << 20);
+      wait->set_stack(stack_load);
+      Event* read = worker->AddEvent(2000 + static_cast<uint32_t>(rank), FILE_READ, now + 200 * kUs,
+                                     load - 400 * kUs);
+      char path[96];
+      std::snprintf(path, sizeof(path), "%s/imagenet/train-%05d-of-01024.tar",
+                    o.Has("remote") ? "/mnt/blobfuse" : "/data", (step * o.ranks + rank) % 1024);
+      read->set_path(worker->String(path));
+      read->set_fs_type(o.Has("remote") ? FS_FUSE : FS_LOCAL);
+      read->set_bytes(48 << 20);
+      read->set_count(12);
+      now += load;
+      worker->MaybeFlush(now);
+    }
+    // 2. Copy to the device.
+    if (o.Has("pageable") || o.Has("pinned")) {
+      bool pageable = o.Has("pageable");
+      Ns len = jitter(pageable ? 9 * kMs : 4 * kMs, 0.1);
+      now = std::max(now, gpu_free);  // a synchronous copy waits for the device
+      Event* c = file.AddEvent(tid, CUDA_MEMCPY, now, len);
+      c->set_api(api_memcpy);
+      c->set_stack(stack_copy);
+      c->set_bytes(96 << 20);
+      c->set_device(0);
+      c->set_copy_kind(COPY_H2D);
+      c->set_host_mem(pageable ? MEM_PAGEABLE : MEM_PINNED);
+      c->set_correlation(correlation);
+      GpuActivity* a = file.AddGpu(GPU_MEMCPY, now + len / 10, len - len / 5);
+      a->set_bytes(96 << 20);
+      a->set_copy_kind(COPY_H2D);
+      a->set_src_kind(pageable ? MEM_PAGEABLE : MEM_PINNED);
+      a->set_dst_kind(MEM_DEVICE);
+      a->set_correlation(correlation++);
+      a->set_stream(7);
+      a->set_name(memcpy_name);
+      now += len;
+      gpu_free = now;
+    }
+    // 3. Compute: launches run ahead of the device unless kernels are tiny.
+    for (int i = 0; i < k; ++i) {
+      Event* l = file.AddEvent(tid, CUDA_LAUNCH, now, 4 * kUs);
+      l->set_api(api_launch);
+      l->set_device(0);
+      l->set_stream(1);
+      l->set_correlation(correlation);
+      Ns start = std::max(now + 6 * kUs, gpu_free + 2 * kUs);
+      Ns len = jitter(slow_rank ? kernel_len * 13 / 10 : kernel_len, 0.15);
+      GpuActivity* a = file.AddGpu(GPU_KERNEL, start, len);
+      a->set_device(0);
+      a->set_stream(i % 3 == 2 ? 14 : 13);  // two streams
+      a->set_correlation(correlation++);
+      a->set_name(kernel_names[i % 4]);
+      a->set_grid(small ? 24 : 4096);
+      a->set_block(256);
+      gpu_free = start + len;
+      now += launch_gap;
+    }
+    // 4. Gradients: all-reduce after the backward pass, waited for by the host.
+    if (o.Has("nccl") || o.Has("straggler")) {
+      Ns compute_done = gpu_free;
+      Event* s = file.AddEvent(tid, CUDA_SYNC, now, std::max<Ns>(compute_done - now, 2 * kUs));
+      s->set_api(api_sync);
+      s->set_device(0);
+      s->set_stack(stack_sync);
+      now = std::max(now, compute_done);
+      // Every rank reaches the collective when its compute is done; the slow rank's compute
+      // takes 30% longer (estimated from the step shape, identical across ranks).
+      Ns step_compute = k * kernel_len;
+      Ns slowest_extra = o.Has("straggler") ? step_compute * 3 / 10 : 0;
+      Ns own_extra = slow_rank ? slowest_extra : 0;
+      Ns wait = slowest_extra - own_extra;
+      Ns reduce = jitter(3 * kMs, 0.1);
+      Event* c = file.AddEvent(tid, NCCL_COLLECTIVE, now, wait + reduce);
+      c->set_device(0);
+      c->set_stack(stack_nccl);
+      c->set_nccl_op(NCCL_ALL_REDUCE);
+      c->set_comm(0x5eed);
+      c->set_seq(++nccl_seq);
+      c->set_rank(rank);
+      c->set_nranks(o.ranks);
+      c->set_bytes(100 << 20);
+      c->set_count(25 << 20);
+      GpuActivity* a = file.AddGpu(GPU_KERNEL, now + 5 * kUs, wait + reduce - 10 * kUs);
+      a->set_nccl(true);
+      a->set_stream(20);
+      a->set_name(nccl_kernel);
+      a->set_grid(32);
+      a->set_block(640);
+      now += wait + reduce;
+      gpu_free = now;
+    }
+    // 5. loss.item(): the host waits for the device.
+    if (o.Has("sync")) {
+      Ns len = std::max<Ns>(gpu_free - now, 0) + jitter(3 * kMs, 0.1);
+      Event* s = file.AddEvent(tid, CUDA_SYNC, now, len);
+      s->set_api(api_sync);
+      s->set_device(0);
+      s->set_stack(stack_sync);
+      now += len;
+    }
+    // 6. Periodic extras.
+    if (o.Has("checkpoint") && step % 40 == 0) {
+      now = std::max(now, gpu_free);
+      char path[64];
+      std::snprintf(path, sizeof(path), "/ckpt/step%06d/model.pt", step);
+      Ns len = jitter(180 * kMs, 0.1);
+      Event* w = file.AddEvent(tid, FILE_WRITE, now, len);
+      w->set_path(file.String(path));
+      w->set_fs_type(FS_LOCAL);
+      w->set_bytes(1400ull << 20);
+      w->set_count(350);
+      w->set_fd(23);
+      w->set_stack(stack_save);
+      now += len;
+      Event* f = file.AddEvent(tid, FILE_SYNC, now, 40 * kMs);
+      f->set_path(file.String(path));
+      f->set_fd(23);
+      f->set_stack(stack_save);
+      now += 40 * kMs;
+    }
+    if (o.Has("upload") && step % 10 == 0) {
+      now = std::max(now, gpu_free);
+      Ns len = jitter(25 * kMs, 0.2);
+      Event* w = file.AddEvent(tid, FILE_WRITE, now, len);
+      w->set_path(file.String("/runs/exp1/samples.jsonl"));
+      w->set_fs_type(FS_NFS);
+      w->set_bytes(4 << 20);
+      w->set_stack(stack_log);
+      now += len;
+    }
+    file.MaybeFlush(now);
+  }
+  now = std::max(now, gpu_free);
+  Ns end = now + (o.Has("tail") ? 2 * kS : 20 * kMs);
+  if (worker) worker->Finish(now, true);
+  file.Finish(end, true);
+  return events_so_far();
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gen_trace: %s needs a value\n", argv[i]);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--out") {
+      o.out = next();
+    } else if (arg == "--events") {
+      o.events = std::strtoull(next(), nullptr, 10);
+    } else if (arg == "--ranks") {
+      o.ranks = std::atoi(next());
+    } else if (arg == "--kernels-per-step") {
+      o.kernels_per_step = std::atoi(next());
+    } else if (arg == "--seed") {
+      o.seed = std::strtoull(next(), nullptr, 10);
+    } else if (arg == "--causes") {
+      std::string list = next();
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        std::string cause = list.substr(pos, comma - pos);
+        if (!cause.empty()) {
+          if (!kKnownCauses.count(cause)) {
+            std::fprintf(stderr, "gen_trace: unknown cause '%s'\n", cause.c_str());
+            return 2;
+          }
+          o.causes.insert(cause);
+        }
+        pos = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
+                   "[--seed S] [--causes a,b,...]\ncauses:");
+      for (const std::string& c : kKnownCauses) std::fprintf(stderr, " %s", c.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+  }
+  if (o.out.empty() || o.ranks < 1 || o.kernels_per_step < 1) {
+    std::fprintf(stderr, "gen_trace: --out DIR is required; --ranks and --kernels-per-step >= 1\n");
+    return 2;
+  }
+  mkdir(o.out.c_str(), 0755);
+  uint64_t total = 0;
+  for (int rank = 0; rank < o.ranks; ++rank) {
+    total += WriteRank(o, rank, o.events / static_cast<uint64_t>(o.ranks));
+  }
+  std::printf("gen_trace: wrote %llu events for %d rank%s to %s\n",
+              static_cast<unsigned long long>(total), o.ranks, o.ranks == 1 ? "" : "s",
+              o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace idlescope
+
+int main(int argc, char** argv) { return idlescope::Main(argc, argv); }
