@@ -238,13 +238,17 @@ TEST_F(SimgpuCupti, FullBuffersArriveFromAnotherThreadAndDropsAreCounted) {
   cuptiActivityFlushAll(0);
   for (int i = 0; i < 20; ++i) simgpu_test::LaunchSleep(10'000);
   cudaDeviceSynchronize();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Full buffers go to CUPTI's delivery thread; give it up to 5 s on a loaded machine.
+  bool other = false;
+  for (int i = 0; i < 500 && !other; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lk(g.mu);
+    for (auto id : g.completion_threads) other |= id != std::this_thread::get_id();
+  }
+  EXPECT_TRUE(other);
   cuptiActivityFlushAll(0);
   {
     std::lock_guard<std::mutex> lk(g.mu);
-    bool other = false;
-    for (auto id : g.completion_threads) other |= id != std::this_thread::get_id();
-    EXPECT_TRUE(other);
     g.refuse_buffers = true;
   }
   size_t before = 0, after = 0;

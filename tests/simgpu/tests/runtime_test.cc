@@ -93,7 +93,7 @@ TEST(SimgpuRuntime, PageableAsyncCopyBlocksPinnedDoesNot) {
   ASSERT_EQ(LaunchSleep(20'000'000, s), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(dev, pinned, k8MB, cudaMemcpyHostToDevice, s), cudaSuccess);
   double pinned_ms = MsSince(t0);
-  EXPECT_LT(pinned_ms, 10.0);  // did not wait for the kernel (20 ms) nor the copy (4.2 ms)
+  EXPECT_LT(pinned_ms, 15.0);  // did not wait for the kernel (20 ms) nor all of the copy
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_GE(MsSince(t0), 20.0 + 4.1 - 1.0);
 
@@ -105,7 +105,7 @@ TEST(SimgpuRuntime, PageableAsyncCopyBlocksPinnedDoesNot) {
   t0 = Clock::now();
   ASSERT_EQ(LaunchSleep(20'000'000, s), cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(dev, pageable.data(), k8MB, cudaMemcpyHostToDevice, s), cudaSuccess);
-  EXPECT_LT(MsSince(t0), 10.0);
+  EXPECT_LT(MsSince(t0), 15.0);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   ASSERT_EQ(cudaHostUnregister(pageable.data()), cudaSuccess);
   ASSERT_EQ(cudaPointerGetAttributes(&a, pageable.data()), cudaSuccess);
@@ -146,12 +146,12 @@ TEST(SimgpuRuntime, LegacyDefaultStreamSynchronizesBlockingStreams) {
   EXPECT_GE(MsSince(t0), 30.0);
 
   t0 = Clock::now();
-  ASSERT_EQ(LaunchSleep(30'000'000, nonblocking), cudaSuccess);
+  ASSERT_EQ(LaunchSleep(100'000'000, nonblocking), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(start, nullptr), cudaSuccess);
   ASSERT_EQ(LaunchSleep(1'000'000, nullptr), cudaSuccess);  // does not wait for `nonblocking`
   ASSERT_EQ(cudaEventRecord(stop, nullptr), cudaSuccess);
   ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
-  EXPECT_LT(MsSince(t0), 25.0);
+  EXPECT_LT(MsSince(t0), 70.0);
   float ms = 0;
   ASSERT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
   EXPECT_GE(ms, 0.9f);
@@ -167,14 +167,14 @@ TEST(SimgpuRuntime, PerThreadDefaultStreamIsSeparate) {
   ASSERT_EQ(cudaMalloc(&dev, 4096), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(&pinned, 4096), cudaSuccess);
   auto t0 = Clock::now();
-  std::thread other([] { LaunchSleep(40'000'000, cudaStreamPerThread); });
+  std::thread other([] { LaunchSleep(100'000'000, cudaStreamPerThread); });
   other.join();
   // The legacy stream synchronizes with per-thread default streams (they are blocking streams).
   ASSERT_EQ(cudaMemcpyAsync_ptsz(dev, pinned, 4096, cudaMemcpyHostToDevice, nullptr), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize_ptsz(nullptr), cudaSuccess);
-  EXPECT_LT(MsSince(t0), 35.0);  // this thread's stream did not wait for the other's kernel
+  EXPECT_LT(MsSince(t0), 70.0);  // this thread's stream did not wait for the other's kernel
   cudaDeviceSynchronize();
-  EXPECT_GE(MsSince(t0), 39.0);
+  EXPECT_GE(MsSince(t0), 99.0);
   cudaFree(dev);
   cudaFreeHost(pinned);
 }
