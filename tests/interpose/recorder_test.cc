@@ -1,0 +1,292 @@
+// The recorder core in-process (unit: also runs under ASan+UBSan): rings and drop accounting
+// across threads, delta timestamps, interning of strings, streams and stacks, GPU batches, device
+// info and notices, read back from the file with libprotobuf.
+#include "interpose/recorder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "interpose/recorder_internal.h"
+#include "tests/interpose/trace_read.h"
+
+namespace idlescope {
+namespace {
+
+using testing::Flatten;
+using testing::Flattened;
+using testing::ReadTrace;
+
+std::string g_dir;
+
+ReadTrace ReadOwnTrace() {
+  FlushNow();
+  std::vector<std::string> files = testing::TraceFiles(g_dir);
+  EXPECT_EQ(files.size(), 1u);
+  return files.empty() ? ReadTrace{} : testing::ReadTraceFile(files[0]);
+}
+
+uint32_t Tid() { return static_cast<uint32_t>(gettid()); }
+
+TEST(RecorderTest, EveryEventOfEveryThreadIsWrittenOrCountedAsDropped) {
+  // 128-slot rings (IDLESCOPE_BUFFER_KB=16): the producers outrun the writer, so some events are
+  // dropped; none may vanish.
+  constexpr int kThreads = 4, kEvents = 20000;
+  uint32_t api = InternString("unit-thread-event");
+  std::vector<uint32_t> tids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tids[t] = Tid();
+      for (int i = 0; i < kEvents; ++i) {
+        RawEvent e;
+        e.ts = 1'000'000'000ull + static_cast<uint64_t>(i) * 7;  // exact values checked below
+        e.dur = static_cast<uint64_t>(i);
+        e.api = api;
+        e.type = ev::kFileRead;
+        Record(e);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ReadTrace trace = ReadOwnTrace();
+  std::map<uint32_t, uint64_t> written, dropped, next_seq;
+  for (const idlescope::Packet& p : trace.packets) {
+    if (!p.has_events()) continue;
+    const auto& b = p.events();
+    EXPECT_EQ(b.seq(), next_seq[b.tid()]++);
+    dropped[b.tid()] += b.dropped();
+    uint64_t ts = 0;
+    for (const auto& e : b.events()) {
+      ts += static_cast<uint64_t>(e.ts());
+      if (e.api() != api) continue;
+      ++written[b.tid()];
+      EXPECT_EQ(ts, 1'000'000'000ull + e.dur() * 7);  // delta decoding restores every ts
+    }
+  }
+  for (uint32_t tid : tids) {
+    EXPECT_EQ(written[tid] + dropped[tid], static_cast<uint64_t>(kEvents)) << tid;
+    EXPECT_GT(written[tid], 0u);
+  }
+}
+
+TEST(RecorderTest, StringsAreInternedOnceAndDefinedBeforeUse) {
+  uint32_t a = InternString("cudaMemcpyAsync");
+  EXPECT_EQ(InternString("cudaMemcpyAsync"), a);
+  uint32_t b = InternString(std::string("path\0with-nul", 13));
+  EXPECT_NE(a, b);
+  EXPECT_GE(a, 1u);
+  std::vector<std::thread> threads;
+  std::vector<uint32_t> ids(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { ids[t] = InternString("concurrently-interned"); });
+  }
+  for (auto& t : threads) t.join();
+  for (uint32_t id : ids) EXPECT_EQ(id, ids[0]);
+  RawEvent e;
+  e.ts = NowNs();
+  e.type = ev::kFileOpen;
+  e.u.io.path = b;
+  e.api = a;
+  Record(e);
+  Flattened f = Flatten(ReadOwnTrace());
+  EXPECT_TRUE(f.ids_defined_before_use);
+  EXPECT_EQ(f.strings[a], "cudaMemcpyAsync");
+  EXPECT_EQ(f.strings[b], std::string("path\0with-nul", 13));
+  EXPECT_EQ(f.strings[ids[0]], "concurrently-interned");
+}
+
+TEST(RecorderTest, StreamHandlesBecomeSmallIds) {
+  auto copy = [](uint64_t handle, uint32_t device) {
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kCudaMemcpy;
+    e.u.cuda.stream = handle;
+    e.u.cuda.device = device;
+    Record(e);
+  };
+  copy(0x7f00aa001000, 1);
+  copy(0x7f00aa001000, 1);
+  copy(0, 0);  // the legacy default stream exists once per device
+  copy(0, 1);
+  Flattened f = Flatten(ReadOwnTrace());
+  EXPECT_TRUE(f.ids_defined_before_use);
+  std::vector<uint64_t> ids;
+  for (const auto& e : f.events) {
+    if (e.event.type() == idlescope::CUDA_MEMCPY) ids.push_back(e.event.stream());
+  }
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids[0], ids[1]);
+  EXPECT_NE(ids[2], ids[3]);
+  EXPECT_EQ(f.streams[ids[0]].handle(), 0x7f00aa001000u);
+  EXPECT_EQ(f.streams[ids[0]].device(), 1);
+  EXPECT_EQ(f.streams[ids[3]].handle(), 0u);
+  EXPECT_EQ(f.streams[ids[3]].device(), 1);
+}
+
+// Not tail calls (the leaves must keep their frames), and not identical (GCC's -fipa-icf would
+// fold them into one function).
+volatile uint32_t g_sink_a, g_sink_b;
+__attribute__((noinline)) uint32_t LeafA() {
+  uint32_t id = CaptureStack(0);
+  g_sink_a = id;
+  return id;
+}
+__attribute__((noinline)) uint32_t LeafB() {
+  uint32_t id = CaptureStack(0);
+  g_sink_b = id + 1;
+  return id;
+}
+__attribute__((noinline)) uint32_t CallerOfBoth(bool a) {
+  uint32_t id = a ? LeafA() : LeafB();
+  asm volatile("" ::: "memory");
+  return id;
+}
+
+TEST(RecorderTest, StacksAreATrieWithSymbolizedFrames) {
+  uint32_t ids[2];
+  volatile int n = 2;  // a real loop: one call site
+  for (int i = 0; i < n; ++i) ids[i] = CallerOfBoth(true);
+  uint32_t a1 = ids[0], a2 = ids[1];
+  uint32_t b = CallerOfBoth(false);
+  ASSERT_NE(a1, 0u);
+  EXPECT_EQ(a1, a2);  // the same stack: the same id
+  EXPECT_NE(a1, b);
+  RawEvent e;
+  e.ts = NowNs();
+  e.type = ev::kMark;
+  e.stack = a1;
+  Record(e);
+  e.stack = b;
+  Record(e);
+  Flattened f = Flatten(ReadOwnTrace());
+  EXPECT_TRUE(f.ids_defined_before_use);
+  std::vector<std::string> fa = testing::StackFunctions(f, a1);
+  std::vector<std::string> fb = testing::StackFunctions(f, b);
+  ASSERT_GE(fa.size(), 3u);
+  EXPECT_NE(fa[0].find("LeafA"), std::string::npos) << fa[0];
+  EXPECT_NE(fb[0].find("LeafB"), std::string::npos) << fb[0];
+  EXPECT_NE(fa[1].find("CallerOfBoth"), std::string::npos) << fa[1];
+  // The stacks differ in the leaf, the call site in CallerOfBoth and the one in TestBody; from
+  // TestBody's caller to the root they are one shared chain of nodes.
+  auto up = [&](uint64_t node, int levels) {
+    while (levels-- > 0) node = f.nodes[node].parent();
+    return node;
+  };
+  EXPECT_NE(up(a1, 2), up(b, 2));
+  EXPECT_EQ(up(a1, 3), up(b, 3));
+  EXPECT_NE(up(a1, 3), 0u);
+  // Frames carry their module and a module-relative pc.
+  const idlescope::Frame& frame = f.frames[f.nodes[a1].frame()];
+  EXPECT_NE(f.strings[frame.module()].find("recorder_test"), std::string::npos);
+  EXPECT_GT(frame.rel_pc(), 0u);
+}
+
+TEST(RecorderTest, GpuActivitiesDevicesAndNotices) {
+  uint32_t name = InternString("ampere_sgemm_128x64_nn");
+  RawGpuActivity k;
+  k.kind = 1;
+  k.start = 2'000'000;
+  k.dur = 500;
+  k.name = name;
+  RawGpuActivity m = k;
+  m.kind = 2;
+  m.start = 1'999'000;  // not in start order across streams
+  m.name = 0;
+  m.bytes = 4096;
+  RecordGpu(k);
+  RecordGpu(m);
+  RecordGpuDropped(3);
+  RawDeviceInfo d;
+  d.device = 2;
+  d.sm_count = 132;
+  strcpy(d.name, "NVIDIA H200");
+  RecordDeviceInfo(d);
+  RecordDeviceInfo(d);  // written once per device
+  errno = EXDEV;
+  RecordNotice(Severity::kWarning, "cupti_unavailable", "no libcupti", /*print=*/false);
+  EXPECT_EQ(errno, EXDEV);
+  ReadTrace t = ReadOwnTrace();
+  std::vector<uint64_t> starts;
+  uint64_t dropped = 0;
+  int devices = 0, notices = 0;
+  for (const idlescope::Packet& p : t.packets) {
+    if (p.has_gpu()) {
+      uint64_t s = 0;
+      for (const auto& a : p.gpu().activities()) {
+        s += static_cast<uint64_t>(a.start());
+        starts.push_back(s);
+      }
+      dropped += p.gpu().dropped();
+    }
+    if (p.has_device() && p.device().device() == 2) {
+      ++devices;
+      EXPECT_EQ(p.device().name(), "NVIDIA H200");
+      EXPECT_EQ(p.device().sm_count(), 132u);
+    }
+    if (p.has_notice() && p.notice().code() == "cupti_unavailable") {
+      ++notices;
+      EXPECT_EQ(p.notice().severity(), idlescope::WARNING);
+      EXPECT_EQ(p.notice().text(), "no libcupti");
+    }
+  }
+  EXPECT_EQ(starts, (std::vector<uint64_t>{2'000'000, 1'999'000}));
+  EXPECT_EQ(dropped, 3u);
+  EXPECT_EQ(devices, 1);
+  EXPECT_EQ(notices, 1);
+}
+
+TEST(RecorderTest, GuardAndFamilies) {
+  EXPECT_TRUE(RecorderActive());
+  {
+    HookGuard outer(Family::kIo);
+    EXPECT_TRUE(outer.active());
+    HookGuard inner(Family::kIo);  // a hook called from inside a hook
+    EXPECT_FALSE(inner.active());
+  }
+  HookGuard net(Family::kNet);  // IDLESCOPE_DISABLE=net in main()
+  EXPECT_FALSE(net.active());
+  EXPECT_FALSE(FamilyEnabled(Family::kNet));
+  EXPECT_TRUE(FamilyEnabled(Family::kCuda));
+}
+
+TEST(RecorderTest, EntryPointsKeepErrno) {
+  errno = ENOTTY;
+  RawEvent e;
+  e.ts = NowNs();
+  Record(e);
+  EXPECT_EQ(errno, ENOTTY);
+  InternString("a-new-string-for-errno");
+  EXPECT_EQ(errno, ENOTTY);
+  CaptureStack();
+  EXPECT_EQ(errno, ENOTTY);
+  FlushNow();
+  EXPECT_EQ(errno, ENOTTY);
+}
+
+}  // namespace
+}  // namespace idlescope
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  char tmpl[] = "/tmp/idlescope-unit-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  idlescope::g_dir = tmpl;
+  setenv("IDLESCOPE_OUT", tmpl, 1);
+  setenv("IDLESCOPE_BUFFER_KB", "16", 1);
+  setenv("IDLESCOPE_DISABLE", "net", 1);
+  setenv("IDLESCOPE_FLUSH_MS", "5", 1);
+  idlescope::internal::Init();
+  int rc = RUN_ALL_TESTS();
+  std::string cmd = std::string("rm -rf '") + tmpl + "'";
+  if (system(cmd.c_str()) != 0) return 1;
+  return rc;
+}
