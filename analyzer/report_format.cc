@@ -37,12 +37,15 @@ class Json {
 
   void Key(std::string_view key) {
     Separate();
-    String(key);
-    out += ':';
+    Quoted(key);
+    out += ": ";
     after_key_ = true;
   }
   void String(std::string_view s) {
     Separate();
+    Quoted(s);
+  }
+  void Quoted(std::string_view s) {
     out += '"';
     for (unsigned char c : s) {
       switch (c) {

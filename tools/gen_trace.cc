@@ -39,7 +39,7 @@ constexpr uint64_t kGiB = 1ull << 30;
 
 const std::set<std::string> kKnownCauses = {
     "pageable", "pinned",   "checkpoint", "upload",     "dataload", "remote", "nccl", "straggler",
-    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none"};
+    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none", "nogpu"};
 
 // One trace file being written: framing, interning and batching.
 class TraceFile {
@@ -268,6 +268,23 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
                                                t0 + 150 * kMs, {"/usr/bin/python3", "train.py"}));
   }
 
+  if (o.Has("nogpu")) {
+    // A non-DL job: reads and CPU work, no device at all.
+    Ns now = t0 + 100 * kMs;
+    int step = 0;
+    while (file.events() < target_events) {
+      Event* r = file.AddEvent(tid, FILE_READ, now, jitter(10 * kMs, 0.2));
+      char path[64];
+      std::snprintf(path, sizeof(path), "/data/table-%03d.parquet", step++ % 100);
+      r->set_path(file.String(path));
+      r->set_fs_type(FS_LOCAL);
+      r->set_bytes(32 << 20);
+      now += 30 * kMs;
+      file.MaybeFlush(now);
+    }
+    file.Finish(now + 5 * kMs, true);
+    return file.events();
+  }
   DeviceInfo info;
   info.set_device(0);
   info.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
