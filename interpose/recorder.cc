@@ -24,6 +24,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -212,6 +213,18 @@ std::unordered_map<std::string, uint32_t>* g_string_ids;  // never destroyed (ex
 std::vector<const std::string*>* g_strings;               // id - 1 -> string
 size_t g_strings_emitted = 0;                             // under g_strings_mu
 
+// Hooks intern their API name once, in a static local: that may happen before our constructor
+// ran (another preloaded library's constructor calling a hooked function), and the id must be
+// valid for the life of the process. So the table exists from the first use, not from Init.
+void EnsureStringTable() {
+  static const bool created = [] {
+    g_string_ids = new std::unordered_map<std::string, uint32_t>();
+    g_strings = new std::vector<const std::string*>();
+    return true;
+  }();
+  (void)created;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queues filled by other threads, drained by Flush.
 
@@ -222,6 +235,7 @@ uint64_t g_gpu_queue_overflow = 0;
 std::vector<RawDeviceInfo>* g_devices_pending;
 std::vector<uint32_t>* g_devices_seen;
 std::vector<trace::Notice>* g_notices_pending;
+std::set<std::string>* g_notice_codes_said;
 constexpr size_t kMaxGpuQueue = 1 << 20;
 
 // ---------------------------------------------------------------------------------------------
@@ -629,7 +643,7 @@ void FlushLocked() {
     interned.stack_nodes.push_back({node.id, node.parent, frame});
   }
   std::vector<trace::Module> modules;
-  if (!nodes.empty()) sym.TakeNewModules(&modules);
+  sym.TakeNewModules(&modules);
   {
     std::lock_guard<std::mutex> lock(g_strings_mu);
     for (; g_strings_emitted < g_strings->size(); ++g_strings_emitted) {
@@ -816,12 +830,12 @@ void Init() {
   ++detail::t_hook_depth;
   g_config = new Config(ParseConfig());
   g_path = new std::string();
-  g_string_ids = new std::unordered_map<std::string, uint32_t>();
-  g_strings = new std::vector<const std::string*>();
+  EnsureStringTable();
   g_gpu_queue = new std::vector<RawGpuActivity>();
   g_devices_pending = new std::vector<RawDeviceInfo>();
   g_devices_seen = new std::vector<uint32_t>();
   g_notices_pending = new std::vector<trace::Notice>();
+  g_notice_codes_said = new std::set<std::string>();
   g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
   uint64_t slots = 1;
   while (slots * 2 * sizeof(RawEvent) <= uint64_t{g_config->buffer_kb} * 1024) slots *= 2;
@@ -944,9 +958,9 @@ void RecordGpuDropped(uint64_t records) {
 }
 
 uint32_t InternString(std::string_view s) {
-  if (g_strings == nullptr) return 0;
   int saved = errno;
   ++detail::t_hook_depth;
+  EnsureStringTable();
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(g_strings_mu);
@@ -973,13 +987,19 @@ void RecordDeviceInfo(const RawDeviceInfo& info) {
 }
 
 void RecordNotice(Severity severity, std::string_view code, std::string_view text, bool print) {
+  if (g_notices_pending == nullptr) return;
   int saved = errno;
-  if (print) Say((std::string(text)).c_str());
-  if (g_notices_pending != nullptr) {
+  ++detail::t_hook_depth;
+  bool first_of_code;
+  {
     std::lock_guard<std::mutex> lock(g_queue_mu);
+    first_of_code = g_notice_codes_said->insert(std::string(code)).second;
     g_notices_pending->push_back(
         {NowNs(), static_cast<uint32_t>(severity), std::string(code), std::string(text)});
   }
+  // Said once on stderr per code: a program is not flooded by a condition that repeats.
+  if (print && first_of_code) Say(std::string(text).c_str());
+  --detail::t_hook_depth;
   errno = saved;
   FlushSoon();
 }

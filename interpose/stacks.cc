@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -308,6 +309,29 @@ class SymbolizerState {
     return nullptr;
   }
 
+  // dl_iterate_phdr's load/unload counters: a rescan is needed only when they moved.
+  unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
+
+  bool LoadedSetChanged() {
+    struct Counters {
+      unsigned long long adds, subs;
+    } c{0, 0};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, size_t size, void* arg) -> int {
+          auto* counters = static_cast<Counters*>(arg);
+          if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+            counters->adds = info->dlpi_adds;
+            counters->subs = info->dlpi_subs;
+          }
+          return 1;  // the counters are the same in every entry
+        },
+        &c);
+    bool changed = c.adds != seen_adds || c.subs != seen_subs;
+    seen_adds = c.adds;
+    seen_subs = c.subs;
+    return changed;
+  }
+
   void Rescan() {
     dl_iterate_phdr(
         [](struct dl_phdr_info* info, size_t, void* arg) -> int {
@@ -408,6 +432,7 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
 
 void Symbolizer::TakeNewModules(std::vector<trace::Module>* out) {
   SymbolizerState& s = State();
+  if (s.LoadedSetChanged()) s.Rescan();
   for (auto& m : s.modules) {
     if (m->emitted) continue;
     m->emitted = true;

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "interpose/hooks/io_burst.h"
+#include "interpose/hooks/io_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/net_address.h"
 #include "interpose/recorder.h"
@@ -139,8 +140,8 @@ uint32_t MaybeCaptureStack(uint64_t t0) {
   return CaptureStack(2);
 }
 
-void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t t0,
-                     uint64_t t1, uint64_t bytes, bool failed, int err, uint64_t offset) {
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t tick0,
+                     uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset) {
   FdInfo info = g_fds.Get(fd);
   if (info.state == FdState::kUnknown) {
     if (failed && err == EBADF) return;  // not an fd: nothing to describe
@@ -149,12 +150,13 @@ void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, 
   if (info.state == FdState::kIgnored) return;
   uint8_t type = info.fs == kFsSocket ? net_type : file_type;
   if (type == 0) return;
+  uint64_t t0 = TicksToNs(tick0);
   IoCall call;
   call.type = type;
   call.fd = fd;
   call.api = api;
   call.ts = t0;
-  call.dur = t1 - t0;
+  call.dur = TickSpanNs(tick1 - tick0);
   call.bytes = bytes;
   call.result = failed ? -err : 0;
   call.offset = offset;

@@ -21,11 +21,11 @@ FdInfo ResolveFd(int fd);
 // `dirfd`) and returns the entry.
 FdInfo TrackOpenedFd(int fd, int dirfd, const char* path);
 
-// A call of a burst-merged kind (io_burst.h). `file_type`/`net_type`: the event type when the fd
-// is a file / a socket (0 = not recorded for that kind). `result` is the call's return value
-// (bytes, or -1 with `err`). `bytes` counts what was moved.
-void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t t0,
-                     uint64_t t1, uint64_t bytes, bool failed, int err, uint64_t offset);
+// A call of a burst-merged kind (io_burst.h), timed with CallTicks() (io_clock.h) before and
+// after. `file_type`/`net_type`: the event type when the fd is a file / a socket (0 = not
+// recorded for that kind). `failed`/`err`: the call failed with errno `err`. `bytes`: moved.
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t tick0,
+                     uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset);
 
 // Emits the calling thread's open burst, if any (before any other event of this thread, and
 // before fork/exec, so a burst is never lost or inherited by a child).

@@ -8,6 +8,7 @@
 
 #include <string_view>
 
+#include "interpose/hooks/io_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/hooks/net_address.h"
@@ -38,10 +39,10 @@ template <typename Call>
 ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) return call();
-  uint64_t t0 = NowNs();
+  uint64_t t0 = idlescope::io::CallTicks();
   ssize_t r = call();
   int err = errno;
-  uint64_t t1 = NowNs();
+  uint64_t t1 = idlescope::io::CallTicks();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
   RecordBurstCall(0, type, api(), fd, t0, t1, r > 0 ? static_cast<uint64_t>(r) : 0, r < 0, err, 0);
   errno = err;
