@@ -30,7 +30,7 @@ struct Anchor {
   uint64_t ns = 0;
   uint64_t ticks = 0;
 };
-thread_local Anchor t_anchor;
+__thread Anchor t_anchor __attribute__((tls_model("initial-exec")));
 
 #if defined(__x86_64__)
 bool InvariantTsc() {

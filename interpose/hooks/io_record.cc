@@ -28,8 +28,9 @@ constexpr uint64_t kStackIntervalNs = 50'000;
 
 FdTable g_fds;
 
-thread_local Burst t_burst;
-thread_local uint64_t t_last_stack = 0;
+// initial-exec: no __tls_get_addr call on the hot path (the recorder needs static TLS anyway).
+__thread Burst t_burst __attribute__((tls_model("initial-exec")));
+__thread uint64_t t_last_stack __attribute__((tls_model("initial-exec"))) = 0;
 
 // A burst still open when the program calls exit() would be lost: close the exiting thread's
 // burst from an atexit handler. Registered at the first burst, i.e. after __libc_start_main

@@ -73,7 +73,7 @@ void* ResolveNccl(const char* strong, const char* weak) {
 
 nccl::CommTable g_comms;
 std::atomic<uint64_t> g_init_all_seq{0};
-thread_local uint32_t t_group_depth = 0;
+__thread uint32_t t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 #define NCCL_API(name)                                    \
   +[]() -> uint32_t {                                     \
