@@ -1,0 +1,53 @@
+#include "interpose/hooks/io_clock.h"
+
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <cstdint>
+
+#include "interpose/recorder.h"
+
+namespace idlescope::io {
+namespace {
+
+void SleepNs(long ns) {
+  timespec ts{0, ns};
+  nanosleep(&ts, nullptr);
+}
+
+TEST(IoClock, TicksConvertToTheTraceClock) {
+  // Loose bounds: the machine may be loaded; what matters is that tick times land on
+  // CLOCK_MONOTONIC and spans are not off by a factor.
+  for (int i = 0; i < 50; ++i) {
+    uint64_t before = NowNs();
+    uint64_t ticks = CallTicks();
+    uint64_t after = NowNs();
+    uint64_t at = TicksToNs(ticks);
+    EXPECT_GE(at + 50'000, before);
+    EXPECT_LE(at, after + 50'000);
+  }
+}
+
+TEST(IoClock, SpansMatchElapsedTime) {
+  uint64_t ns0 = NowNs();
+  uint64_t t0 = CallTicks();
+  SleepNs(20'000'000);
+  uint64_t t1 = CallTicks();
+  uint64_t ns1 = NowNs();
+  double span = static_cast<double>(TickSpanNs(t1 - t0));
+  double real = static_cast<double>(ns1 - ns0);
+  EXPECT_GT(span, real * 0.9);
+  EXPECT_LT(span, real * 1.1);
+}
+
+TEST(IoClock, LaterReadingsAreLaterTimes) {
+  uint64_t prev = TicksToNs(CallTicks());
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t now = TicksToNs(CallTicks());
+    EXPECT_GE(now + 2000, prev);  // anchors may move by the calibration error, never far
+    prev = now;
+  }
+}
+
+}  // namespace
+}  // namespace idlescope::io
