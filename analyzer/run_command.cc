@@ -45,7 +45,10 @@ std::atomic<pid_t> g_child{0};
 void ForwardSignal(int sig, siginfo_t* info, void*) {
   const int saved_errno = errno;
   const pid_t child = g_child.load(std::memory_order_relaxed);
-  if (child > 0 && (info == nullptr || info->si_code <= 0)) kill(child, sig);
+  // The child signalling its own process group (kill(0, sig)) has reached itself already.
+  if (child > 0 && (info == nullptr || (info->si_code <= 0 && info->si_pid != child))) {
+    kill(child, sig);
+  }
   errno = saved_errno;
 }
 
