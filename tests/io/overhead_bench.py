@@ -8,6 +8,7 @@ Each mode runs the same loop (programs/io_bench.c: 4 KB or 1 MB write(2)/read(2)
 machines are shared and loaded, so CPU time is the steadier figure; strace's cost is mostly in
 the tracer process and in ptrace stops, so for strace only wall time means anything.
 
+"hook ns/call" = (traced CPU - bare-mt CPU) / calls: what the hooks themselves cost per call.
 "bare-mt" is bare plus one idle thread (programs/idle_thread.c): any second thread makes
 read/write dearer (glibc cancellation bookkeeping, the kernel's shared-fd-table path), which a
 traced process pays because of the writer thread and a real training job pays anyway.
@@ -67,7 +68,7 @@ def main():
         header = f"{'workload':<11}" + "".join(f"{m + ' ms':>12}" for m in modes)
         header += f"{'traced/bare':>13}{'strace/bare':>13}{'cpu t/b':>9}"
         if args.idle_thread:
-            header += f"{'cpu t/b-mt':>11}"
+            header += f"{'cpu t/b-mt':>11}{'hook ns/call':>14}"
         print(header)
         results = {}
         for name, mode, block, file_mb, total_mb in WORKLOADS:
@@ -91,7 +92,9 @@ def main():
             line += f"{wall['traced'] / wall['bare']:13.3f}{strace_ratio:13.3f}"
             line += f"{cpu['traced'] / cpu['bare']:9.3f}"
             if args.idle_thread:
+                calls = (total_mb << 20) // block
                 line += f"{cpu['traced'] / cpu['bare-mt']:11.3f}"
+                line += f"{(cpu['traced'] - cpu['bare-mt']) / calls:14.0f}"
             print(line)
         files = os.listdir(traces)
         size = sum(os.path.getsize(os.path.join(traces, f)) for f in files)
