@@ -863,9 +863,26 @@ void Init() {
   errno = saved_errno;
 }
 
+// Waits (futex, async-signal-safe) until the writer wrote the footer, at most `seconds`.
+void WaitFinalDone(uint64_t seconds) {
+  uint64_t deadline = NowNs() + seconds * 1000000000ull;
+  while (g_final_done.load(std::memory_order_acquire) == 0) {
+    uint64_t now = NowNs();
+    if (now >= deadline) break;
+    uint64_t left = deadline - now;
+    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+    Futex(&g_final_done, FUTEX_WAIT_PRIVATE, 0, &ts);
+  }
+}
+
 void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   if (!g_initialized.load() || !InTracedProcess()) return;
-  if (g_shutdown_started.exchange(true)) return;
+  if (g_shutdown_started.exchange(true)) {
+    // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
+    // are already in _exit): let it finish before this one lets the process die.
+    if (g_final_request.load(std::memory_order_acquire) != 0) WaitFinalDone(from_signal ? 3 : 10);
+    return;
+  }
   int saved_errno = errno;
   // Inside a hook (a signal that interrupted one, or _exit called by a hooked function) this
   // thread's ring may be half-way through a Record: no event from here then.
@@ -892,15 +909,7 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
     g_final_status = status;
     g_final_request.store(1 + reason, std::memory_order_release);
     WakeWriter();
-    uint64_t deadline = NowNs() + (from_signal ? 3 : 10) * 1000000000ull;
-    while (g_final_done.load(std::memory_order_acquire) == 0) {
-      uint64_t now = NowNs();
-      if (now >= deadline) break;
-      uint64_t left = deadline - now;
-      timespec ts{static_cast<time_t>(left / 1000000000ull),
-                  static_cast<long>(left % 1000000000ull)};
-      Futex(&g_final_done, FUTEX_WAIT_PRIVATE, 0, &ts);
-    }
+    WaitFinalDone(from_signal ? 3 : 10);
   } else if (!from_signal) {
     FinalFlush(reason, status);
   }

@@ -221,6 +221,19 @@ TEST_F(PreloadTest, UnderscoreExitFlushes) {
   EXPECT_EQ(FooterOf(t)->exit_status(), 4);
 }
 
+TEST_F(PreloadTest, SigtermDuringUnderscoreExitWaitsForTheFooter) {
+  for (int run = 0; run < 5; ++run) {
+    Child c = Run({"term_during_exit"});
+    ASSERT_TRUE((WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGTERM) ||
+                (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 3))
+        << c.status;
+    ReadTrace t = ReadTraceFile(FileOf(c.pid));
+    EXPECT_EQ(Count(Flatten(t), "before-_exit"), 1);
+    ASSERT_NE(FooterOf(t), nullptr) << "run " << run;
+    EXPECT_EQ(FooterOf(t)->reason(), EXIT_UNDERSCORE);
+  }
+}
+
 TEST_F(PreloadTest, ThreadsHandTheirRingsOverWhenTheyExit) {
   Child c = Run({"threads", "3000"}, {"IDLESCOPE_BUFFER_KB=64"});
   ASSERT_TRUE(WIFEXITED(c.status));

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +89,18 @@ int main(int argc, char** argv) {
   if (mode == "underscore_exit") {
     Mark("before-_exit");
     _exit(n);
+  }
+  if (mode == "term_during_exit") {  // Pool.terminate(): SIGTERM to a worker already in _exit
+    Mark("before-_exit");
+    static std::atomic<bool> go{false};
+    std::thread killer([] {
+      while (!go.load()) {
+      }
+      for (;;) kill(getpid(), SIGTERM);
+    });
+    killer.detach();
+    go.store(true);
+    _exit(3);
   }
   if (mode == "flush_and_sleep") {  // flush, then keep recording until killed
     Mark("flushed-before-kill");
