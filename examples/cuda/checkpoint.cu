@@ -7,7 +7,7 @@
 // device-to-host copy into pinned memory); a background writer thread saves the snapshot while
 // training continues (torch.distributed.checkpoint.async_save does the same).
 //
-//   checkpoint [--fixed] [--steps 400] [--every 50] [--model-mb 64] [--act-mb 216]
+//   checkpoint [--fixed] [--steps 400] [--every 70] [--model-mb 64] [--act-mb 216]
 //              [--layers 2] [--iters 512] [--dir checkpoints]
 #include <sys/stat.h>
 
@@ -26,7 +26,7 @@ namespace {
 struct Options {
   bool fixed = false;
   int steps = 400;
-  int every = 50;
+  int every = 70;
   double model_mb = 64;
   double act_mb = 216;
   int layers = 2;

@@ -8,10 +8,10 @@
 // GPU runs step i) into a small queue of pinned buffers, so preprocessing overlaps compute
 // (DataLoader's prefetch_factor).
 //
-//   dataloader [--fixed] [--steps 250] [--batch-mb 1] [--decode-ms 2] [--act-mb 216]
-//              [--layers 3] [--iters 512] [--prefetch 2]
-#include <fcntl.h>
-#include <signal.h>
+//   dataloader [--fixed] [--steps 250] [--batch-mb 0.25] [--decode-ms 2] [--act-mb 216]
+//              [--layers 4] [--iters 512] [--prefetch 2]
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +19,6 @@
 #include <deque>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "train_common.h"
 
@@ -31,10 +30,10 @@ namespace {
 struct Options {
   bool fixed = false;
   int steps = 250;
-  double batch_mb = 1;
+  double batch_mb = 0.25;
   double decode_ms = 2;
   double act_mb = 216;
-  int layers = 3;
+  int layers = 4;
   int iters = 512;
   int prefetch = 2;
 };
@@ -84,94 +83,103 @@ __attribute__((noinline)) void decode_and_augment(float* batch, size_t floats, i
   } while (example::NowSeconds() < end);
 }
 
-[[noreturn]] void loader_worker_main(int request_fd, int batch_fd, size_t floats,
+// Batch slots in memory shared with the worker (mapped before fork). The training process
+// registers them with CUDA (pinned), as DataLoader's pin-memory thread provides pinned batches.
+struct SharedBatches {
+  float* base = nullptr;
+  size_t floats = 0;  // per slot
+  int slots = 0;
+  float* Slot(int index) const { return base + static_cast<size_t>(index % slots) * floats; }
+  size_t bytes() const { return static_cast<size_t>(slots) * floats * sizeof(float); }
+};
+
+[[noreturn]] void loader_worker_main(int request_fd, int ready_fd, const SharedBatches& batches,
                                      double decode_ms) {
-  std::vector<float> batch(floats);
   int32_t index = 0;
   while (ReadAll(request_fd, &index, sizeof index)) {
-    decode_and_augment(batch.data(), floats, index, decode_ms);
-    WriteAll(batch_fd, batch.data(), floats * sizeof(float));
+    decode_and_augment(batches.Slot(index), batches.floats, index, decode_ms);
+    WriteAll(ready_fd, &index, sizeof index);
   }
   _exit(0);
 }
 
 struct LoaderWorker {
   pid_t pid = -1;
-  int request_fd = -1;  // training process -> worker: batch indices
-  int batch_fd = -1;    // worker -> training process: decoded batches
+  int request_fd = -1;  // training process -> worker: batch indices to decode
+  int ready_fd = -1;    // worker -> training process: indices of decoded batches
+  SharedBatches batches;
 
-  void Start(size_t floats, double decode_ms) {
-    int req[2], resp[2];
-    EXAMPLE_CHECK(pipe(req) == 0 && pipe(resp) == 0, "pipe: %s", strerror(errno));
-    // Room for a whole batch in the pipe, when the kernel allows it (best effort).
-    (void)fcntl(resp[1], F_SETPIPE_SZ, 1 << 20);
+  void Start(size_t floats, int slots, double decode_ms) {
+    batches.floats = floats;
+    batches.slots = slots;
+    void* p =
+        mmap(nullptr, batches.bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    EXAMPLE_CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+    batches.base = static_cast<float*>(p);
+    int req[2], ready[2];
+    EXAMPLE_CHECK(pipe(req) == 0 && pipe(ready) == 0, "pipe: %s", strerror(errno));
     fflush(stdout);
     pid = fork();
     EXAMPLE_CHECK(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
       close(req[1]);
-      close(resp[0]);
-      loader_worker_main(req[0], resp[1], floats, decode_ms);
+      close(ready[0]);
+      loader_worker_main(req[0], ready[1], batches, decode_ms);
     }
     close(req[0]);
-    close(resp[1]);
+    close(ready[1]);
     request_fd = req[1];
-    batch_fd = resp[0];
+    ready_fd = ready[0];
   }
   void Stop() {
     close(request_fd);
-    close(batch_fd);
+    close(ready_fd);
     int status = 0;
     EXAMPLE_CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
     EXAMPLE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "loader worker failed");
+    munmap(batches.base, batches.bytes());
   }
 };
 
-// The bad twin: request batch i and wait for the worker to decode it.
-__attribute__((noinline)) void load_batch_sync(const LoaderWorker& worker, float* batch,
-                                               size_t floats, int32_t index) {
+// The bad twin: request batch i and wait for the worker to decode it; returns its slot.
+__attribute__((noinline)) const float* load_batch_sync(const LoaderWorker& worker, int32_t index) {
   WriteAll(worker.request_fd, &index, sizeof index);
-  EXAMPLE_CHECK(ReadAll(worker.batch_fd, batch, floats * sizeof(float)), "worker exited");
+  int32_t done = -1;
+  EXAMPLE_CHECK(ReadAll(worker.ready_fd, &done, sizeof done), "loader worker exited");
+  EXAMPLE_CHECK(done == index, "loader worker sent batch %d, expected %d", done, index);
+  return worker.batches.Slot(index);
 }
 
-// The fixed twin: a producer thread keeps `depth` decoded batches ready in pinned buffers.
+// The fixed twin: a producer thread keeps up to `depth` decoded batches ready ahead of the
+// training thread (slots = depth + 1: one more for the batch being copied).
 class PrefetchQueue {
  public:
-  PrefetchQueue(const LoaderWorker& worker, size_t floats, int depth, int batches)
-      : worker_(worker), floats_(floats), buffers_(static_cast<size_t>(depth) + 1) {
-    for (float*& b : buffers_) CUDA_CHECK(cudaMallocHost(&b, floats * sizeof(float)));
-    for (float* b : buffers_) free_.push_back(b);
-    thread_ = std::thread([this, batches] { prefetch_loop(batches); });
-  }
-  ~PrefetchQueue() {
-    thread_.join();
-    for (float* b : buffers_) CUDA_CHECK(cudaFreeHost(b));
-  }
+  PrefetchQueue(const LoaderWorker& worker, int depth, int batches)
+      : worker_(worker), depth_(depth), thread_([this, batches] { prefetch_loop(batches); }) {}
+  ~PrefetchQueue() { thread_.join(); }
   // Returns the next decoded batch; Release() it once its copy to the device has completed.
-  float* Next() {
+  const float* Next() {
     std::unique_lock<std::mutex> lk(mu_);
     cv_.wait(lk, [this] { return !ready_.empty(); });
-    float* b = ready_.front();
+    const float* b = ready_.front();
     ready_.pop_front();
     return b;
   }
-  void Release(float* b) {
+  void Release() {
     std::lock_guard<std::mutex> lk(mu_);
-    free_.push_back(b);
+    --in_use_;
     cv_.notify_all();
   }
 
  private:
   void prefetch_loop(int batches) {
     for (int32_t i = 0; i < batches; ++i) {
-      float* b;
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [this] { return !free_.empty(); });
-        b = free_.front();
-        free_.pop_front();
+        cv_.wait(lk, [this] { return in_use_ <= depth_; });
+        ++in_use_;
       }
-      load_batch_sync(worker_, b, floats_, i);
+      const float* b = load_batch_sync(worker_, i);
       std::lock_guard<std::mutex> lk(mu_);
       ready_.push_back(b);
       cv_.notify_all();
@@ -179,12 +187,12 @@ class PrefetchQueue {
   }
 
   const LoaderWorker& worker_;
-  size_t floats_;
-  std::vector<float*> buffers_;
+  int depth_;
+  int in_use_ = 0;  // slots decoded or being decoded, not yet released
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<float*> free_, ready_;
-  std::thread thread_;
+  std::deque<const float*> ready_;
+  std::thread thread_;  // last: starts after the members it uses
 };
 
 __attribute__((noinline)) void forward_backward(const Model& model, cudaStream_t stream,
@@ -193,48 +201,54 @@ __attribute__((noinline)) void forward_backward(const Model& model, cudaStream_t
   for (int l = 0; l < layers; ++l) model.Layer(stream, d_batch, floats, step);
 }
 
-int train(const Options& o, LoaderWorker& worker, size_t floats) {
+// loss.item() at the end of every step: the host waits for the step's kernels.
+__attribute__((noinline)) float read_loss(const Model& model, float* h_loss, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(h_loss, model.act, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *h_loss;
+}
+
+int train(const Options& o, LoaderWorker& worker) {
+  size_t floats = worker.batches.floats;
   size_t bytes = floats * sizeof(float);
+  CUDA_CHECK(
+      cudaHostRegister(worker.batches.base, worker.batches.bytes(), cudaHostRegisterDefault));
   Model model;
   model.Allocate(o.act_mb, o.iters);
   float* d_batch = nullptr;
   CUDA_CHECK(cudaMalloc(&d_batch, bytes));
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float* h_loss = nullptr;
+  CUDA_CHECK(cudaMallocHost(&h_loss, sizeof(float)));
 
+  float loss = 0;
   double t0 = example::NowSeconds();
   if (o.fixed) {
-    PrefetchQueue queue(worker, floats, o.prefetch, o.steps);
-    cudaEvent_t copied;
-    CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
+    PrefetchQueue queue(worker, o.prefetch, o.steps);
     for (int step = 0; step < o.steps; ++step) {
-      float* h_batch = queue.Next();
+      const float* h_batch = queue.Next();
       CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, bytes, cudaMemcpyHostToDevice, stream));
-      CUDA_CHECK(cudaEventRecord(copied, stream));
       forward_backward(model, stream, d_batch, floats, o.layers, step);
-      // The pinned buffer goes back to the producer once its copy is done; the copy waits for the
-      // previous step's kernels, so the host stays one step ahead of the GPU.
-      CUDA_CHECK(cudaEventSynchronize(copied));
-      queue.Release(h_batch);
+      loss = read_loss(model, h_loss, stream);  // the copy is done: the slot can be reused
+      queue.Release();
     }
-    CUDA_CHECK(cudaEventDestroy(copied));
   } else {
-    float* h_batch = nullptr;
-    CUDA_CHECK(cudaMallocHost(&h_batch, bytes));
     for (int step = 0; step < o.steps; ++step) {
-      load_batch_sync(worker, h_batch, floats, step);
+      const float* h_batch = load_batch_sync(worker, step);
       CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, bytes, cudaMemcpyHostToDevice, stream));
       forward_backward(model, stream, d_batch, floats, o.layers, step);
-      // h_batch is refilled next step: wait for this step (a DataLoader hands out fresh tensors).
-      CUDA_CHECK(cudaStreamSynchronize(stream));
+      loss = read_loss(model, h_loss, stream);
     }
-    CUDA_CHECK(cudaFreeHost(h_batch));
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   double seconds = example::NowSeconds() - t0;
   example::PrintSummary("dataloader", o.fixed, o.steps, seconds);
+  printf("loss %.4f\n", loss);
+  CUDA_CHECK(cudaFreeHost(h_loss));
   CUDA_CHECK(cudaStreamDestroy(stream));
   CUDA_CHECK(cudaFree(d_batch));
+  CUDA_CHECK(cudaHostUnregister(worker.batches.base));
   model.Free();
   return 0;
 }
@@ -264,8 +278,8 @@ int main(int argc, char** argv) {
   size_t floats = static_cast<size_t>(o.batch_mb * 1024 * 1024 / sizeof(float));
   // The worker starts before any CUDA call: a CUDA context does not survive fork().
   LoaderWorker worker;
-  worker.Start(floats, o.decode_ms);
-  int rc = train(o, worker, floats);
+  worker.Start(floats, o.prefetch + 1, o.decode_ms);
+  int rc = train(o, worker);
   worker.Stop();
   return rc;
 }
