@@ -51,6 +51,10 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
 std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate> candidates) {
   std::vector<Slice> slices;
   if (idle.length() <= 0) return slices;
+  if (candidates.empty()) {  // the common case: nothing to cut
+    slices.push_back(Slice{idle, -1, Cause::kUnknown});
+    return slices;
+  }
   // Boundaries: (time, +1 start / -1 end, candidate). Ends sort before starts at equal times so
   // that touching candidates do not overlap.
   struct Edge {
@@ -58,8 +62,9 @@ std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate>
     int delta;
     int index;
   };
-  std::vector<Edge> edges;
-  edges.reserve(candidates.size() * 2);
+  // Scratch reused across calls: this runs once per idle slice of every device.
+  static thread_local std::vector<Edge> edges;
+  edges.clear();
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Interval& w = candidates[i].candidate->when;
     Ns s = std::max(w.start, idle.start);
@@ -80,7 +85,8 @@ std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate>
     }
     slices.push_back(Slice{{s, e}, winner, cause});
   };
-  std::vector<int> active;
+  static thread_local std::vector<int> active;
+  active.clear();
   Ns t = idle.start;
   size_t k = 0;
   while (k < edges.size()) {

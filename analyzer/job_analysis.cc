@@ -1,6 +1,7 @@
 #include "analyzer/job_analysis.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <utility>
 
@@ -21,6 +22,11 @@ constexpr double kDefaultPageableRatio = 0.5;
 // A collective still missing ranks this long after its last arrival has ranks whose files are
 // not part of the job: give up on it.
 constexpr Ns kCollectiveHorizon = 30'000'000'000;
+// Idle slices no event explained are kept this long, for events that arrive late (a blocking
+// call is recorded when it returns: a long one arrives long after it began).
+constexpr Ns kResidualHorizon = 600'000'000'000;  // 10 min
+// At most this many candidate events are held (about 100 MB); see Prune().
+constexpr size_t kMaxPendingCandidates = 1 << 20;
 
 uint64_t ThreadKey(uint32_t process, uint32_t tid) { return (uint64_t{process} << 32) | tid; }
 
@@ -121,6 +127,14 @@ struct JobAnalysis::DeviceState {
   absl::flat_hash_set<uint32_t> processes;
   std::array<CauseAccumulator, kCauseCount> causes;
   OpenGap open_gap;
+  // Recent idle slices no event explained, in time order: an event that arrives after its time
+  // was attributed (a long blocking call is recorded when it returns) takes them back.
+  struct ResidualSlice {
+    Interval when;
+    bool open;    // in the gap still open: its cause is decided when the gap closes
+    Cause cause;  // when closed: the residual cause it was given
+  };
+  std::deque<ResidualSlice> residual_log;
 
   DeviceState(uint32_t index, Ns job_start, Ns min_gap) : timeline(index, job_start, min_gap) {}
 };
@@ -139,6 +153,8 @@ struct JobAnalysis::ProcessState {
   std::vector<std::string> visible_tokens;  // CUDA_VISIBLE_DEVICES entries
   uint32_t visible_devices = 0;
   // Cache of the last launching thread seen: most events come from one thread.
+  uint32_t cached_ordinal = ~uint32_t{0};  // the last ordinal looked up, and its device
+  uint32_t cached_device = 0;
   uint64_t last_launcher = ~uint64_t{0};
   uint32_t last_launcher_device = 0;
 };
@@ -257,8 +273,13 @@ Ns JobAnalysis::ProcessEnd(const ProcessState& p) const {
 
 uint32_t JobAnalysis::DeviceFor(uint32_t process, uint32_t ordinal) {
   ProcessState& p = *processes_[process];
+  if (ordinal == p.cached_ordinal) return p.cached_device;
   auto it = p.device_by_ordinal.find(ordinal);
-  if (it != p.device_by_ordinal.end()) return it->second;
+  if (it != p.device_by_ordinal.end()) {
+    p.cached_ordinal = ordinal;
+    p.cached_device = it->second;
+    return it->second;
+  }
   // Identity: the uuid when the process told it; else the host and the physical device named
   // by CUDA_VISIBLE_DEVICES (or the ordinal when that is unset).
   std::string key;
@@ -317,6 +338,7 @@ void JobAnalysis::AddDeviceInfo(uint32_t process, const DeviceProps& props) {
 }
 
 void JobAnalysis::AddCandidate(const Candidate& candidate) {
+  ReclaimResidual(candidate);
   incoming_.push_back(candidate);
   peak_pending_ = std::max(peak_pending_, pending_.size() + incoming_.size());
 }
@@ -478,6 +500,8 @@ void JobAnalysis::MergeIncoming() {
     return a.when.start < b.when.start;
   };
   std::stable_sort(incoming_.begin(), incoming_.end(), by_start);
+  for (const Candidate& c : incoming_)
+    longest_pending_ = std::max(longest_pending_, c.when.length());
   size_t old_size = pending_.size();
   pending_.insert(pending_.end(), incoming_.begin(), incoming_.end());
   std::inplace_merge(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(old_size),
@@ -529,28 +553,46 @@ void JobAnalysis::Attribute(uint32_t device_index, Interval piece) {
     tiers_.push_back(tier);
     ranked_.push_back({&c, tier});
   };
-  for (const Candidate& c : pending_) {
-    if (c.when.start >= piece.end) break;
-    consider(c);
-  }
+  // pending_ is sorted by start and no candidate is longer than longest_pending_: the ones that
+  // can reach into the piece start at most that long before it.
+  auto first = std::lower_bound(pending_.begin(), pending_.end(), piece.start - longest_pending_,
+                                [](const Candidate& c, Ns t) { return c.when.start < t; });
+  for (auto it = first; it != pending_.end() && it->when.start < piece.end; ++it) consider(*it);
   for (Candidate& span : installer_spans_) {
     span.when.end = ProcessEnd(*processes_[span.process]);
     consider(span);
   }
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
-    Credit(d, slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr, slice.when.length());
+    Credit(d, slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr, slice.when);
   }
 }
 
-void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Ns length) {
+void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Interval slice) {
   OpenGap& gap = d.open_gap;
+  Ns length = slice.length();
   if (c == nullptr) {
     gap.residual += length;
+    if (!d.residual_log.empty() && d.residual_log.back().open &&
+        d.residual_log.back().when.end == slice.start) {
+      d.residual_log.back().when.end = slice.end;
+    } else {
+      d.residual_log.push_back({slice, true, Cause::kUnknown});
+    }
     return;
   }
+  gap.cause_ns[Index(c->cause)] += length;
+  CreditCause(d, *c, length);
+  if (length > gap.main_ns) {
+    gap.main = *c;
+    gap.main_ns = length;
+    gap.has_main = true;
+  }
+}
+
+void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns length) {
+  const Candidate* c = &candidate;
   CauseAccumulator& acc = d.causes[Index(c->cause)];
   acc.ns += length;
-  gap.cause_ns[Index(c->cause)] += length;
   Ns event_length = std::max<Ns>(c->when.length(), 1);
   double bytes = static_cast<double>(c->bytes) * static_cast<double>(length) /
                  static_cast<double>(event_length);
@@ -565,10 +607,40 @@ void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Ns length) {
   if (c->nccl_op > 0 && c->nccl_op < static_cast<int>(acc.nccl_op_ns.size())) {
     acc.nccl_op_ns[c->nccl_op] += length;
   }
-  if (length > gap.main_ns) {
-    gap.main = *c;
-    gap.main_ns = length;
-    gap.has_main = true;
+}
+
+void JobAnalysis::ReclaimResidual(const Candidate& c) {
+  for (uint32_t index = 0; index < devices_.size(); ++index) {
+    DeviceState& d = *devices_[index];
+    if (c.when.start >= d.timeline.attributed_until()) continue;
+    Tier tier;
+    if (TierFor(c, d, index, &tier) == nullptr) continue;
+    if (c.when.start < d.timeline.attributed_until() - kResidualHorizon) ++late_candidates_;
+    // Residual slices had no candidate at all, so the late event is the only one there: it
+    // takes them whatever its rank.
+    std::deque<DeviceState::ResidualSlice> kept;
+    bool changed = false;
+    for (const auto& slice : d.residual_log) {
+      Ns s = std::max(slice.when.start, c.when.start);
+      Ns e = std::min(slice.when.end, c.when.end);
+      if (e <= s) {
+        kept.push_back(slice);
+        continue;
+      }
+      changed = true;
+      Ns taken = e - s;
+      if (slice.open) {
+        d.open_gap.residual -= taken;
+        d.open_gap.cause_ns[Index(c.cause)] += taken;
+      } else {
+        d.causes[Index(slice.cause)].ns -= taken;
+      }
+      CreditCause(d, c, taken);
+      reclaimed_ns_ += taken;
+      if (slice.when.start < s) kept.push_back({{slice.when.start, s}, slice.open, slice.cause});
+      if (e < slice.when.end) kept.push_back({{e, slice.when.end}, slice.open, slice.cause});
+    }
+    if (changed) d.residual_log.swap(kept);
   }
 }
 
@@ -579,6 +651,16 @@ void JobAnalysis::CloseGap(uint32_t device_index, Interval gap, GapKind kind) {
   if (open.residual > 0) {
     d.causes[Index(residual)].ns += open.residual;
     open.cause_ns[Index(residual)] += open.residual;
+  }
+  // The open gap's slices are the newest: a suffix of the log.
+  for (auto it = d.residual_log.rbegin(); it != d.residual_log.rend() && it->open; ++it) {
+    it->open = false;
+    it->cause = residual;
+  }
+  Ns horizon = gap.end - kResidualHorizon;
+  while (!d.residual_log.empty() && !d.residual_log.front().open &&
+         d.residual_log.front().when.end < horizon) {
+    d.residual_log.pop_front();
   }
   GapRecord record;
   record.device = device_index;
@@ -608,9 +690,10 @@ void JobAnalysis::CloseGap(uint32_t device_index, Interval gap, GapKind kind) {
 void JobAnalysis::Prune() {
   // A host candidate can be forgotten once every device its process's family launches on has
   // been attributed past its end; a device-side one once its device has.
-  Ns all_devices = kForever;
-  for (const auto& d : devices_)
+  Ns all_devices = devices_.empty() ? IntervalUnion::kNever : kForever;
+  for (const auto& d : devices_) {
     all_devices = std::min(all_devices, d->timeline.attributed_until());
+  }
   std::vector<Ns> process_horizon(processes_.size(), IntervalUnion::kNever);
   for (size_t i = 0; i < processes_.size(); ++i) {
     const std::vector<uint32_t>& devices = processes_[i]->devices;
@@ -625,7 +708,17 @@ void JobAnalysis::Prune() {
     if (c.event_class == EventClass::kInstaller) return c.when.end <= all_devices;
     return c.when.end <= process_horizon[c.process];
   });
+  // Candidates of processes whose family never used a device are kept for a device that may
+  // still appear, but not without bound: past the cap the oldest are forgotten (and said so).
+  if (pending_.size() > kMaxPendingCandidates) {
+    size_t excess = pending_.size() - kMaxPendingCandidates / 2;
+    forgotten_candidates_ += excess;
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(excess));
+  }
   pending_after_prune_ = pending_.size();
+  longest_pending_ = 0;
+  for (const Candidate& c : pending_)
+    longest_pending_ = std::max(longest_pending_, c.when.length());
 }
 
 JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
@@ -987,9 +1080,17 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     }
     report.top_gaps.push_back(std::move(r));
   }
+  if (forgotten_candidates_ > 0) {
+    report.warnings.push_back(absl::StrFormat(
+        "%d events of processes that never used a GPU were forgotten to bound memory; a GPU "
+        "first used late may show part of its startup as residual",
+        forgotten_candidates_));
+  }
   if (late_candidates_ > 0) {
     report.warnings.push_back(
-        absl::StrFormat("%d host events arrived too late to be attributed", late_candidates_));
+        absl::StrFormat("%d events arrived more than 10 min after their time was attributed and "
+                        "were only partly used",
+                        late_candidates_));
   }
   for (std::string& w : warnings_) report.warnings.push_back(std::move(w));
   return report;

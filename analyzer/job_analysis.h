@@ -86,7 +86,9 @@ class JobAnalysis {
   void MergeIncoming();
   void HandleGapEvents();
   void Attribute(uint32_t device, Interval piece);
-  void Credit(DeviceState& device, const Candidate* candidate, Ns length);
+  void Credit(DeviceState& device, const Candidate* candidate, Interval slice);
+  void CreditCause(DeviceState& device, const Candidate& candidate, Ns length);
+  void ReclaimResidual(const Candidate& candidate);
   void CloseGap(uint32_t device, Interval gap, GapKind kind);
   void Prune();
   Ns ProcessEnd(const ProcessState& process) const;
@@ -103,6 +105,7 @@ class JobAnalysis {
   std::vector<Candidate> pending_;   // sorted by start
   std::vector<Candidate> incoming_;  // not yet merged into pending_
   size_t pending_after_prune_ = 0;
+  Ns longest_pending_ = 0;  // the longest candidate in pending_
   size_t peak_pending_ = 0;
   std::vector<Candidate> installer_spans_;  // installer processes, whole lifetime
   std::vector<GapEvent> gap_events_;
@@ -128,6 +131,8 @@ class JobAnalysis {
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;
   uint64_t late_candidates_ = 0;
+  uint64_t forgotten_candidates_ = 0;
+  Ns reclaimed_ns_ = 0;
   std::vector<std::string> warnings_;
   std::vector<FileReport> files_;
 };

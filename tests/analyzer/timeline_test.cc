@@ -186,3 +186,48 @@ TEST(StreamingAnalysis, CandidatesHeldStayBounded) {
 
 }  // namespace
 }  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+// A long blocking call is recorded when it returns: its event arrives after the analysis window
+// has moved past its start, and takes back the idle time attributed as residual meanwhile.
+TEST(StreamingAnalysis, LateLongCallTakesBackResidualIdle) {
+  JobBuilder job(AnalysisOptions{.min_gap = Ms(1), .advance_quantum = Ms(1)});
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, 100, 0);
+  job.Kernel(p, 0, 100);
+  // A helper thread reads a little in the middle of the gap (arrives in time).
+  job.Io(p, 555, FILE_READ, 1000, 1100, "/data/x");
+  job.analysis().AdvanceTo(Ms(5000));  // the gap is attributed up to 5 s: mostly residual
+  // The launcher's 10 s checkpoint write, recorded when it returned.
+  job.Io(p, 100, FILE_WRITE, 100, 10100, "/ckpt/model.pt");
+  job.Kernel(p, 10100, 10200);
+  job.End(p, 10200);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(10000) - Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));  // not taken back: it had an owner
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  Ns sum = 0;
+  for (Ns ns : r.devices[0].cause_ns) sum += ns;
+  EXPECT_EQ(sum + r.devices[0].compute_ns, r.span);
+}
+
+TEST(StreamingAnalysis, LateCallAfterGapClosedMovesClosedResidual) {
+  JobBuilder job(AnalysisOptions{.min_gap = Ms(1), .advance_quantum = Ms(1)});
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, 100, 0);
+  job.Kernel(p, 0, 100);
+  job.Kernel(p, 300, 400);
+  job.analysis().AdvanceTo(Ms(350));  // gap [100, 300) closed as unknown
+  job.Sync(p, 100, 150, 250);
+  job.End(p, 400);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+}  // namespace
+}  // namespace idlescope::testing
