@@ -27,10 +27,15 @@ struct Collective {
 
 TEST(NcclTrace, FourRankJobIsMatchableAcrossFiles) {
   std::string out = MakeTempDir();
-  ASSERT_EQ(RunTraced({NCCL_JOB_BIN, "launch", std::to_string(kRanks)}, out,
-                      {std::string("LD_LIBRARY_PATH=") + SIMGPU_LIB_DIR,
-                       "SIMGPU_DEVICES=" + std::to_string(kRanks)}),
-            0);
+  std::vector<std::string> job = {NCCL_JOB_BIN, "launch", std::to_string(kRanks)};
+  std::vector<std::string> env = {std::string("LD_LIBRARY_PATH=") + SIMGPU_LIB_DIR,
+                                  "SIMGPU_DEVICES=" + std::to_string(kRanks)};
+#ifdef IDLESCOPE_CLI
+  // The way users run it: `idlescope run -o DIR -- job`.
+  ASSERT_EQ(RunWithCli(IDLESCOPE_CLI, job, out, env), 0);
+#else
+  ASSERT_EQ(RunTraced(job, out, env), 0);
+#endif
   auto files = ReadTraceDir(out);
   std::map<int, const TraceFile*> by_rank;
   for (const auto& f : files) {

@@ -26,7 +26,11 @@ TEST(TorchTrace, DataLoaderWorkersAndCheckpoints) {
     GTEST_SKIP() << "no python3-torch for /usr/bin/python3";
   }
   std::string out = MakeTempDir(), data = MakeTempDir(), ckpt = MakeTempDir();
+#ifdef IDLESCOPE_CLI
+  ASSERT_EQ(RunWithCli(IDLESCOPE_CLI, {kPython, TORCH_JOB_PY, data, ckpt}, out), 0);
+#else
   ASSERT_EQ(RunTraced({kPython, TORCH_JOB_PY, data, ckpt}, out), 0);
+#endif
   auto files = ReadTraceDir(out);
 
   // The training process: the one that forked the workers.

@@ -140,6 +140,15 @@ int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
   return Spawn(argv, env);
 }
 
+int RunWithCli(const std::string& cli, const std::vector<std::string>& argv,
+               const std::string& out_dir, const std::vector<std::string>& extra_env) {
+  std::vector<std::string> full = {cli, "run", "-o", out_dir, "--quiet", "--"};
+  full.insert(full.end(), argv.begin(), argv.end());
+  std::vector<std::string> env = CurrentEnv();
+  for (const auto& e : extra_env) env.push_back(e);
+  return Spawn(full, env);
+}
+
 int RunBare(const std::vector<std::string>& argv) { return Spawn(argv, CurrentEnv()); }
 
 }  // namespace idlescope::testing

@@ -43,6 +43,11 @@ std::string MakeTempDir(const std::string& base = "");
 int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
               const std::vector<std::string>& extra_env = {});
 
+// Runs argv through the CLI, `cli run -o out_dir --quiet -- argv...` (the way users trace), with
+// the current environment plus `extra_env`; returns the exit status.
+int RunWithCli(const std::string& cli, const std::vector<std::string>& argv,
+               const std::string& out_dir, const std::vector<std::string>& extra_env = {});
+
 // Same, without the preload library.
 int RunBare(const std::vector<std::string>& argv);
 
