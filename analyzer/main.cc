@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"dump", idlescope::DumpCommand, "dump FILE                print every packet of a trace"},
     {"report", idlescope::ReportCommand,
      "report [--json] DIR|FILE... why the GPUs of a traced job sat idle"},
+    {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
 };
 
 void Usage(FILE* out) {

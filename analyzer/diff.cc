@@ -1,0 +1,519 @@
+#include "analyzer/diff.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analyzer/trace/interned_data.h"
+#include "analyzer/trace/trace_reader.h"
+
+namespace idlescope {
+
+// --- Inputs -----------------------------------------------------------------------------------
+
+RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus steps) {
+  RunSummary s;
+  s.input = std::move(input);
+  s.span = report.span;
+  s.devices = static_cast<uint32_t>(report.devices.size());
+  s.gpu_time = report.gpu_time;
+  for (const DeviceReport& d : report.devices) s.compute_ns += d.compute_ns;
+  for (const CauseReport& c : report.causes) s.cause_ns[Index(c.cause)] += c.ns;
+  for (Ns ns : s.cause_ns) s.idle_ns += ns;
+  s.compute_util = report.compute_util;
+  s.kernel_active_util = report.kernel_active_util;
+  s.steps = std::move(steps);
+  return s;
+}
+
+namespace {
+
+struct FileCensus {
+  absl::flat_hash_map<uint64_t, uint64_t> collectives_by_comm;
+  // Kernel name id -> grid -> launches.
+  absl::flat_hash_map<uint64_t, std::map<uint64_t, uint64_t>> grids_by_name;
+};
+
+uint64_t MedianOf(const std::map<uint64_t, uint64_t>& histogram, uint64_t total) {
+  uint64_t seen = 0;
+  for (const auto& [value, count] : histogram) {
+    seen += count;
+    if (2 * seen >= total) return value;
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<StepCensus> CountSteps(const std::vector<std::string>& inputs) {
+  std::vector<std::string> paths;
+  for (const std::string& input : inputs) {
+    struct stat st;
+    if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      absl::StatusOr<std::vector<std::string>> listed = ListTraceFiles(input);
+      if (!listed.ok()) return listed.status();
+      paths.insert(paths.end(), listed->begin(), listed->end());
+    } else {
+      paths.push_back(input);
+    }
+  }
+  // Per communicator and per kernel name, the most any one process saw: every rank of a
+  // data-parallel job runs the same steps, and DataLoader workers run none.
+  absl::flat_hash_map<uint64_t, uint64_t> collectives;
+  struct NameStats {
+    uint64_t count = 0;
+    uint64_t median_grid = 0;
+  };
+  std::map<std::string, NameStats> kernels;
+  Packet packet;
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    InternedData interned;
+    FileCensus file;
+    while ((*reader)->Next(&packet)) {
+      if (packet.has_interned()) {
+        interned.Add(packet.interned());
+      } else if (packet.has_events()) {
+        for (const Event& e : packet.events().events()) {
+          if (e.type() == NCCL_COLLECTIVE) ++file.collectives_by_comm[e.comm()];
+        }
+      } else if (packet.has_gpu()) {
+        for (const GpuActivity& a : packet.gpu().activities()) {
+          if (a.kind() != GPU_KERNEL || a.nccl()) continue;
+          ++file.grids_by_name[a.name()][a.grid()];
+        }
+      }
+    }
+    for (const auto& [comm, count] : file.collectives_by_comm) {
+      collectives[comm] = std::max(collectives[comm], count);
+    }
+    for (const auto& [name_id, grids] : file.grids_by_name) {
+      uint64_t total = 0;
+      for (const auto& [grid, count] : grids) total += count;
+      std::string name(interned.String(name_id));
+      if (name.empty()) name = absl::StrCat("kernel#", name_id);
+      NameStats& stats = kernels[name];
+      if (total > stats.count) stats = {total, MedianOf(grids, total)};
+    }
+  }
+  StepCensus census;
+  for (const auto& [comm, count] : collectives) {
+    if (count > census.nccl_collectives ||
+        (count == census.nccl_collectives && comm < census.nccl_comm)) {
+      census.nccl_collectives = count;
+      census.nccl_comm = comm;
+    }
+  }
+  for (const auto& [name, stats] : kernels) {
+    census.kernels.push_back({name, stats.count, stats.median_grid});
+  }
+  std::stable_sort(census.kernels.begin(), census.kernels.end(),
+                   [](const KernelCount& a, const KernelCount& b) { return a.count > b.count; });
+  if (census.kernels.size() > kMaxCensusKernels) census.kernels.resize(kMaxCensusKernels);
+  return census;
+}
+
+// --- Gates ------------------------------------------------------------------------------------
+
+std::optional<Cause> CauseByName(std::string_view name) {
+  for (int i = 0; i < kCauseCount; ++i) {
+    Cause cause = static_cast<Cause>(i);
+    if (InfoOf(cause).name == name) return cause;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec) {
+  size_t colon = spec.rfind(':');
+  if (colon == std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", std::string(spec), "': expected CAUSE:PCT, e.g. checkpointing:10"));
+  }
+  std::string_view name = spec.substr(0, colon);
+  std::optional<Cause> cause = CauseByName(name);
+  if (!cause) {
+    std::string names;
+    for (int i = 0; i < kCauseCount; ++i) {
+      absl::StrAppend(&names, i ? ", " : "", std::string(InfoOf(static_cast<Cause>(i)).name));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown cause '", std::string(name), "' (causes: ", names, ")"));
+  }
+  std::string number(spec.substr(colon + 1));
+  char* end = nullptr;
+  double pct = std::strtod(number.c_str(), &end);
+  if (number.empty() || *end != '\0' || !(pct >= 0) || !std::isfinite(pct)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", std::string(spec), "': PCT must be a non-negative number"));
+  }
+  return CauseGate{*cause, pct};
+}
+
+std::optional<double> DiffValue::relative() const {
+  if (before == 0) return std::nullopt;
+  return (after - before) / before;
+}
+
+bool JobDiff::tripped() const {
+  return std::any_of(gates.begin(), gates.end(), [](const GateResult& g) { return g.tripped; });
+}
+
+// --- Normalization ----------------------------------------------------------------------------
+
+namespace {
+
+const KernelCount* FindKernel(const StepCensus& census, std::string_view name) {
+  for (const KernelCount& k : census.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// Blocks per launch within 1.5x of each other: the same step shape. A batch size change scales
+// the grid of every per-sample kernel, so its steps are not comparable one to one.
+bool SameGrid(uint64_t a, uint64_t b) {
+  if (a == 0 || b == 0) return true;
+  return static_cast<double>(std::max(a, b)) <= 1.5 * static_cast<double>(std::min(a, b));
+}
+
+}  // namespace
+
+Normalization ChooseNormalization(const StepCensus& before, const StepCensus& after,
+                                  NormalizationChoice choice) {
+  Normalization n;
+  n.basis = "none";
+  if (before.nccl_collectives > 0 && after.nccl_collectives > 0) {
+    n.basis = "nccl_collectives";
+    n.before_steps = before.nccl_collectives;
+    n.after_steps = after.nccl_collectives;
+    n.detail =
+        absl::StrFormat("steps = NCCL collectives on the main communicator: %d before, %d after",
+                        n.before_steps, n.after_steps);
+  } else if (!before.kernels.empty()) {
+    const KernelCount& top = before.kernels.front();
+    const KernelCount* match = FindKernel(after, top.name);
+    if (match == nullptr) {
+      n.detail = absl::StrFormat(
+          "no common step: AFTER never runs BEFORE's most frequent kernel %s", top.name);
+    } else if (!SameGrid(top.median_grid, match->median_grid)) {
+      n.detail = absl::StrFormat(
+          "steps differ in size (kernel %s: %d blocks before, %d after, a batch size change): "
+          "compared per run",
+          top.name, top.median_grid, match->median_grid);
+    } else {
+      n.basis = "kernel";
+      n.before_steps = top.count;
+      n.after_steps = match->count;
+      n.detail =
+          absl::StrFormat("steps = launches of the most frequent kernel %s: %d before, %d after",
+                          top.name, n.before_steps, n.after_steps);
+    }
+  } else {
+    n.detail = "no steps recognized (no NCCL collectives, no compute kernels)";
+  }
+  bool have_steps = n.before_steps > 0 && n.after_steps > 0;
+  switch (choice) {
+    case NormalizationChoice::kPerRun:
+      n.per_step = false;
+      n.detail = absl::StrCat("per run (--per-run); ", n.detail);
+      break;
+    case NormalizationChoice::kPerStep:
+      n.per_step = have_steps;
+      if (!have_steps) n.detail = absl::StrCat("per run (--per-step: ", n.detail, ")");
+      break;
+    case NormalizationChoice::kAuto:
+      if (have_steps && n.before_steps != n.after_steps) {
+        n.per_step = true;
+      } else if (have_steps) {
+        n.detail =
+            absl::StrCat("per run: both runs have the same number of steps (", n.detail, ")");
+      }
+      break;
+  }
+  if (n.per_step) n.detail = absl::StrCat("per step: ", n.detail);
+  return n;
+}
+
+namespace {
+
+// Times in one unit per table, picked by the size of BEFORE's wall time (per step or per run).
+struct TimeUnit {
+  double ns;
+  const char* name;
+  int decimals;
+};
+
+TimeUnit UnitFor(double wall_ns) {
+  if (wall_ns >= 1e9) return {1e9, "s", 3};
+  if (wall_ns >= 1e6) return {1e6, "ms", 2};
+  return {1e3, "us", 1};
+}
+
+std::string Time(double ns, const TimeUnit& u) {
+  return absl::StrFormat("%.*f %s", u.decimals, ns / u.ns, u.name);
+}
+
+std::string SignedTime(double ns, const TimeUnit& u) {
+  return absl::StrFormat("%+.*f %s", u.decimals, ns / u.ns, u.name);
+}
+
+// One figure on its own (headers, gate details): the unit that fits it.
+std::string AutoTime(double ns) { return Time(ns, UnitFor(std::fabs(ns))); }
+
+}  // namespace
+
+// --- Comparison -------------------------------------------------------------------------------
+
+JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const DiffOptions& options) {
+  JobDiff d;
+  d.before = before;
+  d.after = after;
+  d.normalization = ChooseNormalization(before.steps, after.steps, options.normalization);
+  const double b_unit =
+      d.normalization.per_step ? static_cast<double>(d.normalization.before_steps) : 1;
+  const double a_unit =
+      d.normalization.per_step ? static_cast<double>(d.normalization.after_steps) : 1;
+  auto ns = [&](Ns b, Ns a) {
+    return DiffValue{static_cast<double>(b) / b_unit, static_cast<double>(a) / a_unit};
+  };
+  d.wall = ns(before.span, after.span);
+  d.compute = ns(before.compute_ns, after.compute_ns);
+  d.idle = ns(before.idle_ns, after.idle_ns);
+  d.compute_util = {before.compute_util, after.compute_util};
+  d.kernel_active_util = {before.kernel_active_util, after.kernel_active_util};
+  for (int i = 0; i < kCauseCount; ++i) {
+    if (before.cause_ns[i] == 0 && after.cause_ns[i] == 0) continue;
+    d.causes.push_back({static_cast<Cause>(i), ns(before.cause_ns[i], after.cause_ns[i])});
+  }
+  std::stable_sort(d.causes.begin(), d.causes.end(), [](const CauseDiff& x, const CauseDiff& y) {
+    return std::max(x.idle.before, x.idle.after) > std::max(y.idle.before, y.idle.after);
+  });
+  d.speedup = d.wall.after > 0 ? d.wall.before / d.wall.after : 0;
+
+  const char* unit = d.normalization.per_step ? " per step" : "";
+  if (options.fail_if_slower_pct) {
+    GateResult g;
+    g.kind = "fail_if_slower";
+    g.threshold_pct = *options.fail_if_slower_pct;
+    g.gate = absl::StrFormat("fail-if-slower %g%%", g.threshold_pct);
+    std::optional<double> rel = d.wall.relative();
+    if (rel) g.measured_pct = 100 * *rel;
+    g.tripped = rel && 100 * *rel > g.threshold_pct;
+    g.detail =
+        rel ? absl::StrFormat("wall time%s %+.1f%%", unit, 100 * *rel) : "BEFORE has no wall time";
+    d.gates.push_back(std::move(g));
+  }
+  const double noise = options.cause_noise_fraction * d.wall.before;
+  for (const CauseGate& gate : options.cause_gates) {
+    GateResult g;
+    g.kind = "fail_if_cause_grows";
+    g.cause = std::string(InfoOf(gate.cause).name);
+    g.threshold_pct = gate.pct;
+    g.gate = absl::StrFormat("fail-if-cause-grows %s:%g%%", g.cause, gate.pct);
+    DiffValue v = ns(before.cause_ns[Index(gate.cause)], after.cause_ns[Index(gate.cause)]);
+    std::optional<double> rel = v.relative();
+    if (rel) g.measured_pct = 100 * *rel;
+    bool grew = rel ? 100 * *rel > gate.pct : v.after > 0;
+    g.tripped = grew && v.change() > noise;
+    g.detail =
+        absl::StrFormat("%s%s %s -> %s (%s)", g.cause, unit, AutoTime(v.before), AutoTime(v.after),
+                        rel ? absl::StrFormat("%+.1f%%", 100 * *rel) : "new");
+    if (grew && !g.tripped) {
+      absl::StrAppend(&g.detail, ", below the noise floor of ", AutoTime(noise));
+    }
+    d.gates.push_back(std::move(g));
+  }
+  return d;
+}
+
+// --- Text -------------------------------------------------------------------------------------
+
+namespace {
+
+std::string Relative(const DiffValue& v) {
+  std::optional<double> rel = v.relative();
+  if (!rel) return v.after == 0 ? "" : "new";
+  return absl::StrFormat("%+.1f%%", 100 * *rel);
+}
+
+void Row(std::string* out, std::string_view label, const DiffValue& v, const TimeUnit& u) {
+  absl::StrAppendFormat(out, "  %-34s %12s %12s %12s %9s\n", label, Time(v.before, u),
+                        Time(v.after, u), SignedTime(v.change(), u), Relative(v));
+}
+
+void UtilRow(std::string* out, std::string_view label, const DiffValue& v) {
+  absl::StrAppendFormat(out, "  %-34s %11.1f%% %11.1f%% %+10.1f pp\n", label, 100 * v.before,
+                        100 * v.after, 100 * v.change());
+}
+
+}  // namespace
+
+std::string FormatTextDiff(const JobDiff& d) {
+  std::string out;
+  absl::StrAppendFormat(&out, "idlescope diff\n  before: %s (%s, %d device%s)\n", d.before.input,
+                        AutoTime(static_cast<double>(d.before.span)), d.before.devices,
+                        d.before.devices == 1 ? "" : "s");
+  absl::StrAppendFormat(&out, "  after:  %s (%s, %d device%s)\n", d.after.input,
+                        AutoTime(static_cast<double>(d.after.span)), d.after.devices,
+                        d.after.devices == 1 ? "" : "s");
+  absl::StrAppendFormat(&out, "normalization: %s\n\n", d.normalization.detail);
+  const bool per_step = d.normalization.per_step;
+  absl::StrAppendFormat(&out, "  %-34s %12s %12s %12s %9s\n", per_step ? "(per step)" : "(per run)",
+                        "before", "after", "change", "relative");
+  const TimeUnit u = UnitFor(d.wall.before);
+  Row(&out, "wall time (job span)", d.wall, u);
+  Row(&out, "GPU compute busy (all devices)", d.compute, u);
+  UtilRow(&out, "utilization, paper (compute)", d.compute_util);
+  UtilRow(&out, "utilization, nvidia-smi (any kernel)", d.kernel_active_util);
+  Row(&out, "idle GPU time (all causes)", d.idle, u);
+  for (const CauseDiff& c : d.causes) {
+    Row(&out, absl::StrCat("  ", std::string(InfoOf(c.cause).name)), c.idle, u);
+  }
+  if (d.speedup > 0) {
+    absl::StrAppendFormat(&out, "\nspeedup: %.2fx (wall time%s, before / after)\n", d.speedup,
+                          per_step ? " per step" : "");
+  } else {
+    out += "\nspeedup: unknown (AFTER has no wall time)\n";
+  }
+  if (!d.causes.empty()) {
+    // The cause that changed most, in the direction of the result: what the fix did.
+    const CauseDiff* largest = &d.causes.front();
+    for (const CauseDiff& c : d.causes) {
+      if (std::fabs(c.idle.change()) > std::fabs(largest->idle.change())) largest = &c;
+    }
+    std::optional<double> rel = largest->idle.relative();
+    absl::StrAppendFormat(
+        &out, "largest change: %s %s (%s)\n", InfoOf(largest->cause).name,
+        SignedTime(largest->idle.change(), UnitFor(std::fabs(largest->idle.change()))),
+        rel ? absl::StrFormat("%s by %.1f%%", *rel < 0 ? "reduced" : "grown", 100 * std::fabs(*rel))
+            : "new in AFTER");
+  }
+  if (!d.gates.empty()) {
+    out += "\ngates:\n";
+    for (const GateResult& g : d.gates) {
+      absl::StrAppendFormat(&out, "  %-44s %s  (%s)\n", g.gate, g.tripped ? "TRIPPED" : "ok",
+                            g.detail);
+    }
+    absl::StrAppendFormat(&out, "result: %s (exit %d)\n",
+                          d.tripped() ? "regression: a gate tripped" : "ok", d.exit_code());
+  }
+  return out;
+}
+
+// --- JSON -------------------------------------------------------------------------------------
+
+namespace {
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string Ratio(double v) { return absl::StrFormat("%.4f", std::isfinite(v) ? v : 0.0); }
+std::string RelativeJson(const DiffValue& v) {
+  std::optional<double> rel = v.relative();
+  return rel ? Ratio(*rel) : "null";
+}
+std::string NsJson(double v) { return absl::StrCat(std::llround(v)); }
+
+std::string TimeValue(const DiffValue& v) {
+  return absl::StrFormat(R"({"before_ns": %s, "after_ns": %s, "change_ns": %s, "relative": %s})",
+                         NsJson(v.before), NsJson(v.after), NsJson(v.change()), RelativeJson(v));
+}
+
+std::string RatioValue(const DiffValue& v) {
+  return absl::StrFormat(R"({"before": %s, "after": %s, "change": %s})", Ratio(v.before),
+                         Ratio(v.after), Ratio(v.change()));
+}
+
+std::string RunJson(const RunSummary& r, uint64_t steps) {
+  std::string causes;
+  for (int i = 0; i < kCauseCount; ++i) {
+    if (r.cause_ns[i] == 0) continue;
+    absl::StrAppend(&causes, causes.empty() ? "" : ", ", Quote(InfoOf(static_cast<Cause>(i)).name),
+                    ": ", r.cause_ns[i]);
+  }
+  return absl::StrFormat(
+      "{\"input\": %s, \"span_ns\": %d, \"devices\": %d, \"gpu_time_ns\": %d, "
+      "\"compute_ns\": %d, \"idle_ns\": %d, \"compute_util\": %s, \"kernel_active_util\": %s, "
+      "\"steps\": %d, \"idle_by_cause_ns\": {%s}}",
+      Quote(r.input), r.span, r.devices, r.gpu_time, r.compute_ns, r.idle_ns, Ratio(r.compute_util),
+      Ratio(r.kernel_active_util), steps, causes);
+}
+
+}  // namespace
+
+std::string FormatJsonDiff(const JobDiff& d) {
+  std::string out = "{\n";
+  absl::StrAppendFormat(&out, "  \"schema_version\": %d,\n", kDiffSchemaVersion);
+  absl::StrAppendFormat(&out, "  \"tool\": %s,\n", Quote("idlescope " IDLESCOPE_VERSION));
+  absl::StrAppendFormat(&out, "  \"before\": %s,\n",
+                        RunJson(d.before, d.normalization.before_steps));
+  absl::StrAppendFormat(&out, "  \"after\": %s,\n", RunJson(d.after, d.normalization.after_steps));
+  absl::StrAppendFormat(&out,
+                        "  \"normalization\": {\"unit\": %s, \"basis\": %s, \"before_steps\": %d, "
+                        "\"after_steps\": %d, \"detail\": %s},\n",
+                        Quote(d.normalization.per_step ? "step" : "run"),
+                        Quote(d.normalization.basis), d.normalization.before_steps,
+                        d.normalization.after_steps, Quote(d.normalization.detail));
+  absl::StrAppendFormat(&out, "  \"wall\": %s,\n", TimeValue(d.wall));
+  absl::StrAppendFormat(&out, "  \"compute_busy\": %s,\n", TimeValue(d.compute));
+  absl::StrAppendFormat(&out, "  \"idle\": %s,\n", TimeValue(d.idle));
+  absl::StrAppendFormat(&out, "  \"utilization\": {\"compute\": %s, \"kernel_active\": %s},\n",
+                        RatioValue(d.compute_util), RatioValue(d.kernel_active_util));
+  out += "  \"causes\": [";
+  for (size_t i = 0; i < d.causes.size(); ++i) {
+    const CauseDiff& c = d.causes[i];
+    absl::StrAppendFormat(&out, "%s\n    {\"cause\": %s, \"idle\": %s}", i ? "," : "",
+                          Quote(InfoOf(c.cause).name), TimeValue(c.idle));
+  }
+  out += d.causes.empty() ? "],\n" : "\n  ],\n";
+  absl::StrAppendFormat(&out, "  \"speedup\": %s,\n", Ratio(d.speedup));
+  out += "  \"gates\": [";
+  for (size_t i = 0; i < d.gates.size(); ++i) {
+    const GateResult& g = d.gates[i];
+    absl::StrAppendFormat(
+        &out,
+        "%s\n    {\"gate\": %s, \"cause\": %s, \"threshold_pct\": %s, \"measured_pct\": %s, "
+        "\"tripped\": %s, \"detail\": %s}",
+        i ? "," : "", Quote(g.kind), g.cause.empty() ? "null" : Quote(g.cause),
+        absl::StrFormat("%.2f", g.threshold_pct),
+        g.measured_pct ? absl::StrFormat("%.2f", *g.measured_pct) : "null",
+        g.tripped ? "true" : "false", Quote(g.detail));
+  }
+  out += d.gates.empty() ? "],\n" : "\n  ],\n";
+  absl::StrAppendFormat(&out, "  \"result\": %s,\n  \"exit_code\": %d\n}\n",
+                        Quote(d.tripped() ? "regression" : "ok"), d.exit_code());
+  return out;
+}
+
+}  // namespace idlescope
