@@ -43,7 +43,8 @@ RawEvent LaunchEvent(uint64_t ts) {
   e.dur = 3100;
   e.api = 1;
   e.type = ev::kCudaLaunch;
-  e.u.cuda.stream = 0x55550000aa00;  // trace.proto: CUDA_LAUNCH carries stream, correlation
+  e.u.cuda.stream = 0x55550000aa00;
+  e.u.cuda.async = 1;  // as interpose/hooks/cudart.h fills a launch
   return e;
 }
 
