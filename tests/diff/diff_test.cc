@@ -1,0 +1,194 @@
+// Unit tests of the diff logic (analyzer/diff.h) on synthetic run summaries: normalization
+// choice, per-step figures, speedup, the CI gates and their exit code, the JSON shape.
+#include "analyzer/diff.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace idlescope {
+namespace {
+
+constexpr Ns kMs = 1'000'000;
+constexpr Ns kS = 1000 * kMs;
+
+RunSummary MakeRun(Ns span, Ns compute, Ns checkpoint, Ns transfer, StepCensus steps = {}) {
+  RunSummary r;
+  r.input = "run";
+  r.span = span;
+  r.devices = 1;
+  r.gpu_time = span;
+  r.compute_ns = compute;
+  r.cause_ns[Index(Cause::kCheckpointing)] = checkpoint;
+  r.cause_ns[Index(Cause::kHostGpuTransfer)] = transfer;
+  r.idle_ns = checkpoint + transfer;
+  r.compute_util = static_cast<double>(compute) / static_cast<double>(span);
+  r.kernel_active_util = r.compute_util;
+  r.steps = std::move(steps);
+  return r;
+}
+
+StepCensus KernelSteps(uint64_t count, uint64_t grid = 264) {
+  StepCensus c;
+  c.kernels.push_back({"layer_forward", count, grid});
+  c.kernels.push_back({"other", count / 4, grid});
+  return c;
+}
+
+TEST(DiffNormalization, NcclCollectivesWinOverKernels) {
+  StepCensus before = KernelSteps(400), after = KernelSteps(200);
+  before.nccl_collectives = 100;
+  after.nccl_collectives = 50;
+  Normalization n = ChooseNormalization(before, after, NormalizationChoice::kAuto);
+  EXPECT_TRUE(n.per_step);
+  EXPECT_EQ(n.basis, "nccl_collectives");
+  EXPECT_EQ(n.before_steps, 100u);
+  EXPECT_EQ(n.after_steps, 50u);
+  EXPECT_NE(n.detail.find("per step"), std::string::npos) << n.detail;
+}
+
+TEST(DiffNormalization, MostFrequentKernelWhenNoNccl) {
+  Normalization n =
+      ChooseNormalization(KernelSteps(400), KernelSteps(100), NormalizationChoice::kAuto);
+  EXPECT_TRUE(n.per_step);
+  EXPECT_EQ(n.basis, "kernel");
+  EXPECT_EQ(n.before_steps, 400u);
+  EXPECT_EQ(n.after_steps, 100u);
+  EXPECT_NE(n.detail.find("layer_forward"), std::string::npos) << n.detail;
+}
+
+TEST(DiffNormalization, SameStepCountIsPerRun) {
+  Normalization n =
+      ChooseNormalization(KernelSteps(400), KernelSteps(400), NormalizationChoice::kAuto);
+  EXPECT_FALSE(n.per_step);
+  EXPECT_NE(n.detail.find("same number of steps"), std::string::npos) << n.detail;
+}
+
+TEST(DiffNormalization, BatchSizeChangeIsPerRun) {
+  // 32x larger grid: the fixed run's steps hold 32x the samples, steps are not comparable.
+  Normalization n = ChooseNormalization(KernelSteps(4096, 32), KernelSteps(128, 1024),
+                                        NormalizationChoice::kAuto);
+  EXPECT_FALSE(n.per_step);
+  EXPECT_NE(n.detail.find("batch size"), std::string::npos) << n.detail;
+}
+
+TEST(DiffNormalization, NoCommonKernelIsPerRun) {
+  StepCensus after;
+  after.kernels.push_back({"something_else", 100, 264});
+  Normalization n = ChooseNormalization(KernelSteps(400), after, NormalizationChoice::kAuto);
+  EXPECT_FALSE(n.per_step);
+  EXPECT_EQ(n.basis, "none");
+}
+
+TEST(DiffNormalization, ForcedChoices) {
+  EXPECT_FALSE(ChooseNormalization(KernelSteps(400), KernelSteps(100), NormalizationChoice::kPerRun)
+                   .per_step);
+  EXPECT_TRUE(ChooseNormalization(KernelSteps(400), KernelSteps(400), NormalizationChoice::kPerStep)
+                  .per_step);
+  // --per-step without recognizable steps falls back to per run and says so.
+  Normalization n = ChooseNormalization({}, {}, NormalizationChoice::kPerStep);
+  EXPECT_FALSE(n.per_step);
+  EXPECT_NE(n.detail.find("per run"), std::string::npos) << n.detail;
+}
+
+TEST(DiffCompare, PerStepFiguresAndSpeedup) {
+  // Before: 400 steps in 4 s with 1 s of checkpointing; after: 100 steps in 0.5 s, none.
+  RunSummary before = MakeRun(4 * kS, 2 * kS, 1 * kS, 1 * kS, KernelSteps(400));
+  RunSummary after = MakeRun(kS / 2, kS / 2, 0, 0, KernelSteps(100));
+  JobDiff d = CompareRuns(before, after, {});
+  ASSERT_TRUE(d.normalization.per_step);
+  EXPECT_DOUBLE_EQ(d.wall.before, 10.0 * kMs);
+  EXPECT_DOUBLE_EQ(d.wall.after, 5.0 * kMs);
+  EXPECT_DOUBLE_EQ(d.speedup, 2.0);
+  ASSERT_EQ(d.causes.size(), 2u);
+  // Ordered by the larger of the two sides; both 1 s before: cause order breaks the tie.
+  EXPECT_EQ(d.causes[0].cause, Cause::kHostGpuTransfer);
+  EXPECT_EQ(d.causes[1].cause, Cause::kCheckpointing);
+  EXPECT_DOUBLE_EQ(d.causes[1].idle.before, 2.5 * kMs);
+  EXPECT_DOUBLE_EQ(*d.causes[1].idle.relative(), -1.0);
+  EXPECT_FALSE(d.tripped());
+  EXPECT_EQ(d.exit_code(), kDiffExitOk);
+}
+
+TEST(DiffCompare, PerRunWhenNoSteps) {
+  JobDiff d = CompareRuns(MakeRun(4 * kS, 2 * kS, kS, 0), MakeRun(2 * kS, 2 * kS, 0, 0), {});
+  EXPECT_FALSE(d.normalization.per_step);
+  EXPECT_DOUBLE_EQ(d.wall.before, 4.0 * kS);
+  EXPECT_DOUBLE_EQ(d.speedup, 2.0);
+  EXPECT_DOUBLE_EQ(d.compute_util.before, 0.5);
+  EXPECT_DOUBLE_EQ(d.compute_util.after, 1.0);
+}
+
+TEST(DiffGates, SlowerTripsOnlyAboveThreshold) {
+  DiffOptions options;
+  options.fail_if_slower_pct = 10;
+  JobDiff ok =
+      CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(10 * kS + kS / 2, kS, 0, 0), options);
+  ASSERT_EQ(ok.gates.size(), 1u);
+  EXPECT_FALSE(ok.gates[0].tripped);
+  EXPECT_NEAR(*ok.gates[0].measured_pct, 5.0, 1e-9);
+  JobDiff slow = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(12 * kS, kS, 0, 0), options);
+  EXPECT_TRUE(slow.gates[0].tripped);
+  EXPECT_EQ(slow.exit_code(), kDiffExitGateTripped);
+  EXPECT_NE(FormatTextDiff(slow).find("TRIPPED"), std::string::npos);
+}
+
+TEST(DiffGates, CauseGrowth) {
+  DiffOptions options;
+  options.cause_gates.push_back({Cause::kCheckpointing, 20});
+  options.cause_gates.push_back({Cause::kHostGpuTransfer, 20});
+  // checkpointing +50% trips; transfer +10% does not.
+  JobDiff d = CompareRuns(MakeRun(10 * kS, kS, 2 * kS, kS),
+                          MakeRun(11 * kS, kS, 3 * kS, kS + kS / 10), options);
+  ASSERT_EQ(d.gates.size(), 2u);
+  EXPECT_TRUE(d.gates[0].tripped);
+  EXPECT_EQ(d.gates[0].cause, "checkpointing");
+  EXPECT_FALSE(d.gates[1].tripped);
+  EXPECT_EQ(d.exit_code(), kDiffExitGateTripped);
+}
+
+TEST(DiffGates, NewCauseTripsAboveNoiseFloorOnly) {
+  DiffOptions options;
+  options.cause_gates.push_back({Cause::kCheckpointing, 10});
+  // 10 s wall: the floor is 50 ms. 1 ms of new checkpointing is noise; 1 s is not.
+  JobDiff noise = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(10 * kS, kS, kMs, 0), options);
+  EXPECT_FALSE(noise.gates[0].tripped) << noise.gates[0].detail;
+  EXPECT_FALSE(noise.gates[0].measured_pct.has_value());
+  JobDiff real = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(11 * kS, kS, kS, 0), options);
+  EXPECT_TRUE(real.gates[0].tripped);
+}
+
+TEST(DiffGates, ParseCauseGate) {
+  absl::StatusOr<CauseGate> g = ParseCauseGate("checkpointing:12.5");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->cause, Cause::kCheckpointing);
+  EXPECT_DOUBLE_EQ(g->pct, 12.5);
+  EXPECT_FALSE(ParseCauseGate("checkpointing").ok());
+  EXPECT_FALSE(ParseCauseGate("checkpointing:").ok());
+  EXPECT_FALSE(ParseCauseGate("checkpointing:-3").ok());
+  EXPECT_FALSE(ParseCauseGate("checkpointing:abc").ok());
+  absl::StatusOr<CauseGate> bad = ParseCauseGate("disk:10");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("host_gpu_transfer"), std::string::npos);
+}
+
+TEST(DiffFormat, JsonCarriesSchemaNormalizationAndGates) {
+  DiffOptions options;
+  options.fail_if_slower_pct = 5;
+  JobDiff d = CompareRuns(MakeRun(4 * kS, 2 * kS, kS, kS, KernelSteps(400)),
+                          MakeRun(kS, kS / 2, 0, 0, KernelSteps(100)), options);
+  std::string json = FormatJsonDiff(d);
+  EXPECT_NE(json.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(json.find("\"unit\": \"step\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"basis\": \"kernel\""), std::string::npos);
+  EXPECT_NE(json.find("\"cause\": \"checkpointing\""), std::string::npos);
+  EXPECT_NE(json.find("\"speedup\": 1.0000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"gate\": \"fail_if_slower\""), std::string::npos);
+  EXPECT_NE(json.find("\"result\": \"ok\""), std::string::npos);
+  std::string text = FormatTextDiff(d);
+  EXPECT_NE(text.find("normalization: per step"), std::string::npos) << text;
+  EXPECT_NE(text.find("speedup: 1.00x"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace idlescope
