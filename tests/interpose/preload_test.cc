@@ -367,6 +367,19 @@ TEST_F(PreloadTest, ClosingEveryFdKeepsTheProgramAndTheTraceGoing) {
   ASSERT_NE(FooterOf(t), nullptr);
 }
 
+// ... or, when the file cannot be reopened, tracing stops cleanly and says so once.
+TEST_F(PreloadTest, LosingTheFileForGoodStopsTracingCleanly) {
+  Child c = Run({"unlink_and_close", "100"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  EXPECT_EQ(c.stdout_text, "ok\n");
+  size_t first = c.stderr_text.find("idlescope:");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(c.stderr_text.find("tracing stopped", first), std::string::npos) << c.stderr_text;
+  EXPECT_EQ(c.stderr_text.find("idlescope:", first + 1), std::string::npos) << c.stderr_text;
+  EXPECT_TRUE(TraceFiles(dir_).empty());
+}
+
 // Done-when 8 (second half): errno seen by the program never changes, also when rings fill up
 // and the writer is woken.
 TEST_F(PreloadTest, RecorderKeepsErrno) {

@@ -136,6 +136,23 @@ int main(int argc, char** argv) {
     Mark("parent-after");
     return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
   }
+  if (mode == "unlink_and_close") {  // the trace file is gone and so is our fd
+    Mark("before-close");
+    Flush();
+    const char* out = getenv("IDLESCOPE_OUT");
+    if (DIR* d = out ? opendir(out) : nullptr) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] != '.') unlinkat(dirfd(d), e->d_name, 0);
+      }
+      closedir(d);
+    }
+    for (int fd = 3; fd < 4096; ++fd) close(fd);
+    for (int i = 0; i < n; ++i) Mark("after-close");
+    Flush();
+    Flush();
+    Say("ok\n");
+    return 0;
+  }
   if (mode == "close_all_fds") {  // what daemons and some launchers do
     Mark("before-close");
     struct rlimit rl;
