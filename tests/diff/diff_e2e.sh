@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 7, Done-when 1 (diff part): the checkpoint example pair (examples/cuda/checkpoint) runs on
-# simgpu under the real tracer; `idlescope diff bad fixed` must report checkpointing reduced and a
-# speedup > 1, and `idlescope diff` with gates on the reversed pair (fixed -> bad) must exit 3.
+# simgpu under the real tracer; `idlescope diff bad fixed` must report checkpointing reduced (by
+# at least half: tests/e2e/run_pair.py holds the pair itself to the 80% bar) and a speedup > 1,
+# and `idlescope diff` with gates on the reversed pair (fixed -> bad) must exit 3.
 #   diff_e2e.sh IDLESCOPE EXAMPLES_DIR SIMGPU_LIB_DIR WORKDIR
 # simgpu runs in wall-clock time: a pair blurred by a loaded machine is run once more.
 set -u
@@ -13,7 +14,7 @@ attempt() {
   for twin in bad fixed; do
     flag=""; [ $twin = fixed ] && flag=--fixed
     (cd "$work/cwd" && "$idlescope" run -o "$work/$twin" -- "$examples/checkpoint" \
-       --dir checkpoints --steps 200 --every 40 $flag) >"$work/$twin.log" 2>&1 ||
+       --dir checkpoints $flag) >"$work/$twin.log" 2>&1 ||
       { cat "$work/$twin.log"; echo "checkpoint $twin failed"; return 1; }
   done
   out=$("$idlescope" diff "$work/bad" "$work/fixed")
@@ -22,7 +23,7 @@ attempt() {
   [ $rc -eq 0 ] || { echo "diff bad fixed exited $rc"; return 1; }
   line=$(grep -E "^ +checkpointing " <<<"$out") || { echo "no checkpointing row"; return 1; }
   rel=$(awk '{print $NF}' <<<"$line" | tr -d '%+')
-  awk -v r="$rel" 'BEGIN { exit !(r <= -80) }' ||
+  awk -v r="$rel" 'BEGIN { exit !(r <= -50) }' ||
     { echo "checkpointing reduced by only $rel%"; return 1; }
   speedup=$(sed -nE 's/^speedup: ([0-9.]+)x.*/\1/p' <<<"$out")
   awk -v s="$speedup" 'BEGIN { exit !(s > 1) }' || { echo "speedup $speedup <= 1"; return 1; }
