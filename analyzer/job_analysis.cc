@@ -831,6 +831,10 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
       }
       job_kernels.kernels += k.kernels;
       job_kernels.kernel_ns += k.kernel_ns;
+      if (d.props.sm_count > 0) {
+        job_kernels.with_grid += k.with_grid;
+        job_kernels.below_sm_count += k.below_sm_count;
+      }
     }
     for (int c = 0; c < kCauseCount; ++c) job_ns[c] += r.cause_ns[c];
     if (!r.used) job[Index(idle_device_cause)].ns += span;
@@ -990,6 +994,13 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
           r.notes.push_back(absl::StrFormat("%d compute kernels, mean %.1f us", job_kernels.kernels,
                                             static_cast<double>(job_kernels.kernel_ns) /
                                                 static_cast<double>(job_kernels.kernels) / 1e3));
+        }
+        if (job_kernels.with_grid > 0) {
+          // A kernel with fewer blocks than SMs leaves SMs idle even while it runs.
+          r.notes.push_back(
+              absl::StrFormat("%.0f%% of compute kernels launch fewer blocks than the GPU has SMs",
+                              100.0 * static_cast<double>(job_kernels.below_sm_count) /
+                                  static_cast<double>(job_kernels.with_grid)));
         }
         break;
       case Cause::kTail:
