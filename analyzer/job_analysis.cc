@@ -610,7 +610,16 @@ void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns len
 }
 
 void JobAnalysis::ReclaimResidual(const Candidate& c) {
-  for (uint32_t index = 0; index < devices_.size(); ++index) {
+  // Only the devices the candidate can explain (TierFor): its own device, its family's devices,
+  // or every device for an installer.
+  const std::vector<uint32_t>& family_devices = processes_[c.process]->devices;
+  size_t count = c.gpu_side                                ? 1
+                 : c.event_class == EventClass::kInstaller ? devices_.size()
+                                                           : family_devices.size();
+  for (size_t k = 0; k < count; ++k) {
+    uint32_t index = c.gpu_side                                ? c.device
+                     : c.event_class == EventClass::kInstaller ? static_cast<uint32_t>(k)
+                                                               : family_devices[k];
     DeviceState& d = *devices_[index];
     if (c.when.start >= d.timeline.attributed_until()) continue;
     Tier tier;
