@@ -116,6 +116,7 @@ struct Registry {
   std::mutex mu;
   std::unordered_map<const void*, KernelFn*> kernels;  // by host stub
   std::unordered_map<const void*, SymbolVar> vars;     // by host shadow
+  std::vector<void**> modules;                         // fat binary handles, never freed
 };
 
 Registry& Reg() {
@@ -548,6 +549,9 @@ SIMGPU_EXPORT void** __cudaRegisterFatBinary(void* fat_cubin) {
   // The handle only has to be unique; simgpu runs no device code.
   auto** handle = new void*[1];
   handle[0] = fat_cubin;
+  Registry& r = Reg();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.modules.push_back(handle);
   return handle;
 }
 

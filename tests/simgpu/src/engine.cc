@@ -236,6 +236,7 @@ CUresult EngineImpl::StreamCreate(int dev, unsigned flags, int priority, Stream*
   std::lock_guard<std::mutex> lk(mu_);
   s->id = next_stream_id_++;
   devices_[dev]->streams.push_back(s);
+  all_streams_.push_back(s);
   *out = s;
   return CUDA_SUCCESS;
 }
@@ -323,6 +324,7 @@ CUresult EngineImpl::EventCreate(unsigned flags, Event** out) {
   e->flags = flags;
   std::lock_guard<std::mutex> lk(mu_);
   e->id = next_event_id_++;
+  all_events_.push_back(e);
   *out = e;
   return CUDA_SUCCESS;
 }
@@ -709,6 +711,7 @@ CUresult EngineImpl::BeginCapture(Stream* s) {
   if (s->capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
   s->capture = new Graph();
   s->capture->id = next_graph_id_++;
+  all_graphs_.push_back(s->capture);
   return CUDA_SUCCESS;
 }
 
@@ -744,9 +747,7 @@ CUresult EngineImpl::GraphLaunch(Graph* g, Stream* s) {
 }
 
 CUresult EngineImpl::GraphDestroy(Graph* g) {
-  if (g == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  delete g;
-  return CUDA_SUCCESS;
+  return g == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;  // kept: see all_graphs_
 }
 
 // ---------------------------------------------------------------- API frames and CUPTI

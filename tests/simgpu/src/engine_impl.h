@@ -154,6 +154,10 @@ class EngineImpl final : public Engine {
   std::vector<std::unique_ptr<DeviceState>> devices_;
   std::map<uintptr_t, Range> ranges_;
   std::set<std::string> names_;
+  // Streams, events and graphs are never freed (late waiters, replays); kept reachable here.
+  std::vector<Stream*> all_streams_;
+  std::vector<Event*> all_events_;
+  std::vector<Graph*> all_graphs_;
   uint64_t next_stream_id_ = 13;
   uint32_t next_event_id_ = 1, next_graph_id_ = 1;
   std::atomic<uint32_t> next_correlation_{1};

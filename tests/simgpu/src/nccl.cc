@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -516,6 +517,10 @@ ncclResult_t Launch(Kernel* k) {
 
 // ---------------------------------------------------------------- groups
 
+// Communicators are never freed (queued collectives may still use them); kept reachable.
+std::mutex g_comms_mu;
+std::vector<ncclComm*>* g_comms = new std::vector<ncclComm*>();
+
 thread_local int tls_group_depth = 0;
 thread_local std::vector<Task> tls_group_tasks;
 thread_local std::vector<ncclComm*> tls_pending_joins;
@@ -586,6 +591,10 @@ ncclResult_t Attach(ncclComm** out, const std::string& name, int nranks, int ran
   c->dev = dev;
   c->sh = static_cast<Shared*>(p);
   c->map_bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lk(g_comms_mu);
+    g_comms->push_back(c);
+  }
   // The last rank to arrive removes the name; the mappings stay valid.
   if (c->sh->joined.fetch_add(1) + 1 == static_cast<uint32_t>(nranks)) shm_unlink(name.c_str());
   *out = c;
