@@ -39,9 +39,10 @@ struct Candidate {
   NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
   uint32_t process = 0;
   uint32_t tid = 0;
-  uint32_t device = 0;  // gpu_side: the job device index
-  uint64_t stack = 0;   // per-process StackNode id
-  uint64_t object = 0;  // per-process string id: file path, address, program, kernel name
+  uint32_t device = 0;     // gpu_side: the job device index
+  uint64_t stack = 0;      // per-process StackNode id
+  uint64_t object = 0;     // per-process string id: file path, address, program, kernel name
+  uint64_t directory = 0;  // file events: hash of the file's directory (0: none)
   uint64_t bytes = 0;
 };
 

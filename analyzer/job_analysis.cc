@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -106,6 +107,7 @@ struct JobAnalysis::CauseAccumulator {
   std::array<Ns, 11> nccl_op_ns{};
   TopEvidence stacks;
   TopEvidence objects;
+  TopEvidence directories;  // key id: hash of the directory (directory_names_)
 };
 
 struct JobAnalysis::OpenGap {
@@ -410,7 +412,21 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.stack = e.stack;
   candidate.object = e.path_id;
   candidate.bytes = e.bytes;
+  candidate.directory = DirectoryOf(e);
   AddCandidate(candidate);
+}
+
+uint64_t JobAnalysis::DirectoryOf(const HostEvent& e) {
+  if (e.type < FILE_OPEN || e.type > FILE_CLOSE) return 0;
+  size_t slash = e.path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return 0;
+  std::string_view directory = e.path.substr(0, slash);
+  uint64_t hash = absl::HashOf(directory) | 1;
+  // Directories are few (files are many); stop naming new ones past a bound.
+  if (!directory_names_.contains(hash) && directory_names_.size() < 65536) {
+    directory_names_.emplace(hash, std::string(directory));
+  }
+  return hash;
 }
 
 void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
@@ -600,6 +616,7 @@ void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns len
   uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
   if (c->stack != 0) acc.stacks.Add({c->process, c->stack}, length, whole_bytes);
   if (c->object != 0) acc.objects.Add({c->process, c->object}, length, whole_bytes);
+  if (c->directory != 0) acc.directories.Add({0, c->directory}, length, whole_bytes);
   if (c->pageable) acc.pageable_ns += length;
   if (c->event_class == EventClass::kReadRemote) acc.remote_ns += length;
   if (c->event_class == EventClass::kReadWorkerQueue) acc.worker_wait_ns += length;
@@ -837,6 +854,7 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
           to.nccl_op_ns[op] += from.nccl_op_ns[op];
         to.stacks.Merge(from.stacks);
         to.objects.Merge(from.objects);
+        to.directories.Merge(from.directories);
       }
       job_kernels.kernels += k.kernels;
       job_kernels.kernel_ns += k.kernel_ns;
@@ -1032,6 +1050,14 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
       std::string what = symbols.String(key.process, key.id);
       return what.empty() ? absl::StrCat("string #", key.id, " of process ", key.process) : what;
     });
+    // Directories only say more than the files when there are many files.
+    if (acc.objects.size() > options_.top_evidence) {
+      r.directories =
+          ResolveEvidence(acc.directories, options_.top_evidence, [&](const EvidenceKey& key) {
+            auto it = directory_names_.find(key.id);
+            return it == directory_names_.end() ? std::string("?") : it->second;
+          });
+    }
     if (acc.stacks.evicted() || acc.objects.evicted()) {
       r.notes.push_back("evidence lists are approximate (too many distinct stacks or objects)");
     }

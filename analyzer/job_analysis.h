@@ -80,6 +80,7 @@ class JobAnalysis {
   uint32_t DeviceFor(uint32_t process, uint32_t ordinal);
   void LinkProcess(uint32_t process, uint32_t device);
   void AddCandidate(const Candidate& candidate);
+  uint64_t DirectoryOf(const HostEvent& event);
   void NoteCollective(const HostEvent& event);
   void ResolveGroup(const NcclGroup& group);
   void Step(Ns t);
@@ -128,6 +129,7 @@ class JobAnalysis {
     Ns ns = 0;
   };
   CopyRate pageable_copies_, pinned_copies_;
+  absl::flat_hash_map<uint64_t, std::string> directory_names_;
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;
   uint64_t late_candidates_ = 0;

@@ -30,7 +30,8 @@ struct CauseReport {
   std::string saving_basis;  // how saving_ns was computed, one line
   std::vector<EvidenceItem> stacks;
   std::vector<EvidenceItem> objects;
-  std::vector<std::string> notes;  // specific findings: pageable share, straggler rank, ...
+  std::vector<EvidenceItem> directories;  // files grouped by directory, when there are many
+  std::vector<std::string> notes;         // specific findings: pageable share, straggler rank, ...
 };
 
 struct DeviceReport {

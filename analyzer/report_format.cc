@@ -272,6 +272,7 @@ std::string FormatJsonReport(const JobReport& r) {
     j.End(']');
     Evidence(j, "stacks", c.stacks);
     Evidence(j, "objects", c.objects);
+    Evidence(j, "directories", c.directories);
     j.End('}');
   }
   j.End(']');
@@ -389,6 +390,10 @@ std::string FormatTextReport(const JobReport& r) {
     }
     for (const EvidenceItem& e : c.objects) {
       absl::StrAppendFormat(&out, "    object %s  %s%s\n", Sec(e.ns), e.what,
+                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+    }
+    for (const EvidenceItem& e : c.directories) {
+      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Sec(e.ns), e.what,
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
