@@ -753,15 +753,18 @@ void ForkPrepare() {
   g_flush_mu.lock();
   g_strings_mu.lock();
   g_queue_mu.lock();
+  stacks::LockForFork();
 }
 
 void ForkParent() {
+  stacks::UnlockAfterFork();
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();
 }
 
 void ForkChild() {
+  stacks::UnlockAfterFork();
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();

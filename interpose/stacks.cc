@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -127,12 +128,18 @@ inline uint64_t Mix(uint64_t parent, uint64_t pc) {
   return h ^ (h >> 29);
 }
 
+// Inserts (new stacks: rare) are serialized, lookups are not. The mutex also keeps fork() from
+// copying a slot left kBusy by a thread that does not exist in the child, where every later
+// lookup of that slot would wait forever (the fork handlers take it, see recorder.cc).
+std::mutex g_insert_mu;
+
 uint32_t Child(uint32_t parent, uint64_t pc) {
   uint32_t i = static_cast<uint32_t>(Mix(parent, pc)) & (kTrieSlots - 1);
   for (uint32_t probes = 0; probes < kTrieSlots; ++probes) {
     TrieSlot& s = g_slots[i];
     uint32_t id = s.id.load(std::memory_order_acquire);
     if (id == 0) {
+      std::lock_guard<std::mutex> lock(g_insert_mu);
       if (!s.id.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
       s.parent = parent;
       s.pc = pc;
@@ -176,6 +183,9 @@ void Init(uint32_t depth) {
   dl_iterate_phdr(FindSelf, reinterpret_cast<void*>(&Init));
   g_depth = std::min<uint32_t>(depth, kMaxDepth);
 }
+
+void LockForFork() { g_insert_mu.lock(); }
+void UnlockAfterFork() { g_insert_mu.unlock(); }
 
 void TakeNewNodes(std::vector<NewNode>* out) {
   if (g_nodes == nullptr) return;
