@@ -126,6 +126,7 @@ struct JobAnalysis::DeviceState {
   int32_t rank = -1;
   DeviceTimeline timeline;
   absl::flat_hash_set<uint64_t> launcher_threads;
+  uint64_t launches = 0;  // kernel launches seen on the host side
   absl::flat_hash_set<uint32_t> processes;
   std::array<CauseAccumulator, kCauseCount> causes;
   OpenGap open_gap;
@@ -363,6 +364,10 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     case CUDA_LAUNCH:
     case CUDA_LAUNCH_SUMMARY:
     case CUDA_GRAPH_LAUNCH:
+      if (e.device >= 0) {
+        devices_[DeviceFor(e.process, static_cast<uint32_t>(e.device))]->launches +=
+            e.type == CUDA_LAUNCH_SUMMARY ? std::max<uint64_t>(e.count, 1) : 1;
+      }
       return;  // the hot path: launches explain no idle time
     case CUDA_MALLOC:
       if (e.device >= 0 && e.bytes > 0) {
@@ -865,6 +870,12 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     }
     for (int c = 0; c < kCauseCount; ++c) job_ns[c] += r.cause_ns[c];
     if (!r.used) job[Index(idle_device_cause)].ns += span;
+    if (!r.used && d.launches > 0) {
+      report.warnings.push_back(absl::StrFormat(
+          "%s: %d kernel launches but no GPU activity recorded (CUPTI disabled or unavailable?): "
+          "its busy time is unknown and it is counted as idle",
+          d.id, d.launches));
+    }
     if (t.late_records() > 0) {
       report.warnings.push_back(absl::StrFormat(
           "%s: %d GPU records arrived after their time was analyzed (%s dropped from busy time)",

@@ -461,3 +461,19 @@ TEST(AttributionConservation, GapsBelowMinGapAreNotSliced) {
 
 }  // namespace
 }  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+TEST(AttributionRules, LaunchesWithoutGpuRecordsAreWarnedAbout) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Launch(p, 100, 10);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("1 kernel launches but no GPU activity"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
