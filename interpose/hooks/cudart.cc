@@ -1,6 +1,10 @@
 // CUDA runtime hooks, generated from cudart.def. Each hook: resolve the real function, guard,
 // timestamp, call, timestamp, classify and record outside the timed span, restore errno, return
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
+//
+// The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
+// ns after the call: clock_gettime(CLOCK_MONOTONIC) through the vDSO measured 2-3x the cost of
+// RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
 #include "interpose/hooks/cudart.h"
 
 #include <dlfcn.h>
@@ -9,6 +13,7 @@
 #include <cerrno>
 
 #include "cupti/cupti_layer.h"
+#include "interpose/hooks/io_clock.h"
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
 
@@ -20,9 +25,11 @@ const char* const kHookNames[kHookCount] = {
 #undef CUDART_HOOK
 };
 
+std::atomic<void*> g_real[kHookCount];
+__thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
+
 namespace {
 
-std::atomic<void*> g_real[kHookCount];
 std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
 
 void* CudartHandle() {
@@ -52,29 +59,19 @@ void* CudartSymbol(const char* name) {
   return h ? dlsym(h, name) : nullptr;
 }
 
-void* Real(HookId id) {
-  void* f = g_real[id].load(std::memory_order_acquire);
-  if (__builtin_expect(f != nullptr, 1)) return f;
-  f = CudartSymbol(kHookNames[id]);
+void* ResolveReal(HookId id) {
+  void* f = CudartSymbol(kHookNames[id]);
   if (f != nullptr) g_real[id].store(f, std::memory_order_release);
   return f;
 }
 
-ThreadState& Thread() {
-  static thread_local ThreadState state;
-  return state;
-}
-
-int CurrentDevice() {
+int CurrentDeviceSlow() {
   ThreadState& t = Thread();
-  if (t.device < 0) {
-    using GetDeviceFn = cudaError_t (*)(int*);
-    static auto get_device = reinterpret_cast<GetDeviceFn>(CudartSymbol("cudaGetDevice"));
-    int dev = 0;
-    if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
-    if (t.device < 0) return 0;
-  }
-  return t.device;
+  using GetDeviceFn = cudaError_t (*)(int*);
+  static auto get_device = reinterpret_cast<GetDeviceFn>(CudartSymbol("cudaGetDevice"));
+  int dev = 0;
+  if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
+  return t.device < 0 ? 0 : t.device;
 }
 
 namespace {
@@ -232,15 +229,6 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
-void Prepare(const Call& call) {
-  cupti::EnsureStarted();
-  // Frees drop their range before the real call: once the memory is freed another thread may
-  // get the same address from a new allocation, and a late Remove would erase that one.
-  if ((call.type == ev::kCudaHostFree || call.type == ev::kCudaFree) && call.ptr != nullptr) {
-    HostRanges().Remove(reinterpret_cast<uintptr_t>(call.ptr));
-  }
-}
-
 void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
             uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
@@ -248,8 +236,9 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     return;
   }
   RawEvent e;
-  e.ts = t0;
-  e.dur = t1 - t0;
+  // Tick readings become trace-clock ns here, outside the timed span.
+  e.ts = io::TicksToNs(t0);
+  e.dur = io::TickSpanNs(t1 - t0);
   e.type = call.type;
   e.result = result;
   e.stack = stack;
@@ -315,9 +304,9 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     ThreadState& thread = Thread();                                                      \
     thread.in_hook = true;                                                               \
     thread.correlation = 0;                                                              \
-    const uint64_t t0 = NowNs();                                                         \
+    const uint64_t t0 = io::CallTicks();                                                 \
     const cudaError_t result = real args;                                                \
-    const uint64_t t1 = NowNs();                                                         \
+    const uint64_t t1 = io::CallTicks();                                                 \
     const int saved_errno = errno;                                                       \
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \

@@ -7,8 +7,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 
+#include "cupti/cupti_layer.h"
 #include "interpose/hooks/pinned_ranges.h"
 #include "interpose/recorder.h"
 
@@ -29,10 +31,18 @@ struct ThreadState {
   uint32_t cb_depth = 0;
   uint64_t cb_start = 0;
 };
-ThreadState& Thread();
+// initial-exec: every hook and every CUPTI callback touches it; the default (global-dynamic)
+// model costs a __tls_get_addr call per access in a shared library. Like the recorder's own
+// TLS, it comes from the static TLS surplus when the library is dlopen'ed (injection mode).
+extern __thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
+inline ThreadState& Thread() { return t_cuda_thread; }
 
 // The current device of the calling thread (cached; asks the real cudaGetDevice once).
-int CurrentDevice();
+int CurrentDeviceSlow();
+inline int CurrentDevice() {
+  const int device = t_cuda_thread.device;
+  return __builtin_expect(device >= 0, 1) ? device : CurrentDeviceSlow();
+}
 
 // Host-side memory kind of `p` at call time: PinnedRanges first, then the real
 // cudaPointerGetAttributes (cached per thread, per page, until the range map changes).
@@ -204,14 +214,28 @@ extern const char* const kHookNames[kHookCount];
 // The real function behind a hook: dlsym(RTLD_NEXT), else the already loaded libcudart
 // (dlopen RTLD_NOLOAD): RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin
 // (the PyTorch pattern). Resolved at first use, thread-safe; nullptr if there is none.
-void* Real(HookId id);
+extern std::atomic<void*> g_real[kHookCount];
+void* ResolveReal(HookId id);
+inline void* Real(HookId id) {
+  void* f = g_real[id].load(std::memory_order_acquire);
+  return __builtin_expect(f != nullptr, 1) ? f : ResolveReal(id);
+}
 // Symbol lookup in the process's libcudart (same search as Real), for functions we call but
 // do not hook (cudaGetDevice, cudaPointerGetAttributes, cudaArrayGetInfo).
 void* CudartSymbol(const char* name);
 
 // Called by every hook before the real call (range-map removals, starting CUPTI) and after it
-// (recording). Errno is saved/restored by the hook around Finish.
-void Prepare(const Call& call);
+// (recording). Errno is saved/restored by the hook around Finish. Inline: a hooked copy's added
+// cost is a budget of ~100 ns (docs/architecture.md, "CUDA and CUPTI").
+inline void Prepare(const Call& call) {
+  cupti::EnsureStarted();
+  // Frees drop their range before the real call: once the memory is freed another thread may
+  // get the same address from a new allocation, and a late Remove would erase that one.
+  if ((call.type == ev::kCudaHostFree || call.type == ev::kCudaFree) && call.ptr != nullptr) {
+    HostRanges().Remove(reinterpret_cast<uintptr_t>(call.ptr));
+  }
+}
+// `t0`/`t1` are CallTicks() readings taken around the real call (see cudart.cc).
 void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
             uint32_t correlation, uint32_t stack);
 
