@@ -277,6 +277,7 @@ pthread_t g_writer;
 std::atomic<bool> g_writer_running{false};
 std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
 int g_final_status = 0;
+bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself (signal handler)
 std::atomic<uint32_t> g_final_done{0};
 std::atomic<bool> g_shutdown_started{false};
 std::atomic<bool> g_initialized{false};
@@ -702,6 +703,9 @@ void* WriterMain(void*) {
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
     uint32_t request = g_final_request.load(std::memory_order_acquire);
     if (request != 0) {
+      // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler
+      // cannot call into CUPTI; this thread can (bounded by the handler's wait).
+      if (g_final_flush_cupti) idlescope_cupti_flush();
       FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
       g_final_done.store(1, std::memory_order_release);
       Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
@@ -902,9 +906,9 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   // CUPTI's last buffers before the footer. Not from a signal handler, and not in a forked child:
   // CUDA does not survive fork, and a child's call into it (DataLoader workers end in _exit) can
   // hang.
-  if (!from_signal && g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr) {
-    idlescope_cupti_flush();
-  }
+  bool flush_cupti = g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr;
+  if (flush_cupti && !from_signal) idlescope_cupti_flush();
+  g_final_flush_cupti = flush_cupti && from_signal;
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (g_writer_running.load(std::memory_order_acquire)) {
     // The writer does the final flush: this thread may be in a signal handler, or hold locks a
@@ -953,8 +957,10 @@ void Record(const RawEvent& event) {
   }
 }
 
+// GPU records are taken until the footer is written, not only while hooks record: the final
+// CUPTI flush happens after the hooks were turned off.
 void RecordGpu(const RawGpuActivity& activity) {
-  if (!RecorderActive()) return;
+  if (g_gpu_queue == nullptr) return;
   std::lock_guard<std::mutex> lock(g_queue_mu);
   if (g_gpu_queue->size() >= kMaxGpuQueue) {
     ++g_gpu_queue_overflow;
@@ -964,7 +970,7 @@ void RecordGpu(const RawGpuActivity& activity) {
 }
 
 void RecordGpuDropped(uint64_t records) {
-  if (!RecorderActive() || records == 0) return;
+  if (g_gpu_queue == nullptr || records == 0) return;
   std::lock_guard<std::mutex> lock(g_queue_mu);
   g_gpu_dropped_pending += records;
 }
@@ -989,7 +995,7 @@ uint32_t InternString(std::string_view s) {
 }
 
 void RecordDeviceInfo(const RawDeviceInfo& info) {
-  if (!RecorderActive()) return;
+  if (g_devices_pending == nullptr) return;
   std::lock_guard<std::mutex> lock(g_queue_mu);
   for (uint32_t d : *g_devices_seen) {
     if (d == info.device) return;
