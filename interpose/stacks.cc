@@ -472,12 +472,21 @@ uint32_t CaptureStack(int skip) {
   int saved = errno;
   ++detail::t_hook_depth;  // libunwind's own calls (msync to validate memory) are not events
   void* pcs[kMaxDepth + 64];
-  int want = static_cast<int>(g_depth) + skip + 1;
+  int want = static_cast<int>(g_depth) + skip + 8;
   if (want > kMaxDepth + 64) want = kMaxDepth + 64;
   int n = Backtrace(pcs, want);
-  // pcs[0] is CaptureStack itself; then `skip` frames the caller asked to drop (the hook); then
-  // any frames still inside the preload library (helpers of the hook).
-  int first = 1 + (skip > 0 ? skip : 0);
+  // Find our caller's frame by its return address (how many frames of ours precede it depends on
+  // inlining); then drop `skip` frames the caller asked to (the hook), then any frames still
+  // inside the preload library (helpers of the hook).
+  void* caller = __builtin_extract_return_addr(__builtin_return_address(0));
+  int first = 1;
+  for (int i = 0; i < n && i < 8; ++i) {
+    if (pcs[i] == caller) {
+      first = i;
+      break;
+    }
+  }
+  first += skip > 0 ? skip : 0;
   while (first < n && reinterpret_cast<uintptr_t>(pcs[first]) >= g_self_lo &&
          reinterpret_cast<uintptr_t>(pcs[first]) < g_self_hi) {
     ++first;
