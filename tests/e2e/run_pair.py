@@ -312,6 +312,43 @@ def RunMixed(opts, workdir):
     CheckDiff(opts, bad_dir, fixed_dir)
 
 
+# The allreduce example with one slow rank (--slow-rank 1 --delay-ms 20: rank 1 spends 20 ms
+# more per step loading its batch). One run, no twin: the communication finding must name rank 1
+# as the rank the others waited for, and communication must be a large share of the idle time
+# during training (startup and tail left out: they are outside the training loop).
+STRAGGLER = dict(
+    args=["--ranks", "2", "--grad-mb", "1", "--steps", "100", "--slow-rank", "1",
+          "--delay-ms", "20"],
+    env={"SIMGPU_DEVICES": "2", "SIMGPU_NCCL_GBPS": "0.5"},
+    note="rank 1 arrived last",
+    min_share_of_idle=0.25,
+)
+
+
+def RunStraggler(opts, workdir):
+    trace_dir, wall = RunTraced(opts, "allreduce", "straggler", STRAGGLER["args"],
+                                STRAGGLER["env"], workdir)
+    report = Report(opts, trace_dir)
+    comm = CauseNs(report, "communication")
+    idle = (int(report["job"]["idle_ns"]) - CauseNs(report, "startup") -
+            CauseNs(report, "tail"))
+    print("figures for allreduce with a straggler (rank 1, +20 ms per step)")
+    print("  communication %s of %s idle in training (%.0f%%), job span %s, wall %.3f s" %
+          (Seconds(comm), Seconds(idle), 100 * comm / idle if idle else 0,
+           Seconds(int(report["job"]["span_ns"])), wall))
+    print("  causes: " + ", ".join(
+        "%s %s" % (c["cause"], Seconds(int(c["idle_ns"]))) for c in report.get("causes", [])))
+    entry = CauseEntry(report, "communication")
+    notes = entry.get("notes", []) if entry else []
+    for n in notes:
+        print("  note: " + n)
+    if not any(STRAGGLER["note"] in n for n in notes):
+        raise PairFailure("the communication finding does not say '%s'" % STRAGGLER["note"])
+    if idle == 0 or comm < STRAGGLER["min_share_of_idle"] * idle:
+        raise PairFailure("communication is less than %.0f%% of the idle time in training" %
+                          (100 * STRAGGLER["min_share_of_idle"]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idlescope", required=True, help="build/bin/idlescope")
@@ -320,7 +357,7 @@ def main():
     parser.add_argument("--work", required=True, help="scratch directory for this pair")
     parser.add_argument("--attempts", type=int, default=2)
     parser.add_argument("--run-timeout", type=float, default=60)
-    parser.add_argument("pair", choices=sorted(list(PAIRS) + ["mixed"]))
+    parser.add_argument("pair", choices=sorted(list(PAIRS) + ["mixed", "straggler"]))
     opts = parser.parse_args()
 
     os.makedirs(opts.work, exist_ok=True)
@@ -329,6 +366,8 @@ def main():
         try:
             if opts.pair == "mixed":
                 RunMixed(opts, opts.work)
+            elif opts.pair == "straggler":
+                RunStraggler(opts, opts.work)
             else:
                 RunPair(opts, opts.pair, PAIRS[opts.pair], opts.work)
         except (PairFailure, subprocess.TimeoutExpired) as e:
