@@ -28,6 +28,9 @@ constexpr std::array<CauseInfo, kCauseCount> kCauseInfo = {{
     {"library_installation", "library", "Long library installation",
      "Use a prebuilt environment or container image instead of installing packages at job "
      "start."},
+    {"interactive", "job", "Interactive job",
+     "The job waited for input from a person (input(), a breakpoint, a prompt): run it as a batch "
+     "job, and release the GPU while waiting."},
     {"synchronization", "model", "Inappropriate batch size / API misuse (explicit sync)",
      "Remove host-device synchronizations from the training loop (.item(), .cpu(), print of a "
      "tensor, cudaDeviceSynchronize); use events or stream waits where ordering is needed."},
@@ -149,6 +152,11 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       if (event.type == FILE_CLOSE && !IsRemoteFs(event.fs_type)) return {};
       return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
     case FILE_READ:
+      // stdin or a terminal: the job waits for a person (the paper's interactive jobs).
+      if (event.path.starts_with("/dev/pts/") || event.path.starts_with("/dev/tty") ||
+          (event.fd == 0 && event.fs_type == FS_DEVICE)) {
+        return is(EventClass::kTerminalRead, Cause::kInteractive);
+      }
       if (event.fs_type == FS_PIPE || event.fs_type == FS_SOCKET) {
         return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
       }

@@ -23,6 +23,7 @@ enum class Cause : uint8_t {
   kDataLoading,
   kExternalDownload,
   kLibraryInstallation,
+  kInteractive,
   kSynchronization,
   // Causes of the idle time between kernels that is too short to slice (< --min-gap).
   kSmallBatch,
@@ -74,6 +75,7 @@ enum class EventClass : uint8_t {
   kReadWorkerQueue,  // reads of pipes/sockets: waiting for DataLoader workers
   kDownload,         // NET_* with a public address
   kInstaller,        // exec/spawn of a package installer
+  kTerminalRead,     // reads of stdin or a terminal: waiting for a person
   kSync,             // cudaDeviceSynchronize & co
 };
 

@@ -1021,6 +1021,9 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
       case Cause::kLibraryInstallation:
         all("all of it, with a prebuilt environment");
         break;
+      case Cause::kInteractive:
+        all("all of it, run as a batch job");
+        break;
       case Cause::kSynchronization:
         all("all of it, if the synchronization is not needed");
         break;

@@ -62,6 +62,7 @@ struct HostEvent {
   MemKind host_mem = MEM_UNSPECIFIED;
   bool async = false;
   FsType fs_type = FS_UNSPECIFIED;
+  int32_t fd = -1;  // I/O: the file descriptor
   NetScope net_scope = NET_UNSPECIFIED;
   uint64_t stack = 0;    // per-process StackNode id (0: not captured)
   uint64_t path_id = 0;  // per-process string id of `path` (evidence key)

@@ -224,6 +224,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         e.host_mem = ev.host_mem();
         e.async = ev.async();
         e.fs_type = ev.fs_type();
+        e.fd = ev.type() >= FILE_OPEN && ev.type() <= NET_SEND ? ev.fd() : -1;
         e.net_scope = ev.net_scope();
         e.stack = ev.stack();
         e.path_id = ev.path();

@@ -477,3 +477,30 @@ TEST(AttributionRules, LaunchesWithoutGpuRecordsAreWarnedAbout) {
 
 }  // namespace
 }  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+TEST(AttributionRules, ReadingTheTerminalIsInteractive) {
+  OneGap s;
+  HostEvent e = s.job.Event(s.p, kTid, FILE_READ, 100, 200, "/dev/pts/3");
+  e.fd = 0;
+  e.fs_type = FS_DEVICE;
+  s.job.Add(e);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(100));
+}
+
+TEST(AttributionRules, ReadingOtherDevicesIsNotInteractive) {
+  OneGap s;
+  HostEvent e = s.job.Event(s.p, kTid, FILE_READ, 100, 200, "/dev/shm/batch-17");
+  e.fd = 9;
+  e.fs_type = FS_TMPFS;
+  s.job.Add(e);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kInteractive), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+}
+
+}  // namespace
+}  // namespace idlescope::testing
