@@ -53,6 +53,8 @@ class PreloadTest : public ::testing::Test {
     if (c.pid == 0) {
       dup2(out[1], 1);
       dup2(err[1], 2);
+      // A test runner started in the background may ignore SIGINT, and SIG_IGN survives exec.
+      signal(SIGINT, SIG_DFL);
       close(out[0]);
       close(err[0]);
       for (const std::string& e : env) putenv(strdup(e.c_str()));
@@ -280,19 +282,21 @@ TEST_F(PreloadTest, SigkillLeavesEverythingFlushedReadable) {
   EXPECT_GE(Count(f, "tick"), 5);
 }
 
-TEST_F(PreloadTest, SigtermWithDefaultActionFlushesAndDiesOfTheSignal) {
-  Child c = Start({"flush_and_sleep"});
-  ASSERT_TRUE(WaitForLine(c, "ready"));
-  kill(c.pid, SIGTERM);
-  Finish(c);
-  ASSERT_TRUE(WIFSIGNALED(c.status));
-  EXPECT_EQ(WTERMSIG(c.status), SIGTERM);
-  ReadTrace t = ReadTraceFile(FileOf(c.pid));
-  Flattened f = Flatten(t);
-  EXPECT_GE(Count(f, "tick"), 1);  // recorded after the last explicit flush
-  ASSERT_NE(FooterOf(t), nullptr);
-  EXPECT_EQ(FooterOf(t)->reason(), EXIT_SIGNAL);
-  EXPECT_EQ(FooterOf(t)->exit_status(), SIGTERM);
+TEST_F(PreloadTest, SigtermAndSigintWithDefaultActionFlushAndDieOfTheSignal) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    Child c = Start({"flush_and_sleep"});
+    ASSERT_TRUE(WaitForLine(c, "ready"));
+    kill(c.pid, sig);
+    Finish(c);
+    ASSERT_TRUE(WIFSIGNALED(c.status)) << sig;
+    EXPECT_EQ(WTERMSIG(c.status), sig);
+    ReadTrace t = ReadTraceFile(FileOf(c.pid));
+    Flattened f = Flatten(t);
+    EXPECT_GE(Count(f, "tick"), 1);  // recorded after the last explicit flush
+    ASSERT_NE(FooterOf(t), nullptr) << sig;
+    EXPECT_EQ(FooterOf(t)->reason(), EXIT_SIGNAL);
+    EXPECT_EQ(FooterOf(t)->exit_status(), sig);
+  }
 }
 
 TEST_F(PreloadTest, ProgramsOwnSigtermHandlerIsChained) {
@@ -378,6 +382,24 @@ TEST_F(PreloadTest, LosingTheFileForGoodStopsTracingCleanly) {
   EXPECT_NE(c.stderr_text.find("tracing stopped", first), std::string::npos) << c.stderr_text;
   EXPECT_EQ(c.stderr_text.find("idlescope:", first + 1), std::string::npos) << c.stderr_text;
   EXPECT_TRUE(TraceFiles(dir_).empty());
+}
+
+TEST_F(PreloadTest, QuietSaysNothing) {
+  Child c = Run({"close_all_fds", "1"}, {"IDLESCOPE_QUIET=1", "IDLESCOPE_FLUSH_MS=oops"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  EXPECT_EQ(c.stderr_text, "");
+}
+
+TEST_F(PreloadTest, StackDepthZeroTurnsStacksOff) {
+  Child c = Run({"steps", "4"}, {"IDLESCOPE_STACK_DEPTH=0"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  EXPECT_EQ(t.packets[0].header().config().stack_depth(), 0u);
+  Flattened f = Flatten(t);
+  EXPECT_EQ(Count(f, "step-odd"), 2);
+  EXPECT_TRUE(f.nodes.empty());
+  for (const FlatEvent& e : f.events) EXPECT_EQ(e.event.stack(), 0u);
 }
 
 // Done-when 8 (second half): errno seen by the program never changes, also when rings fill up
