@@ -7,13 +7,17 @@
 //
 // Fix (--fixed): gradients in buckets, each all-reduced on a communication stream as soon as its
 // backward kernel is done, so communication overlaps the rest of the backward pass (DDP's
-// gradient bucketing); only the last bucket is exposed.
+// gradient bucketing), and the optimizer updates bucket by bucket as each reduction completes,
+// so the last bucket's reduction overlaps the other buckets' updates.
 //
 // Started without RANK in the environment, the program is its own launcher: it starts --ranks
 // copies of itself with RANK, LOCAL_RANK, WORLD_SIZE and IDLESCOPE_EXAMPLE_NCCL_ID (the file
 // through which rank 0 shares its ncclUniqueId) set, and waits for them.
 //
-//   allreduce [--fixed] [--ranks 2] [--steps 200] [--grad-mb 8] [--act-mb 108] [--forward 2]
+// Sizes: the defaults suit simgpu with SIMGPU_NCCL_GBPS=0.5 (a slow network); on GPUs joined by
+// NVLink use a gradient of a few hundred MB (--grad-mb 512) to see the same shape.
+//
+//   allreduce [--fixed] [--ranks 2] [--steps 200] [--grad-mb 1] [--act-mb 108] [--forward 2]
 //             [--backward 8] [--iters 512] [--slow-rank R --delay-ms D]
 #include <limits.h>
 #include <nccl.h>
@@ -150,6 +154,17 @@ __attribute__((noinline)) void allreduce_bucket_overlapped(float* bucket, size_t
   NCCL_CHECK(ncclAllReduce(bucket, bucket, floats, ncclFloat, ncclSum, comm, comm_stream));
 }
 
+// The optimizer's update of one gradient bucket: 1/buckets of a layer's work.
+__attribute__((noinline)) void optimizer_step_bucket(const Model& model, int bucket, int buckets,
+                                                     const float* grads, size_t bucket_floats,
+                                                     cudaStream_t stream, int step) {
+  size_t slice = model.elements / static_cast<size_t>(buckets);
+  example::layer_kernel<<<example::BlocksFor(slice), example::kThreadsPerBlock, 0, stream>>>(
+      model.act + static_cast<size_t>(bucket) * slice, slice, grads, bucket_floats, model.iters,
+      step);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 int run_rank(const Options& o) {
   int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
   int local_rank = EnvInt("LOCAL_RANK", rank);
@@ -177,8 +192,8 @@ int run_rank(const Options& o) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
   std::vector<cudaEvent_t> ready(buckets);
   for (cudaEvent_t& e : ready) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  cudaEvent_t reduced;
-  CUDA_CHECK(cudaEventCreateWithFlags(&reduced, cudaEventDisableTiming));
+  std::vector<cudaEvent_t> reduced(buckets);
+  for (cudaEvent_t& e : reduced) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   float* h_loss = nullptr;
   CUDA_CHECK(cudaMallocHost(&h_loss, sizeof(float)));
 
@@ -193,16 +208,17 @@ int run_rank(const Options& o) {
         CUDA_CHECK(cudaEventRecord(ready[b], compute));
         allreduce_bucket_overlapped(grads + b * bucket_floats, bucket_floats, comm, comm_stream,
                                     ready[b]);
+        CUDA_CHECK(cudaEventRecord(reduced[b], comm_stream));
       }
     }
-    if (o.fixed) {
-      CUDA_CHECK(cudaEventRecord(reduced, comm_stream));
-      CUDA_CHECK(cudaStreamWaitEvent(compute, reduced, 0));
-    } else {
-      allreduce_gradients_blocking(grads, grad_floats, comm, compute);
+    if (!o.fixed) allreduce_gradients_blocking(grads, grad_floats, comm, compute);
+    // The optimizer step reads the reduced gradients, bucket by bucket.
+    for (int b = 0; b < buckets; ++b) {
+      if (o.fixed) CUDA_CHECK(cudaStreamWaitEvent(compute, reduced[b], 0));
+      optimizer_step_bucket(model, b, buckets, grads + b * bucket_floats, bucket_floats, compute,
+                            step);
     }
-    // The optimizer step reads the reduced gradients; the loss is read back every 50 steps.
-    model.Layer(compute, grads, grad_floats, step);
+    // The loss is read back every 50 steps.
     if ((step + 1) % 50 == 0) {
       CUDA_CHECK(
           cudaMemcpyAsync(h_loss, model.act, sizeof(float), cudaMemcpyDeviceToHost, compute));
@@ -217,7 +233,7 @@ int run_rank(const Options& o) {
 
   NCCL_CHECK(ncclCommDestroy(comm));
   for (cudaEvent_t e : ready) CUDA_CHECK(cudaEventDestroy(e));
-  CUDA_CHECK(cudaEventDestroy(reduced));
+  for (cudaEvent_t e : reduced) CUDA_CHECK(cudaEventDestroy(e));
   CUDA_CHECK(cudaStreamDestroy(compute));
   CUDA_CHECK(cudaStreamDestroy(comm_stream));
   CUDA_CHECK(cudaFreeHost(h_loss));
