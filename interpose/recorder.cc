@@ -127,6 +127,9 @@ pthread_key_t g_ring_key;
 
 __thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread bool t_thread_dead __attribute__((tls_model("initial-exec"))) = false;
+// No ring could be had (all kMaxRings in use, or mmap failed): this thread's events are counted
+// as dropped without searching again on every call.
+__thread bool t_ring_failed __attribute__((tls_model("initial-exec"))) = false;
 
 std::atomic<uint32_t> g_wake_word{0};
 std::atomic<uint64_t> g_rings_unavailable{0};  // events lost because no ring could be had
@@ -172,7 +175,7 @@ void OnThreadExit(void* arg) {
 }
 
 __attribute__((noinline)) Ring* ClaimRing() {
-  if (t_thread_dead || g_ring_slots == 0) return nullptr;
+  if (t_thread_dead || t_ring_failed || g_ring_slots == 0) return nullptr;
   int saved = errno;
   Ring* r = nullptr;
   uint32_t n = g_ring_count.load(std::memory_order_acquire);
@@ -184,6 +187,7 @@ __attribute__((noinline)) Ring* ClaimRing() {
     uint32_t i = g_ring_count.load(std::memory_order_relaxed);
     do {
       if (i >= kMaxRings) {
+        t_ring_failed = true;
         errno = saved;
         return nullptr;
       }
@@ -193,6 +197,7 @@ __attribute__((noinline)) Ring* ClaimRing() {
   }
   ResetRing(r, GetTid());
   if (!MapSlots(r)) {
+    t_ring_failed = true;
     r->state.store(kFree, std::memory_order_release);
     errno = saved;
     return nullptr;
@@ -775,6 +780,7 @@ void ForkChild() {
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
+  t_ring_failed = false;  // the parent's other threads' rings are freed below
   bool was_active = detail::g_recorder_active.load(std::memory_order_relaxed);
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (!was_active || g_shutdown_started.load()) return;

@@ -123,12 +123,33 @@ ev::MemKind AskRuntime(const void* p) {
 
 }  // namespace
 
+namespace {
+// The range the calling thread's last known pointer fell in, valid while the map's generation is
+// unchanged (then the map, and so that range, is exactly as it was). A training step copies from
+// the same few staging buffers over and over: this skips the binary search and the seqlock
+// retry loop. The generation is read before the lookup: a change in between only makes the memo
+// stale-keyed, i.e. a miss next time, never a wrong answer.
+struct RangeMemo {
+  uint64_t generation = 1;  // odd: never a valid seqlock generation
+  uintptr_t begin = 0, end = 0;
+  RangeKind kind = RangeKind::kNone;
+};
+__thread RangeMemo t_range_memo __attribute__((tls_model("initial-exec")));
+}  // namespace
+
 ev::MemKind ClassifyPointer(const void* p) {
   if (p == kDeviceSide) return ev::kDevice;
   if (p == kArraySide) return ev::kArray;
   PinnedRanges& ranges = HostRanges();
   const uint64_t generation = ranges.Generation();
-  if (RangeKind k = ranges.Find(reinterpret_cast<uintptr_t>(p)); k != RangeKind::kNone) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  RangeMemo& memo = t_range_memo;
+  if (memo.generation == generation && addr - memo.begin < memo.end - memo.begin) {
+    return FromRange(memo.kind);
+  }
+  uintptr_t begin = 0, end = 0;
+  if (RangeKind k = ranges.FindRange(addr, &begin, &end); k != RangeKind::kNone) {
+    memo = {generation, begin, end, k};
     return FromRange(k);
   }
   const uint64_t page = reinterpret_cast<uintptr_t>(p) >> 12;
@@ -229,6 +250,40 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
+namespace {
+// Tick -> trace-clock ns for the hooks, on a per-thread anchor taken from io::TicksToNs and a
+// Q32 fixed-point ratio from io::TickSpanNs, refreshed every ~4 ms of ticks: an integer
+// multiply instead of io's double arithmetic and anchor checks (~50 instructions per call).
+// The refresh follows io's clock as it refines its ratio.
+struct TickAnchor {
+  uint64_t ticks = 0;
+  uint64_t ns = 0;
+  uint64_t ns_per_tick_q32 = 0;  // 0: not anchored yet
+  uint64_t span = 0;             // ticks after `ticks` this anchor is used for
+};
+__thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
+constexpr uint64_t kTickAnchorNs = 4'000'000;
+
+uint64_t SpanNs(const TickAnchor& a, uint64_t ticks) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * a.ns_per_tick_q32) >> 32);
+}
+
+// Trace-clock ns of `t0` and the length in ns of [t0, t1].
+void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
+  TickAnchor& a = t_tick_anchor;
+  if (__builtin_expect(a.ns_per_tick_q32 == 0 || t0 - a.ticks > a.span, 0)) {
+    // Also taken when t0 < a.ticks (unsigned wrap): a reading from before the anchor.
+    a.ticks = t0;
+    a.ns = io::TicksToNs(t0);
+    a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
+    if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
+    a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;
+  }
+  *ts = a.ns + SpanNs(a, t0 - a.ticks);
+  *dur = t1 >= t0 ? SpanNs(a, t1 - t0) : 0;
+}
+}  // namespace
+
 void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
             uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
@@ -237,8 +292,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   }
   RawEvent e;
   // Tick readings become trace-clock ns here, outside the timed span.
-  e.ts = io::TicksToNs(t0);
-  e.dur = io::TickSpanNs(t1 - t0);
+  TicksToSpan(t0, t1, &e.ts, &e.dur);
   e.type = call.type;
   e.result = result;
   e.stack = stack;

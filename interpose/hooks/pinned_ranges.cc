@@ -121,6 +121,11 @@ RangeKind PinnedRanges::Remove(uintptr_t base) {
 }
 
 RangeKind PinnedRanges::Find(uintptr_t addr) const {
+  uintptr_t begin, end;
+  return FindRange(addr, &begin, &end);
+}
+
+RangeKind PinnedRanges::FindRange(uintptr_t addr, uintptr_t* begin, uintptr_t* end) const {
   for (;;) {
     const uint64_t s1 = seq_.load(std::memory_order_acquire);
     if (s1 & 1) continue;  // a writer is mid-edit; edits are a few hundred ns at most
@@ -141,8 +146,12 @@ RangeKind PinnedRanges::Find(uintptr_t addr) const {
           hi = mid;
         }
       }
-      if (lo > 0 && addr < t->cells[lo - 1].end.load(std::memory_order_relaxed)) {
+      uint64_t b = lo > 0 ? t->cells[lo - 1].begin.load(std::memory_order_relaxed) : 0;
+      uint64_t e = lo > 0 ? t->cells[lo - 1].end.load(std::memory_order_relaxed) : 0;
+      if (addr < e) {
         kind = t->cells[lo - 1].kind.load(std::memory_order_relaxed);
+        *begin = b;
+        *end = e;
       }
     }
     std::atomic_thread_fence(std::memory_order_acquire);

@@ -44,6 +44,8 @@ class PinnedRanges {
   // The kind of the range containing `addr`, or kNone. Lock-free, wait-free unless a writer is
   // mid-edit.
   RangeKind Find(uintptr_t addr) const;
+  // Find, also giving the range's bounds (set only when the result is not kNone).
+  RangeKind FindRange(uintptr_t addr, uintptr_t* begin, uintptr_t* end) const;
   // Changes whenever the map changes; even when stable.
   uint64_t Generation() const { return seq_.load(std::memory_order_acquire); }
   size_t Size() const;
