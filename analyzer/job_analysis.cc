@@ -649,16 +649,17 @@ void JobAnalysis::ReclaimResidual(const Candidate& c) {
     if (c.when.start < d.timeline.attributed_until() - kResidualHorizon) ++late_candidates_;
     // Residual slices had no candidate at all, so the late event is the only one there: it
     // takes them whatever its rank.
-    std::deque<DeviceState::ResidualSlice> kept;
-    bool changed = false;
-    for (const auto& slice : d.residual_log) {
+    // The log is in time order: only the slices from the first one ending after the event's
+    // start to the last one starting before its end are touched.
+    auto& log = d.residual_log;
+    auto first = std::partition_point(
+        log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= c.when.start; });
+    auto last = first;
+    std::vector<DeviceState::ResidualSlice> rest;
+    for (; last != log.end() && last->when.start < c.when.end; ++last) {
+      const auto& slice = *last;
       Ns s = std::max(slice.when.start, c.when.start);
       Ns e = std::min(slice.when.end, c.when.end);
-      if (e <= s) {
-        kept.push_back(slice);
-        continue;
-      }
-      changed = true;
       Ns taken = e - s;
       if (slice.open) {
         d.open_gap.residual -= taken;
@@ -668,10 +669,12 @@ void JobAnalysis::ReclaimResidual(const Candidate& c) {
       }
       CreditCause(d, c, taken);
       reclaimed_ns_ += taken;
-      if (slice.when.start < s) kept.push_back({{slice.when.start, s}, slice.open, slice.cause});
-      if (e < slice.when.end) kept.push_back({{e, slice.when.end}, slice.open, slice.cause});
+      if (slice.when.start < s) rest.push_back({{slice.when.start, s}, slice.open, slice.cause});
+      if (e < slice.when.end) rest.push_back({{e, slice.when.end}, slice.open, slice.cause});
     }
-    if (changed) d.residual_log.swap(kept);
+    if (first == last) continue;
+    auto at = log.erase(first, last);
+    log.insert(at, rest.begin(), rest.end());
   }
 }
 
