@@ -6,7 +6,7 @@
 //
 // Fix (--fixed): a producer thread prefetches batches (asks the worker for batch i+1 while the
 // GPU runs step i) into a small queue of pinned buffers, so preprocessing overlaps compute
-// (DataLoader's prefetch_factor).
+// (DataLoader's prefetch_factor), and the next batch is copied to the device during the step.
 //
 //   dataloader [--fixed] [--steps 250] [--batch-mb 0.25] [--decode-ms 2] [--act-mb 216]
 //              [--layers 4] [--iters 512] [--prefetch 2]
@@ -201,6 +201,14 @@ __attribute__((noinline)) void forward_backward(const Model& model, cudaStream_t
   for (int l = 0; l < layers; ++l) model.Layer(stream, d_batch, floats, step);
 }
 
+// The fixed twin's copy of a prefetched batch to the device, on the copy stream.
+__attribute__((noinline)) void prefetch_to_device(float* d_batch, const float* h_batch,
+                                                  size_t bytes, cudaStream_t copy_stream,
+                                                  cudaEvent_t copied) {
+  CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, bytes, cudaMemcpyHostToDevice, copy_stream));
+  CUDA_CHECK(cudaEventRecord(copied, copy_stream));
+}
+
 // loss.item() at the end of every step: the host waits for the step's kernels.
 __attribute__((noinline)) float read_loss(const Model& model, float* h_loss, cudaStream_t stream) {
   CUDA_CHECK(cudaMemcpyAsync(h_loss, model.act, sizeof(float), cudaMemcpyDeviceToHost, stream));
@@ -225,14 +233,32 @@ int train(const Options& o, LoaderWorker& worker) {
   float loss = 0;
   double t0 = example::NowSeconds();
   if (o.fixed) {
+    // Batches come decoded from the producer thread and are copied to the device on a second
+    // stream during the previous step, into alternating device buffers.
     PrefetchQueue queue(worker, o.prefetch, o.steps);
+    float* d_next = nullptr;
+    CUDA_CHECK(cudaMalloc(&d_next, bytes));
+    float* d_buffers[2] = {d_batch, d_next};
+    cudaStream_t copy_stream;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+    cudaEvent_t copied[2];
+    for (cudaEvent_t& e : copied) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    prefetch_to_device(d_buffers[0], queue.Next(), bytes, copy_stream, copied[0]);
     for (int step = 0; step < o.steps; ++step) {
-      const float* h_batch = queue.Next();
-      CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, bytes, cudaMemcpyHostToDevice, stream));
-      forward_backward(model, stream, d_batch, floats, o.layers, step);
-      loss = read_loss(model, h_loss, stream);  // the copy is done: the slot can be reused
-      queue.Release();
+      int cur = step % 2;
+      CUDA_CHECK(cudaStreamWaitEvent(stream, copied[cur], 0));
+      forward_backward(model, stream, d_buffers[cur], floats, o.layers, step);
+      // d_buffers[1 - cur] was last read by step-1, which the previous read_loss waited for.
+      if (step + 1 < o.steps) {
+        prefetch_to_device(d_buffers[1 - cur], queue.Next(), bytes, copy_stream, copied[1 - cur]);
+      }
+      loss = read_loss(model, h_loss, stream);
+      queue.Release();  // this step's batch: its copy completed before the step's kernels ran
     }
+    CUDA_CHECK(cudaStreamSynchronize(copy_stream));
+    for (cudaEvent_t e : copied) CUDA_CHECK(cudaEventDestroy(e));
+    CUDA_CHECK(cudaStreamDestroy(copy_stream));
+    CUDA_CHECK(cudaFree(d_next));
   } else {
     for (int step = 0; step < o.steps; ++step) {
       const float* h_batch = load_batch_sync(worker, step);
