@@ -21,6 +21,7 @@
 //             [--backward 8] [--iters 512] [--slow-rank R --delay-ms D]
 #include <limits.h>
 #include <nccl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,13 +91,29 @@ int launch_ranks(const Options& o, char** argv) {
     }
     pids.push_back(pid);
   }
+  // Like torchrun: when one rank fails, the others are stopped instead of waiting for it in a
+  // collective until NCCL times out.
   int failed = 0;
-  for (pid_t pid : pids) {
+  size_t running = pids.size();
+  while (running > 0) {
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
       EXAMPLE_CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+      continue;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    for (pid_t& p : pids) {
+      if (p != pid) continue;
+      p = -1;
+      --running;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (failed++ == 0) {
+          for (pid_t other : pids) {
+            if (other > 0) kill(other, SIGTERM);
+          }
+        }
+      }
+    }
   }
   unlink(id_file.c_str());
   rmdir(dir);
