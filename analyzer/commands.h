@@ -4,9 +4,13 @@
 
 namespace idlescope {
 
-int RunCommand(int argc, char** argv);     // idlescope run [-o DIR] -- CMD...   (run_command.cc)
-int DumpCommand(int argc, char** argv);    // idlescope dump FILE                (trace/dump_command.cc)
-int ReportCommand(int argc, char** argv);  // idlescope report DIR|FILE...       (report_command.cc)
-int DiffCommand(int argc, char** argv);    // idlescope diff BEFORE AFTER        (diff_command.cc)
+// idlescope run [-o DIR] -- CMD...   (run_command.cc)
+int RunCommand(int argc, char** argv);
+// idlescope dump FILE                (trace/dump_command.cc)
+int DumpCommand(int argc, char** argv);
+// idlescope report DIR|FILE...       (report_command.cc)
+int ReportCommand(int argc, char** argv);
+// idlescope diff BEFORE AFTER        (diff_command.cc)
+int DiffCommand(int argc, char** argv);
 
 }  // namespace idlescope
