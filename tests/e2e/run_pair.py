@@ -54,7 +54,7 @@ PAIRS = {
     "dataloader": dict(
         args=[],
         cause="data_loading",
-        evidence=["load_batch_sync"],
+        evidence=["load_batch_sync", "ReadAll"],
     ),
     "startup_install": dict(
         args=[],
