@@ -314,19 +314,9 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
   Record(e);
 }
 
-void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
-  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  cudart::ThreadState& t = cudart::Thread();
-  if (t.in_hook) {
-    // One of our hooks is waiting for this call: lend it the correlation id. The runtime exit
-    // comes after the nested driver exits, so the runtime call's id wins.
-    if (cb->callbackSite == CUPTI_API_EXIT &&
-        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || t.correlation == 0)) {
-      t.correlation = cb->correlationId;
-    }
-    return;
-  }
+// A call no hook of ours is waiting for (static cudart, driver API, injection mode).
+__attribute__((noinline)) void OnUnhookedApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                             const CUpti_CallbackData* cb, cudart::ThreadState& t) {
   CbInfo* info = Info(domain, cbid, cb->functionName);
   if (info == nullptr) return;
   const auto shape = static_cast<Shape>(info->shape.load(std::memory_order_relaxed));
@@ -348,6 +338,24 @@ void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
                            shape != Shape::kMemsetDriver && shape != Shape::kMemsetRuntime &&
                            shape != Shape::kMemsetOther;
   RecordCall(*info, shape, cb, t.cb_start, t1, wants_stack ? CaptureStack(1) : 0);
+}
+
+// Every enabled callback of every hooked call comes here twice (enter, exit): the in-hook path is
+// kept to a few instructions, the rest is out of line.
+void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  cudart::ThreadState& t = cudart::Thread();
+  if (__builtin_expect(t.in_hook, 1)) {
+    // One of our hooks is waiting for this call: lend it the correlation id. The runtime exit
+    // comes after the nested driver exits, so the runtime call's id wins.
+    if (cb->callbackSite == CUPTI_API_EXIT &&
+        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || t.correlation == 0)) {
+      t.correlation = cb->correlationId;
+    }
+    return;
+  }
+  OnUnhookedApi(domain, cbid, cb, t);
 }
 
 bool WantedDriverName(std::string_view n) {
