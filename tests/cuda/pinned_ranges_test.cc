@@ -28,6 +28,30 @@ TEST(PinnedRanges, FindsContainingRangeOnly) {
   EXPECT_EQ(m.Size(), 3u);
 }
 
+// The copy hooks memoize the range FindRange returns, keyed by Generation(): the bounds must be
+// the whole range, and any change of the map must change the generation.
+TEST(PinnedRanges, FindRangeGivesBoundsForTheHookMemo) {
+  PinnedRanges m;
+  m.Insert(0x1000, 0x1000, RangeKind::kPinned);
+  m.Insert(0x4000, 0x2000, RangeKind::kDevice);
+  uintptr_t begin = 7, end = 7;
+  EXPECT_EQ(m.FindRange(0x4abc, &begin, &end), RangeKind::kDevice);
+  EXPECT_EQ(begin, 0x4000u);
+  EXPECT_EQ(end, 0x6000u);
+  EXPECT_EQ(m.FindRange(0x1000, &begin, &end), RangeKind::kPinned);
+  EXPECT_EQ(begin, 0x1000u);
+  EXPECT_EQ(end, 0x2000u);
+  begin = end = 7;
+  EXPECT_EQ(m.FindRange(0x3000, &begin, &end), RangeKind::kNone);
+  EXPECT_EQ(begin, 7u);  // untouched on a miss
+  EXPECT_EQ(end, 7u);
+  // A freed buffer whose address comes back as pageable memory: the generation moved on.
+  const uint64_t g = m.Generation();
+  m.Remove(0x1000);
+  EXPECT_NE(m.Generation(), g);
+  EXPECT_EQ(m.FindRange(0x1000, &begin, &end), RangeKind::kNone);
+}
+
 TEST(PinnedRanges, RemoveByBaseAndGenerationChanges) {
   PinnedRanges m;
   uint64_t g0 = m.Generation();
