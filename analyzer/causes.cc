@@ -86,10 +86,19 @@ bool IsModelCheckpointPath(std::string_view path) {
   std::string lower(path);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static constexpr std::string_view kSuffixes[] = {
-      ".pt",  ".pth",     ".ckpt",   ".safetensors", ".bin",  ".h5",     ".hdf5",   ".pkl",
+      ".pt",  ".pth",     ".ckpt",   ".safetensors", ".h5",   ".hdf5",   ".pkl",
       ".npz", ".msgpack", ".distcp", ".keras",       ".onnx", ".pt.tmp", ".pth.tmp"};
   for (std::string_view suffix : kSuffixes) {
     if (std::string_view(lower).ends_with(suffix)) return true;
+  }
+  // ".bin" is also the suffix of raw dataset shards (sample00001.bin): it names a model file
+  // only with a model word in the name (pytorch_model.bin, adapter_model.bin, optimizer.bin).
+  if (std::string_view(lower).ends_with(".bin")) {
+    std::string_view name = Basename(lower);
+    for (std::string_view word : {"model", "weight", "optim", "adapter", "ckpt", "checkpoint",
+                                  "state", "rng", "scheduler"}) {
+      if (name.find(word) != std::string_view::npos) return true;
+    }
   }
   // A directory component naming checkpoints: ckpt/, checkpoints/, checkpoint-500/, ...
   std::string_view dir(lower);
@@ -144,12 +153,12 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
     case FILE_SYNC:
     case FILE_RENAME:
     case FILE_CLOSE:
+      // close() only blocks where it flushes (NFS close-to-open consistency); a close of a local
+      // model file is no stall, and is as often the end of a read (loading weights, a dataset).
+      if (event.type == FILE_CLOSE && !IsRemoteFs(event.fs_type)) return {};
       if (IsModelCheckpointPath(event.path)) {
         return is(EventClass::kCheckpointWrite, Cause::kCheckpointing);
       }
-      // Closing an ordinary local file is not a stall worth naming; on a remote filesystem
-      // close() flushes (NFS close-to-open consistency) and blocks like a write.
-      if (event.type == FILE_CLOSE && !IsRemoteFs(event.fs_type)) return {};
       return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
     case FILE_READ:
       // stdin or a terminal: the job waits for a person (the paper's interactive jobs).

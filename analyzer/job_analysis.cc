@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace idlescope {
@@ -81,7 +83,129 @@ std::vector<EvidenceItem> ResolveEvidence(const TopEvidence& top, size_t n, Reso
 
 std::string Seconds(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
 
+// Host activity items kept per kind before the lighter half is forgotten (as TopEvidence).
+constexpr size_t kActivityCapacity = 1024;
+// Longest command line kept for a program item.
+constexpr size_t kProgramLabelMax = 200;
+
+std::string_view FsTypeName(FsType fs) {
+  switch (fs) {
+    case FS_LOCAL:
+      return "local";
+    case FS_TMPFS:
+      return "tmpfs";
+    case FS_NFS:
+      return "nfs";
+    case FS_FUSE:
+      return "fuse";
+    case FS_CIFS:
+      return "cifs";
+    case FS_LUSTRE:
+      return "lustre";
+    case FS_OVERLAY:
+      return "overlay";
+    case FS_PIPE:
+      return "pipe";
+    case FS_SOCKET:
+      return "socket";
+    case FS_DEVICE:
+      return "device";
+    case FS_OTHER_REMOTE:
+      return "other_remote";
+    case FS_OTHER:
+      return "other";
+    default:
+      return "";
+  }
+}
+
+// "program arg1 arg2" from a NUL-separated argv (the program path when argv is empty), as the
+// traced process's Header.cmdline is joined, so both name the same program the same way.
+std::string ProgramLabel(std::string_view program, std::string_view argv) {
+  std::string label;
+  size_t pos = 0;
+  while (pos < argv.size() && label.size() < kProgramLabelMax) {
+    size_t stop = argv.find('\0', pos);
+    if (stop == std::string_view::npos) stop = argv.size();
+    if (stop > pos) {
+      if (!label.empty()) label += ' ';
+      label.append(argv.substr(pos, stop - pos));
+    }
+    pos = stop + 1;
+  }
+  if (label.empty()) label = std::string(program);
+  // The program by its name (argv[0] is "python3" or "/usr/bin/python3" depending on the caller).
+  size_t space = label.find(' ');
+  size_t slash = label.rfind('/', space == std::string::npos ? label.size() : space);
+  if (slash != std::string::npos && slash + 1 < label.size()) label.erase(0, slash + 1);
+  if (label.size() > kProgramLabelMax) label.resize(kProgramLabelMax);
+  return label;
+}
+
 }  // namespace
+
+std::string_view HostActivityKindName(HostActivityKind kind) {
+  switch (kind) {
+    case HostActivityKind::kCheckpointWrites:
+      return "checkpoint_writes";
+    case HostActivityKind::kWrites:
+      return "writes";
+    case HostActivityKind::kReads:
+      return "reads";
+    case HostActivityKind::kIpc:
+      return "pipes_sockets";
+    case HostActivityKind::kNetwork:
+      return "network";
+    case HostActivityKind::kTerminal:
+      return "terminal";
+    case HostActivityKind::kPrograms:
+      return "programs";
+  }
+  return "?";
+}
+
+// The blocked calls of one host activity kind: exact totals, and per (process, path) item the
+// figures of the heaviest items in bounded memory (the lighter half is forgotten when full).
+struct JobAnalysis::ActivityTable {
+  struct Weight {
+    Ns ns = 0;
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+    Ns main_ns = 0;
+    Ns longest = -1;  // the longest call, and its thread and stack
+    uint32_t tid = 0;
+    bool main_thread = false;
+    uint64_t stack = 0;
+    FsType fs = FS_UNSPECIFIED;
+    std::string label;  // programs: the command line
+    bool installer = false;
+  };
+  Ns ns = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  Ns main_ns = 0;
+  bool evicted = false;
+  absl::flat_hash_map<EvidenceKey, Weight> items;
+
+  Weight& Item(EvidenceKey key) {
+    if (items.size() >= kActivityCapacity && !items.contains(key)) Shrink();
+    return items[key];
+  }
+  void Shrink() {
+    std::vector<Ns> times;
+    times.reserve(items.size());
+    for (const auto& [key, w] : items) times.push_back(w.ns);
+    auto middle = times.begin() + static_cast<ptrdiff_t>(times.size() / 2);
+    std::nth_element(times.begin(), middle, times.end());
+    Ns cut = *middle;
+    absl::erase_if(items, [cut](const auto& kv) { return kv.second.ns < cut; });
+    if (items.size() >= kActivityCapacity) {  // all equal: drop an arbitrary half
+      size_t drop = items.size() / 2;
+      for (auto it = items.begin(); it != items.end() && drop > 0; --drop) items.erase(it++);
+    }
+    evicted = true;
+  }
+};
 
 std::string_view GapKindName(GapKind kind) {
   switch (kind) {
@@ -160,6 +284,10 @@ struct JobAnalysis::ProcessState {
   uint32_t cached_device = 0;
   uint64_t last_launcher = ~uint64_t{0};
   uint32_t last_launcher_device = 0;
+  // File reads (not pipes or sockets), for the worker processes of the host activity report.
+  uint64_t reads = 0;
+  uint64_t read_bytes = 0;
+  Ns read_ns = 0;
 };
 
 struct JobAnalysis::GapRecord {
@@ -182,7 +310,8 @@ struct JobAnalysis::NcclGroup {
   std::vector<Member> members;
 };
 
-JobAnalysis::JobAnalysis(AnalysisOptions options) : options_(options) {
+JobAnalysis::JobAnalysis(AnalysisOptions options)
+    : options_(options), activity_(kHostActivityKindCount) {
   if (options_.min_gap < 1) options_.min_gap = 1;
 }
 
@@ -401,8 +530,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     default:
       break;
   }
-  if (e.end <= e.start) return;
   EventClassification c = ClassifyHostEvent(e);
+  NoteHostActivity(e, c.event_class);
+  if (e.end <= e.start) return;
   // Whatever a package installer does (downloads, writes to site-packages) is installation.
   if (p.installer) c = {EventClass::kInstaller, Cause::kLibraryInstallation};
   if (c.event_class == EventClass::kNone) return;
@@ -419,6 +549,78 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.bytes = e.bytes;
   candidate.directory = DirectoryOf(e);
   AddCandidate(candidate);
+}
+
+void JobAnalysis::NoteHostActivity(const HostEvent& e, EventClass event_class) {
+  HostActivityKind kind;
+  switch (e.type) {
+    case PROC_EXEC:
+    case PROC_SPAWN:
+      kind = HostActivityKind::kPrograms;
+      break;
+    case FILE_WRITE:
+    case FILE_SYNC:
+    case FILE_RENAME:
+    case FILE_CLOSE:
+      if (event_class == EventClass::kCheckpointWrite) {
+        kind = HostActivityKind::kCheckpointWrites;
+      } else if (e.type == FILE_CLOSE && !IsRemoteFs(e.fs_type)) {
+        return;  // closing a local file does not block (see ClassifyHostEvent)
+      } else if (e.fs_type == FS_PIPE || e.fs_type == FS_SOCKET) {
+        kind = HostActivityKind::kIpc;
+      } else {
+        kind = HostActivityKind::kWrites;
+      }
+      break;
+    case FILE_READ:
+      if (event_class == EventClass::kTerminalRead) {
+        kind = HostActivityKind::kTerminal;
+      } else if (event_class == EventClass::kReadWorkerQueue) {
+        kind = HostActivityKind::kIpc;
+      } else {
+        kind = HostActivityKind::kReads;
+      }
+      break;
+    case NET_CONNECT:
+    case NET_RECV:
+    case NET_SEND:
+      kind = e.net_scope == NET_PRIVATE || e.net_scope == NET_PUBLIC ? HostActivityKind::kNetwork
+                                                                     : HostActivityKind::kIpc;
+      break;
+    default:
+      return;
+  }
+  ProcessState& p = *processes_[e.process];
+  Ns ns = std::max<Ns>(e.end - e.start, 0);
+  uint64_t calls = std::max<uint64_t>(e.count, 1);
+  uint32_t main_tid = p.info.main_tid != 0 ? p.info.main_tid : p.info.pid;
+  bool main_thread = e.tid == main_tid;
+  if (kind == HostActivityKind::kReads) {
+    p.reads += calls;
+    p.read_bytes += e.bytes;
+    p.read_ns += ns;
+  }
+  ActivityTable& table = activity_[static_cast<size_t>(kind)];
+  table.ns += ns;
+  table.bytes += e.bytes;
+  table.count += calls;
+  if (main_thread) table.main_ns += ns;
+  ActivityTable::Weight& w = table.Item({e.process, e.path_id});
+  w.ns += ns;
+  w.bytes += e.bytes;
+  w.count += calls;
+  if (main_thread) w.main_ns += ns;
+  if (ns > w.longest) {
+    w.longest = ns;
+    w.tid = e.tid;
+    w.main_thread = main_thread;
+    if (e.stack != 0) w.stack = e.stack;
+    w.fs = e.fs_type;
+  }
+  if (kind == HostActivityKind::kPrograms && w.label.empty()) {
+    w.label = ProgramLabel(e.path, e.argv);
+    w.installer = event_class == EventClass::kInstaller;
+  }
 }
 
 uint64_t JobAnalysis::DirectoryOf(const HostEvent& e) {
@@ -755,6 +957,200 @@ void JobAnalysis::Prune() {
     longest_pending_ = std::max(longest_pending_, c.when.length());
 }
 
+HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) const {
+  HostActivityReport report;
+  // Programs that ran as traced processes of the job: children that exec'd (not forked copies)
+  // count with their run time, merged with the exec/spawn calls that started them by command line.
+  struct Ran {
+    std::string label;
+    const ProcessState* process;
+  };
+  std::vector<Ran> programs;
+  for (const auto& p : processes_) {
+    const ProcessState* parent = nullptr;
+    for (const auto& q : processes_) {
+      if (q.get() != p.get() && q->info.pid == p->info.ppid && q->info.host == p->info.host) {
+        parent = q.get();
+      }
+    }
+    if (parent == nullptr) continue;
+    // A worker runs its parent's program: forked and not exec'd since (an exec'd child starts
+    // a trace of its own with its new command line).
+    if (p->info.forked && p->info.exe == parent->info.exe &&
+        p->info.cmdline == parent->info.cmdline) {
+      WorkerProcess w;
+      w.pid = p->info.pid;
+      w.ppid = p->info.ppid;
+      w.lifetime_ns = ProcessEnd(*p) - p->info.start;
+      w.reads = p->reads;
+      w.read_bytes = p->read_bytes;
+      w.read_ns = p->read_ns;
+      report.workers_with_reads += w.reads > 0;
+      report.workers.push_back(w);
+    } else {
+      std::string argv = p->info.cmdline;  // joined by spaces: as a NUL-separated argv, in effect
+      std::replace(argv.begin(), argv.end(), ' ', '\0');
+      programs.push_back({ProgramLabel(p->info.exe, argv), p.get()});
+    }
+  }
+  std::sort(report.workers.begin(), report.workers.end(),
+            [](const WorkerProcess& a, const WorkerProcess& b) { return a.pid < b.pid; });
+
+  for (int k = 0; k < kHostActivityKindCount; ++k) {
+    const HostActivityKind kind = static_cast<HostActivityKind>(k);
+    const ActivityTable& table = activity_[static_cast<size_t>(k)];
+    HostActivityGroup group;
+    group.kind = kind;
+    group.ns = table.ns;
+    group.bytes = table.bytes;
+    group.count = table.count;
+    group.main_thread_ns = table.main_ns;
+    group.approximate = table.evicted;
+    // The heaviest items, merged across processes by what they name (ids are per file).
+    std::vector<std::pair<EvidenceKey, const ActivityTable::Weight*>> heaviest;
+    for (const auto& [key, w] : table.items) heaviest.push_back({key, &w});
+    auto heavier = [](const auto& a, const auto& b) {
+      if (a.second->ns != b.second->ns) return a.second->ns > b.second->ns;
+      if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
+      return std::tie(a.first.process, a.first.id) < std::tie(b.first.process, b.first.id);
+    };
+    size_t n = std::min(heaviest.size(), options_.top_evidence * 8);
+    std::partial_sort(heaviest.begin(), heaviest.begin() + static_cast<ptrdiff_t>(n),
+                      heaviest.end(), heavier);
+    heaviest.resize(n);
+    absl::flat_hash_map<std::string, size_t> index;
+    std::vector<Ns> longest;
+    std::vector<absl::flat_hash_set<uint32_t>> pids;
+    auto item_for = [&](std::string what) -> size_t {
+      auto [it, inserted] = index.try_emplace(what, group.items.size());
+      if (inserted) {
+        group.items.push_back({});
+        group.items.back().what = std::move(what);
+        longest.push_back(-1);
+        pids.emplace_back();
+      }
+      return it->second;
+    };
+    for (const auto& [key, w] : heaviest) {
+      const ProcessState& p = *processes_[key.process];
+      std::string what = kind == HostActivityKind::kPrograms ? w->label
+                         : key.id != 0                       ? symbols.String(key.process, key.id)
+                                                             : "";
+      if (what.empty()) what = "(unnamed)";
+      size_t i = item_for(std::move(what));
+      HostActivityItem& item = group.items[i];
+      item.ns += w->ns;
+      item.bytes += w->bytes;
+      item.count += w->count;
+      item.main_thread_ns += w->main_ns;
+      item.installer = item.installer || w->installer;
+      pids[i].insert(p.info.pid);
+      if (w->longest > longest[i]) {
+        longest[i] = w->longest;
+        item.pid = p.info.pid;
+        item.tid = w->tid;
+        item.main_thread = w->main_thread;
+        item.fs_type = std::string(FsTypeName(w->fs));
+        item.stack = w->stack != 0 ? symbols.Stack(key.process, w->stack) : "";
+      }
+    }
+    if (kind == HostActivityKind::kPrograms) {
+      for (const Ran& ran : programs) {
+        Ns ran_ns = ProcessEnd(*ran.process) - ran.process->info.start;
+        size_t i = item_for(ran.label);
+        HostActivityItem& item = group.items[i];
+        item.ns += ran_ns;
+        item.count += item.count == 0;  // traced, though its start was not
+        item.installer = item.installer || ran.process->installer;
+        pids[i].insert(ran.process->info.pid);
+        if (item.pid == 0) item.pid = ran.process->info.pid;
+        group.ns += ran_ns;
+        group.count += 1;
+      }
+    }
+    for (size_t i = 0; i < group.items.size(); ++i) {
+      group.items[i].processes = static_cast<uint32_t>(pids[i].size());
+    }
+    std::sort(group.items.begin(), group.items.end(),
+              [](const HostActivityItem& a, const HostActivityItem& b) {
+                if (a.ns != b.ns) return a.ns > b.ns;
+                if (a.bytes != b.bytes) return a.bytes > b.bytes;
+                return a.what < b.what;
+              });
+    if (group.items.size() > options_.top_evidence) group.items.resize(options_.top_evidence);
+    if (group.count > 0 || !group.items.empty()) report.groups.push_back(std::move(group));
+  }
+  return report;
+}
+
+namespace {
+
+// A job without GPU work: its no_gpu_work cause points at what the job's threads did instead
+// (docs/attribution.md, "Host activity"): the heaviest host activity items, and one note per kind.
+void PointAtHostActivity(const HostActivityReport& host, size_t top, CauseReport& r) {
+  struct Heavy {
+    const HostActivityGroup* group;
+    const HostActivityItem* item;
+  };
+  std::vector<Heavy> heavy;
+  std::vector<const HostActivityGroup*> groups;
+  for (const HostActivityGroup& g : host.groups) groups.push_back(&g);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto* a, const auto* b) { return a->ns > b->ns; });
+  for (const HostActivityGroup* g : groups) {
+    std::string kind(HostActivityKindName(g->kind));
+    std::string note = absl::StrFormat("%s: %s blocked in %d calls, %d bytes", kind, Seconds(g->ns),
+                                       g->count, g->bytes);
+    if (!g->items.empty()) {
+      const HostActivityItem& first = g->items[0];
+      absl::StrAppendFormat(&note, "; most: %s (%s, pid %d%s)", first.what, Seconds(first.ns),
+                            first.pid,
+                            first.tid == 0      ? ""
+                            : first.main_thread ? ", main thread"
+                                                : absl::StrCat(", thread ", first.tid));
+    }
+    r.notes.push_back(std::move(note));
+    // Pipes and sockets only say "waiting for another process": they are evidence only when
+    // nothing else is.
+    if (g->kind == HostActivityKind::kIpc && groups.size() > 1) continue;
+    for (const HostActivityItem& item : g->items) heavy.push_back({g, &item});
+  }
+  if (!host.workers.empty()) {
+    std::vector<std::string> pids;
+    uint64_t reads = 0, bytes = 0;
+    for (const WorkerProcess& w : host.workers) {
+      if (pids.size() < 16) pids.push_back(absl::StrCat(w.pid));
+      reads += w.reads;
+      bytes += w.read_bytes;
+    }
+    r.notes.push_back(absl::StrFormat(
+        "%d worker processes (fork()ed children, e.g. DataLoader workers; pids %s%s), %d of them "
+        "reading files: %d reads, %d bytes",
+        host.workers.size(), absl::StrJoin(pids, ", "),
+        host.workers.size() > pids.size() ? ", ..." : "", host.workers_with_reads, reads, bytes));
+  }
+  std::stable_sort(heavy.begin(), heavy.end(),
+                   [](const Heavy& a, const Heavy& b) { return a.item->ns > b.item->ns; });
+  for (const Heavy& h : heavy) {
+    if (r.objects.size() >= top) break;
+    std::string kind(HostActivityKindName(h.group->kind));
+    r.objects.push_back(
+        {absl::StrCat(kind, ": ", h.item->what), h.item->ns, h.item->bytes, h.item->count});
+    if (h.item->stack.empty()) continue;
+    auto same = [&](const EvidenceItem& e) { return e.what == h.item->stack; };
+    auto it = std::find_if(r.stacks.begin(), r.stacks.end(), same);
+    if (it == r.stacks.end()) {
+      r.stacks.push_back({h.item->stack, h.item->ns, h.item->bytes, h.item->count});
+    } else {
+      it->ns += h.item->ns;
+      it->bytes += h.item->bytes;
+      it->count += h.item->count;
+    }
+  }
+}
+
+}  // namespace
+
 JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   Start();
   Ns job_end = job_start_;
@@ -776,6 +1172,7 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   report.events = host_events_;
   report.gpu_activities = gpu_records_;
   report.files = files_;
+  report.host_activity = BuildHostActivity(symbols);
   for (const auto& p : processes_) {
     if (p->info.rank >= 0) report.ranks.push_back(p->info.rank);
     report.hosts.push_back(p->info.host);
@@ -1074,6 +1471,9 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
             auto it = directory_names_.find(key.id);
             return it == directory_names_.end() ? std::string("?") : it->second;
           });
+    }
+    if (cause == Cause::kNoGpuWork && !any_kernels) {
+      PointAtHostActivity(report.host_activity, options_.top_evidence, r);
     }
     if (acc.stacks.evicted() || acc.objects.evicted()) {
       r.notes.push_back("evidence lists are approximate (too many distinct stacks or objects)");

@@ -74,6 +74,7 @@ class JobAnalysis {
   struct ProcessState;
   struct GapRecord;
   struct NcclGroup;
+  struct ActivityTable;
 
   void Start();
   void BuildFamilies();
@@ -81,6 +82,8 @@ class JobAnalysis {
   void LinkProcess(uint32_t process, uint32_t device);
   void AddCandidate(const Candidate& candidate);
   uint64_t DirectoryOf(const HostEvent& event);
+  void NoteHostActivity(const HostEvent& event, EventClass event_class);
+  HostActivityReport BuildHostActivity(const SymbolSource& symbols) const;
   void NoteCollective(const HostEvent& event);
   void ResolveGroup(const NcclGroup& group);
   void Step(Ns t);
@@ -112,7 +115,8 @@ class JobAnalysis {
   std::vector<GapEvent> gap_events_;
   std::vector<RankedCandidate> ranked_;
   std::vector<Tier> tiers_;
-  std::vector<GapRecord> top_gaps_;  // min-heap by length, at most options_.top_gaps
+  std::vector<GapRecord> top_gaps_;      // min-heap by length, at most options_.top_gaps
+  std::vector<ActivityTable> activity_;  // one per HostActivityKind
   // NCCL collectives in flight, by (comm, seq), to find the rank that arrived last.
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, NcclGroup> groups_;
   struct StragglerStats {

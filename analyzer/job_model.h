@@ -34,6 +34,8 @@ struct ProcessInfo {
   Ns start = 0;                      // Header.process_start_ns (job clock)
   std::string file;                  // trace file path, for messages
   std::string cuda_visible_devices;  // Header.cuda_visible_devices ("" when unset)
+  uint32_t main_tid = 0;             // Header.main_tid (0: unknown, the pid is assumed)
+  bool forked = false;               // Header.origin == ORIGIN_FORK: a fork()ed child, no exec
 };
 
 // A device as a process saw it (DeviceInfo). Devices of different processes are the same device

@@ -123,6 +123,8 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
     info.start = start + file->offset;
     info.file = file->reader->path();
     info.cuda_visible_devices = h.cuda_visible_devices();
+    info.main_tid = h.main_tid();
+    info.forked = h.origin() == ORIGIN_FORK;
     file->process = analysis->AddProcess(std::move(info));
     ++stats_.files;
   }

@@ -79,6 +79,62 @@ struct FileReport {
   bool footer = false;
 };
 
+// Host activity: what the job's threads and processes spent blocked time in, whether or not a GPU
+// was involved (docs/attribution.md, "Host activity"). The only account of a job without GPU
+// work, and the host-side picture of any job.
+enum class HostActivityKind : uint8_t {
+  kCheckpointWrites,  // write/fsync/rename/close of model files
+  kWrites,            // writes of other files
+  kReads,             // reads of files (data loading, imports)
+  kIpc,               // pipes, local sockets, loopback: worker queues, stdout
+  kNetwork,           // cluster-local and public addresses: downloads, uploads
+  kTerminal,          // reads of stdin or a terminal
+  kPrograms,          // exec'd and spawned programs (installers)
+};
+inline constexpr int kHostActivityKindCount = static_cast<int>(HostActivityKind::kPrograms) + 1;
+std::string_view HostActivityKindName(HostActivityKind kind);
+
+struct HostActivityItem {
+  std::string what;  // file path, address, or program with its arguments
+  Ns ns = 0;         // blocked time in its calls
+  uint64_t bytes = 0;
+  uint64_t count = 0;      // calls (a recorded burst counts as its calls)
+  uint32_t processes = 0;  // distinct processes that made the calls
+  uint32_t pid = 0;        // the process and thread of its longest call
+  uint32_t tid = 0;
+  bool main_thread = false;  // that thread is its process's main thread
+  Ns main_thread_ns = 0;     // blocked time on main threads
+  std::string fs_type;       // files: "local", "nfs", ...; "" otherwise
+  std::string stack;         // call stack of its longest call ("" when not captured)
+  bool installer = false;    // programs: a package installer
+};
+
+struct HostActivityGroup {
+  HostActivityKind kind = HostActivityKind::kReads;
+  Ns ns = 0;  // exact totals over every call of the kind
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  Ns main_thread_ns = 0;
+  std::vector<HostActivityItem> items;  // heaviest first (blocked time), at most --top
+  bool approximate = false;             // items were forgotten to bound memory
+};
+
+// A fork()ed child of a job process that did not exec (DataLoader workers, multiprocessing pools).
+struct WorkerProcess {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  Ns lifetime_ns = 0;
+  uint64_t reads = 0;  // file reads (not pipes or sockets)
+  uint64_t read_bytes = 0;
+  Ns read_ns = 0;
+};
+
+struct HostActivityReport {
+  std::vector<HostActivityGroup> groups;  // non-empty groups, in kind order
+  std::vector<WorkerProcess> workers;     // by pid
+  uint32_t workers_with_reads = 0;
+};
+
 struct JobReport {
   std::string tool_version;
   Ns min_gap = 0;
@@ -97,6 +153,7 @@ struct JobReport {
   std::vector<CauseReport> causes;  // largest first, zero causes left out
   Ns idle_ns = 0;                   // sum of cause ns
   std::vector<GapReport> top_gaps;  // longest first
+  HostActivityReport host_activity;
   std::vector<FileReport> files;
   std::vector<std::string> warnings;
 };

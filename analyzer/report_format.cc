@@ -302,6 +302,87 @@ std::string FormatJsonReport(const JobReport& r) {
   }
   j.End(']');
 
+  const HostActivityReport& host = r.host_activity;
+  j.Key("host_activity");
+  j.Begin('{');
+  j.Key("groups");
+  j.Begin('[');
+  for (const HostActivityGroup& g : host.groups) {
+    j.Begin('{');
+    j.Key("kind");
+    j.String(HostActivityKindName(g.kind));
+    j.Key("ns");
+    j.Int(g.ns);
+    j.Key("bytes");
+    j.Uint(g.bytes);
+    j.Key("count");
+    j.Uint(g.count);
+    j.Key("main_thread_ns");
+    j.Int(g.main_thread_ns);
+    j.Key("approximate");
+    j.Bool(g.approximate);
+    j.Key("items");
+    j.Begin('[');
+    for (const HostActivityItem& item : g.items) {
+      j.Begin('{');
+      j.Key("what");
+      j.String(item.what);
+      j.Key("ns");
+      j.Int(item.ns);
+      j.Key("bytes");
+      j.Uint(item.bytes);
+      j.Key("count");
+      j.Uint(item.count);
+      j.Key("processes");
+      j.Uint(item.processes);
+      j.Key("pid");
+      j.Uint(item.pid);
+      j.Key("tid");
+      j.Uint(item.tid);
+      j.Key("main_thread");
+      j.Bool(item.main_thread);
+      j.Key("main_thread_ns");
+      j.Int(item.main_thread_ns);
+      j.Key("fs_type");
+      j.String(item.fs_type);
+      j.Key("stack");
+      j.String(item.stack);
+      j.Key("installer");
+      j.Bool(item.installer);
+      j.End('}');
+    }
+    j.End(']');
+    j.End('}');
+  }
+  j.End(']');
+  j.Key("workers");
+  j.Begin('{');
+  j.Key("count");
+  j.Uint(host.workers.size());
+  j.Key("with_reads");
+  j.Uint(host.workers_with_reads);
+  j.Key("processes");
+  j.Begin('[');
+  for (const WorkerProcess& w : host.workers) {
+    j.Begin('{');
+    j.Key("pid");
+    j.Uint(w.pid);
+    j.Key("ppid");
+    j.Uint(w.ppid);
+    j.Key("lifetime_ns");
+    j.Int(w.lifetime_ns);
+    j.Key("reads");
+    j.Uint(w.reads);
+    j.Key("read_bytes");
+    j.Uint(w.read_bytes);
+    j.Key("read_ns");
+    j.Int(w.read_ns);
+    j.End('}');
+  }
+  j.End(']');
+  j.End('}');
+  j.End('}');
+
   j.Key("files");
   j.Begin('[');
   for (const FileReport& f : r.files) {
@@ -414,6 +495,58 @@ std::string FormatTextReport(const JobReport& r) {
                             Sec(gap.start), Sec(gap.length), GapKindName(gap.kind),
                             absl::StrJoin(causes, ", "));
       if (!gap.evidence.empty()) absl::StrAppendFormat(&out, "    %s\n", gap.evidence);
+    }
+    out += '\n';
+  }
+
+  const HostActivityReport& host = r.host_activity;
+  if (!host.groups.empty() || !host.workers.empty()) {
+    absl::StrAppendFormat(&out, "Host activity (time blocked in traced calls, all threads)\n");
+    absl::StrAppendFormat(&out, "  %-18s %10s %9s %14s %10s\n", "KIND", "BLOCKED", "CALLS", "BYTES",
+                          "MAIN THR");
+    for (const HostActivityGroup& g : host.groups) {
+      absl::StrAppendFormat(&out, "  %-18s %10s %9d %14d %10s\n", HostActivityKindName(g.kind),
+                            Sec(g.ns), g.count, g.bytes, Sec(g.main_thread_ns));
+    }
+    for (const HostActivityGroup& g : host.groups) {
+      if (g.items.empty()) continue;
+      absl::StrAppendFormat(&out, "  %s%s\n", HostActivityKindName(g.kind),
+                            g.approximate ? " (approximate: many distinct items)" : "");
+      for (const HostActivityItem& item : g.items) {
+        std::vector<std::string> details;
+        if (item.bytes > 0) details.push_back(absl::StrCat(item.bytes, " bytes"));
+        details.push_back(absl::StrCat(item.count, item.count == 1 ? " call" : " calls"));
+        if (item.processes > 1) details.push_back(absl::StrCat(item.processes, " processes"));
+        if (item.pid != 0) {
+          details.push_back(absl::StrCat("pid ", item.pid,
+                                         item.tid == 0      ? ""
+                                         : item.main_thread ? " main thread"
+                                                            : absl::StrCat(" thread ", item.tid)));
+        }
+        if (!item.fs_type.empty()) details.push_back(item.fs_type);
+        if (item.installer) details.push_back("installer");
+        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Sec(item.ns), item.what,
+                              absl::StrJoin(details, ", "));
+        if (!item.stack.empty()) absl::StrAppendFormat(&out, "      at %s\n", item.stack);
+      }
+    }
+    if (!host.workers.empty()) {
+      uint64_t reads = 0, bytes = 0;
+      Ns read_ns = 0;
+      std::vector<std::string> pids;
+      for (const WorkerProcess& w : host.workers) {
+        reads += w.reads;
+        bytes += w.read_bytes;
+        read_ns += w.read_ns;
+        if (pids.size() < 16) pids.push_back(absl::StrCat(w.pid));
+      }
+      absl::StrAppendFormat(
+          &out,
+          "  worker processes: %d fork()ed children of job processes (DataLoader workers, "
+          "multiprocessing), %d reading files: %d reads, %d bytes, %s blocked\n",
+          host.workers.size(), host.workers_with_reads, reads, bytes, Sec(read_ns));
+      absl::StrAppendFormat(&out, "    pids %s%s\n", absl::StrJoin(pids, ", "),
+                            host.workers.size() > pids.size() ? ", ..." : "");
     }
     out += '\n';
   }

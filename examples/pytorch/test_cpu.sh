@@ -24,6 +24,13 @@ echo "checkpoint: $writes write events of model_step*.pt on the training thread 
 [ "$writes" -ge 2 ] || { grep "model_step" ckpt.dump | head; fail "no torch.save writes on the main thread"; }
 "$idlescope" report ckpt.trace >ckpt.report || fail "report ckpt"
 cat ckpt.report
+# The report itself (host activity, no GPU here) names the torch.save file, written by the main
+# thread, and the no_gpu_work cause lists the checkpoint writes.
+grep -qE "^  checkpoint_writes +[0-9.]+ s" ckpt.report || fail "no checkpoint_writes in the host activity"
+grep -qE "model_step000[36]\.pt \(.*pid $pid main thread" ckpt.report ||
+  fail "report does not name the .pt checkpoint written by the main thread"
+grep -qE "^    - checkpoint_writes: .*model_step000[36]\.pt" ckpt.report ||
+  fail "no_gpu_work does not point at the checkpoint writes"
 
 # DataLoader workers: one traced process per worker, children of the training process.
 "$idlescope" report loader.trace >loader.report || fail "report loader"
@@ -31,6 +38,9 @@ cat loader.report
 procs=$(sed -nE 's/^idlescope report: ([0-9]+) processes.*/\1/p' loader.report)
 echo "dataloader: $procs processes in the report (training process + workers)"
 [ "${procs:-0}" -ge 3 ] || fail "expected the training process and 2 workers, got ${procs:-none}"
+# The report names the DataLoader workers: 2 forked children that read the dataset.
+grep -qE "worker processes: 2 fork\(\)ed children .*, 2 reading files" loader.report ||
+  fail "report does not list the 2 DataLoader worker processes reading files"
 reads=$(for f in loader.trace/*.idlescope; do "$idlescope" dump "$f"; done |
         grep -cE "FILE_READ .*data/sample[0-9]+\.bin")
 echo "dataloader: $reads dataset read events"

@@ -83,6 +83,8 @@ TEST(AttributionRules, CheckpointPathPatterns) {
   EXPECT_TRUE(IsModelCheckpointPath("weights.h5"));
   EXPECT_FALSE(IsModelCheckpointPath("/out/log.txt"));
   EXPECT_FALSE(IsModelCheckpointPath("/runs/samples/img_0001.png"));
+  EXPECT_TRUE(IsModelCheckpointPath("/x/adapter_model.bin"));
+  EXPECT_FALSE(IsModelCheckpointPath("/data/sample00008.bin"));  // a dataset shard
 }
 
 TEST(AttributionRules, LauncherReadIsDataLoading) {
@@ -500,6 +502,105 @@ TEST(AttributionRules, ReadingOtherDevicesIsNotInteractive) {
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kInteractive), 0);
   EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+}
+
+// A job with no GPU work: the host activity section and the no_gpu_work evidence say what its
+// threads did (a synchronous checkpoint on the main thread, DataLoader-like forked workers).
+TEST(HostActivity, NoGpuJobListsCheckpointWritesWorkersAndPrograms) {
+  JobBuilder job;
+  uint32_t main = job.Process(100, 1);
+  uint32_t worker1 = job.ForkedProcess(101, 100);
+  uint32_t worker2 = job.ForkedProcess(102, 100);
+  uint32_t pip = job.Process(103, 100, -1, "/usr/bin/pip", "pip install tqdm");
+  job.Io(main, 100, FILE_WRITE, 100, 400, "/ckpt/model_step3.pt", FS_LOCAL, 64 << 20);
+  job.Io(main, 100, FILE_WRITE, 500, 600, "/runs/metrics.csv", FS_LOCAL, 100);
+  job.Io(main, 100, FILE_READ, 600, 610, "/sock", FS_SOCKET, 8);
+  job.Io(worker1, 101, FILE_READ, 50, 70, "/data/sample1.bin", FS_NFS, 4096);
+  job.Io(worker2, 102, FILE_READ, 60, 90, "/data/sample1.bin", FS_NFS, 4096);
+  HostEvent exec = job.Event(main, 100, PROC_SPAWN, 10, 11, "/usr/bin/pip");
+  std::string argv("pip\0install\0tqdm", 16);
+  exec.argv = argv;
+  job.Add(exec);
+  job.End(pip, 40);
+  job.End(worker1, 900);
+  job.End(worker2, 900);
+  job.End(main, 1000);
+  JobReport r = job.Finish();
+
+  const HostActivityReport& host = r.host_activity;
+  auto group = [&](HostActivityKind kind) -> const HostActivityGroup* {
+    for (const HostActivityGroup& g : host.groups) {
+      if (g.kind == kind) return &g;
+    }
+    return nullptr;
+  };
+  const HostActivityGroup* ckpt = group(HostActivityKind::kCheckpointWrites);
+  ASSERT_NE(ckpt, nullptr);
+  EXPECT_EQ(ckpt->ns, Ms(300));
+  EXPECT_EQ(ckpt->bytes, 64u << 20);
+  ASSERT_EQ(ckpt->items.size(), 1u);
+  EXPECT_EQ(ckpt->items[0].what, "/ckpt/model_step3.pt");
+  EXPECT_EQ(ckpt->items[0].pid, 100u);
+  EXPECT_TRUE(ckpt->items[0].main_thread);
+  EXPECT_EQ(ckpt->items[0].stack, "stack42@p0");
+  const HostActivityGroup* writes = group(HostActivityKind::kWrites);
+  ASSERT_NE(writes, nullptr);
+  EXPECT_EQ(writes->items[0].what, "/runs/metrics.csv");
+  const HostActivityGroup* reads = group(HostActivityKind::kReads);
+  ASSERT_NE(reads, nullptr);
+  ASSERT_EQ(reads->items.size(), 1u);  // one file, read by two processes
+  EXPECT_EQ(reads->items[0].processes, 2u);
+  EXPECT_EQ(reads->items[0].ns, Ms(50));
+  EXPECT_EQ(reads->items[0].fs_type, "nfs");
+  EXPECT_NE(group(HostActivityKind::kIpc), nullptr);
+  const HostActivityGroup* programs = group(HostActivityKind::kPrograms);
+  ASSERT_NE(programs, nullptr);
+  ASSERT_EQ(programs->items.size(), 1u);  // the spawn and the traced process are one program
+  EXPECT_EQ(programs->items[0].what, "pip install tqdm");
+  EXPECT_TRUE(programs->items[0].installer);
+  EXPECT_EQ(programs->items[0].ns, Ms(1) + Ms(40));
+
+  ASSERT_EQ(host.workers.size(), 2u);
+  EXPECT_EQ(host.workers[0].pid, 101u);
+  EXPECT_EQ(host.workers[1].pid, 102u);
+  EXPECT_EQ(host.workers_with_reads, 2u);
+  EXPECT_EQ(host.workers[1].read_ns, Ms(30));
+
+  // no_gpu_work points at the heaviest of them: the checkpoint write.
+  const CauseReport* c = FindCause(r, Cause::kNoGpuWork);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(c->objects[0].what, "checkpoint_writes: /ckpt/model_step3.pt");
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(c->stacks[0].what, "stack42@p0");
+  bool workers_noted = false;
+  for (const std::string& note : c->notes) {
+    workers_noted = workers_noted || note.find("2 worker processes") != std::string::npos;
+  }
+  EXPECT_TRUE(workers_noted);
+}
+
+TEST(HostActivity, GpuJobKeepsItsCauseEvidenceAndListsHostActivity) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_READ, 100, 200, "/data/shard0", FS_LOCAL, 1 << 20);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(FindCause(r, Cause::kNoGpuWork), nullptr);
+  ASSERT_EQ(r.host_activity.groups.size(), 1u);
+  EXPECT_EQ(r.host_activity.groups[0].kind, HostActivityKind::kReads);
+  EXPECT_EQ(r.host_activity.groups[0].items[0].what, "/data/shard0");
+  EXPECT_TRUE(r.host_activity.workers.empty());
+}
+
+TEST(HostActivity, ClosingALocalModelFileIsNoCheckpointWrite) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1);
+  job.Io(p, 100, FILE_CLOSE, 10, 20, "/weights/model.pt", FS_LOCAL, 0);
+  job.Io(p, 100, FILE_CLOSE, 30, 40, "/nfs/model.pt", FS_NFS, 0);
+  job.End(p, 100);
+  JobReport r = job.Finish();
+  ASSERT_EQ(r.host_activity.groups.size(), 1u);
+  EXPECT_EQ(r.host_activity.groups[0].kind, HostActivityKind::kCheckpointWrites);
+  EXPECT_EQ(r.host_activity.groups[0].ns, Ms(10));  // the NFS close only
 }
 
 }  // namespace

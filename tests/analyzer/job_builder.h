@@ -52,6 +52,19 @@ class JobBuilder {
     return analysis_.AddProcess(info);
   }
 
+  // A fork()ed child (Header.origin FORK) of `ppid`: same program, no exec.
+  uint32_t ForkedProcess(uint32_t pid, uint32_t ppid, double start_ms = 0) {
+    ProcessInfo info;
+    info.pid = pid;
+    info.ppid = ppid;
+    info.exe = "python";  // as Process()'s defaults: the parent's program
+    info.cmdline = "python train.py";
+    info.host = "node0";
+    info.start = Ms(start_ms);
+    info.forked = true;
+    return analysis_.AddProcess(info);
+  }
+
   void Device(uint32_t process, uint32_t ordinal, std::string uuid, uint64_t total_memory = 0,
               uint32_t sm_count = 0, uint32_t visible = 1) {
     DeviceProps props;
