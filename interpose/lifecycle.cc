@@ -157,6 +157,7 @@ int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old
 int MainWrapper(int argc, char** argv, char** envp) {
   int status = g_program_main(argc, argv, envp);
   SetExitStatus(status);
+  RecordPendingEvent();  // the main thread's open burst is complete: on disk before atexit runs
   FlushNow();
   return status;
 }

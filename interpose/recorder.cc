@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -47,6 +48,7 @@ namespace detail {
 std::atomic<bool> g_recorder_active{false};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace detail
 
 namespace internal {
@@ -117,6 +119,16 @@ struct Ring {
   bool exited_at_snap = false;
   uint32_t name_checks = 0;
   char name[16] = {};
+  // The final flush's copy of the pending event (below), written after the ring's events.
+  bool final_pending = false;
+  RawEvent final_pending_event;
+  // The owner's pending event (SetPendingEvent). Only the owner writes it, inside the seqlock
+  // `pending_seq` (odd while it writes); the head store that appends it to the ring is inside the
+  // same seqlock, so a reader that sees an even, unchanged count has a (head, pending) pair of
+  // one instant: an open pending event is then not among the slots below that head.
+  alignas(64) std::atomic<uint32_t> pending_seq{0};
+  std::atomic<bool> pending_open{false};
+  RawEvent pending;
 };
 
 constexpr uint32_t kMaxRings = 8192;
@@ -164,11 +176,98 @@ void ResetRing(Ring* r, uint32_t tid) {
   r->name_checks = 0;
   r->name[0] = '\0';
   r->tid = tid;
+  r->final_pending = false;
+  r->pending_seq.store(0, std::memory_order_relaxed);
+  r->pending_open.store(false, std::memory_order_relaxed);
+}
+
+// Puts one event into the owner's ring (owner thread only); counts a drop when it is full.
+inline void Push(Ring* r, const RawEvent& event) {
+  uint64_t h = r->head.load(std::memory_order_relaxed);
+  uint64_t used = h - r->tail.load(std::memory_order_acquire);
+  if (__builtin_expect(used > r->mask, 0)) {
+    r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  r->slots[h & r->mask] = event;
+  r->head.store(h + 1, std::memory_order_release);
+  if (__builtin_expect(used >= (r->mask >> 1), 0) &&
+      !r->wake_pending.load(std::memory_order_relaxed)) {
+    r->wake_pending.store(true, std::memory_order_relaxed);
+    int saved = errno;
+    WakeWriter();
+    errno = saved;
+  }
+}
+
+// The pending event is copied word by word with relaxed atomics: the owner writes it while a
+// final flush may read it (the seqlock tells the reader whether its copy is whole).
+using AliasWord = uint64_t __attribute__((may_alias));
+constexpr size_t kEventWords = sizeof(RawEvent) / sizeof(uint64_t);
+static_assert(sizeof(RawEvent) % sizeof(uint64_t) == 0 && alignof(RawEvent) == alignof(uint64_t));
+
+void StoreEventWords(RawEvent* dst, const RawEvent& src) {
+  AliasWord* d = reinterpret_cast<AliasWord*>(dst);
+  const AliasWord* s = reinterpret_cast<const AliasWord*>(&src);
+  for (size_t i = 0; i < kEventWords; ++i) __atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+}
+
+void LoadEventWords(RawEvent* dst, const RawEvent& src) {
+  AliasWord* d = reinterpret_cast<AliasWord*>(dst);
+  const AliasWord* s = reinterpret_cast<const AliasWord*>(&src);
+  for (size_t i = 0; i < kEventWords; ++i) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+// Seqlock writer side (Boehm, "Can seqlocks get along with programming language memory models?"):
+// the odd count is ordered before the data stores by the release fence, the even one after them
+// by its release store.
+inline uint32_t PendingWriteBegin(Ring* r) {
+  uint32_t seq = r->pending_seq.load(std::memory_order_relaxed);
+  r->pending_seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  return seq + 2;
+}
+
+// Owner thread: the pending event goes into the ring, in the same seqlock section as its closing.
+void AppendPending(Ring* r) {
+  uint32_t done = PendingWriteBegin(r);
+  if (r->pending_open.load(std::memory_order_relaxed)) {
+    Push(r, r->pending);
+    r->pending_open.store(false, std::memory_order_relaxed);
+  }
+  r->pending_seq.store(done, std::memory_order_release);
+  detail::t_pending_open = false;
+}
+
+// Final flush, any thread: the owner's (head, pending event) pair of one instant. The owner may be
+// preempted inside its section (odd count), or even interrupted there by the signal whose handler
+// waits for this flush: bounded retries, then the head alone (that pending event is lost).
+void SnapshotWithPending(Ring* r) {
+  r->final_pending = false;
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    uint32_t seq = r->pending_seq.load(std::memory_order_acquire);
+    if (seq & 1u) {
+      sched_yield();
+      continue;
+    }
+    uint64_t head = r->head.load(std::memory_order_acquire);
+    bool open = r->pending_open.load(std::memory_order_relaxed);
+    if (open) LoadEventWords(&r->final_pending_event, r->pending);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r->pending_seq.load(std::memory_order_relaxed) != seq) continue;
+    r->snap_head = head;
+    r->final_pending = open;
+    return;
+  }
+  r->snap_head = r->head.load(std::memory_order_acquire);
 }
 
 // Thread exit (pthread key destructor): the writer drains the ring, then frees its slots.
 void OnThreadExit(void* arg) {
   Ring* r = static_cast<Ring*>(arg);
+  // A burst still open when the thread ends is complete now: it goes in before the ring is handed
+  // over (this runs on the owner thread, after its C++ thread_local destructors).
+  if (detail::t_pending_open) AppendPending(r);
   t_ring = nullptr;
   t_thread_dead = true;  // events recorded later in this thread's teardown are not kept
   r->state.store(kExited, std::memory_order_release);
@@ -550,35 +649,39 @@ void ReadThreadName(Ring* r, trace::Interned* interned) {
 
 constexpr size_t kMaxEventsPerBatch = 4096;
 
+// The ring's events from tail to the snapshot head, then (final flush) the pending event of a
+// thread that is still running, as if it had been appended at the head.
 void EncodeRing(Ring* r, wire::Buffer* body, trace::Interned* interned) {
   uint64_t tail = r->tail.load(std::memory_order_relaxed);
   uint64_t head = r->snap_head;
+  uint64_t end_all = head + (r->final_pending ? 1 : 0);
   uint64_t dropped = r->dropped.load(std::memory_order_relaxed);
   uint64_t new_dropped = dropped - r->dropped_reported;
-  if (tail == head && new_dropped == 0) return;
+  if (tail == end_all && new_dropped == 0) return;
   // Thread names change after start (PyTorch names its workers): look again now and then.
   if (r->name_checks++ % 16 == 0) ReadThreadName(r, interned);
-  while (tail != head || new_dropped != 0) {
-    uint64_t end = head - tail > kMaxEventsPerBatch ? tail + kMaxEventsPerBatch : head;
+  uint64_t i = tail;
+  while (i != end_all || new_dropped != 0) {
+    uint64_t end = end_all - i > kMaxEventsPerBatch ? i + kMaxEventsPerBatch : end_all;
     trace::PacketScope p(*body, trace::kEvents);
     trace::EncodeEventBatchHeader(*body, r->tid, r->seq++, new_dropped);
     g_total_dropped += new_dropped;
     r->dropped_reported += new_dropped;
     new_dropped = 0;
     uint64_t prev_ts = 0;
-    for (uint64_t i = tail; i != end; ++i) {
-      const RawEvent& e = r->slots[i & r->mask];
+    g_total_events += end - i;
+    for (; i != end; ++i) {
+      const RawEvent& e = i == head ? r->final_pending_event : r->slots[i & r->mask];
       uint64_t stream = EventStreamId(e, interned);
       size_t t = body->BeginNested(trace::kEventBatchEventField);
       trace::EncodeEvent(*body, e, static_cast<int64_t>(e.ts - prev_ts), stream);
       body->EndNested(t);
       prev_ts = e.ts;
     }
-    g_total_events += end - tail;
     ++g_total_batches;
-    tail = end;
   }
-  r->tail.store(tail, std::memory_order_release);
+  r->final_pending = false;
+  r->tail.store(head, std::memory_order_release);
 }
 
 void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer* body) {
@@ -602,7 +705,9 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
 
 // Under g_flush_mu. Order matters: snapshot the rings' heads and swap the queues first, then take
 // the interned data, so that every id an event uses was published before we look for new ids.
-void FlushLocked() {
+// `final`: the last flush of the file; the pending events of running threads are taken too (an
+// exited thread appended its own in OnThreadExit).
+void FlushLocked(bool final = false) {
   if (g_closed) return;
   uint32_t n = g_ring_count.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < n; ++i) {
@@ -611,7 +716,11 @@ void FlushLocked() {
     r->snapped = st == kOwned || st == kExited;
     if (!r->snapped) continue;
     r->exited_at_snap = st == kExited;
-    r->snap_head = r->head.load(std::memory_order_acquire);
+    if (final && st == kOwned) {
+      SnapshotWithPending(r);
+    } else {
+      r->snap_head = r->head.load(std::memory_order_acquire);
+    }
   }
   std::vector<RawGpuActivity> gpu;
   std::vector<RawDeviceInfo> devices;
@@ -694,7 +803,7 @@ void WriteFooterLocked(trace::ExitReason reason, int status) {
 
 void FinalFlush(trace::ExitReason reason, int status) {
   std::lock_guard<std::mutex> lock(g_flush_mu);
-  FlushLocked();
+  FlushLocked(/*final=*/true);
   WriteFooterLocked(reason, status);
 }
 
@@ -780,7 +889,8 @@ void ForkChild() {
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
-  t_ring_failed = false;  // the parent's other threads' rings are freed below
+  t_ring_failed = false;           // the parent's other threads' rings are freed below
+  detail::t_pending_open = false;  // the parent writes this thread's pending event, not the child
   bool was_active = detail::g_recorder_active.load(std::memory_order_relaxed);
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (!was_active || g_shutdown_started.load()) return;
@@ -946,21 +1056,30 @@ void Record(const RawEvent& event) {
       return;
     }
   }
-  uint64_t h = r->head.load(std::memory_order_relaxed);
-  uint64_t used = h - r->tail.load(std::memory_order_acquire);
-  if (__builtin_expect(used > r->mask, 0)) {
-    r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return;
+  // An open pending event (an I/O burst) started before this event: it goes first, and ends.
+  if (__builtin_expect(detail::t_pending_open, 0)) AppendPending(r);
+  Push(r, event);
+}
+
+void SetPendingEvent(const RawEvent& event) {
+  Ring* r = t_ring;
+  if (__builtin_expect(r == nullptr, 0)) {
+    r = ClaimRing();
+    if (r == nullptr) {
+      if (!t_thread_dead) g_rings_unavailable.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
-  r->slots[h & r->mask] = event;
-  r->head.store(h + 1, std::memory_order_release);
-  if (__builtin_expect(used >= (r->mask >> 1), 0) &&
-      !r->wake_pending.load(std::memory_order_relaxed)) {
-    r->wake_pending.store(true, std::memory_order_relaxed);
-    int saved = errno;
-    WakeWriter();
-    errno = saved;
-  }
+  uint32_t done = PendingWriteBegin(r);
+  StoreEventWords(&r->pending, event);
+  r->pending_open.store(true, std::memory_order_relaxed);
+  r->pending_seq.store(done, std::memory_order_release);
+  detail::t_pending_open = true;
+}
+
+void RecordPendingEvent() {
+  // t_pending_open implies t_ring (OnThreadExit clears both, ForkChild the flag).
+  if (detail::t_pending_open && t_ring != nullptr) AppendPending(t_ring);
 }
 
 // GPU records are taken until the footer is written, not only while hooks record: the final
@@ -1043,6 +1162,9 @@ void FlushNow() {
 void BeforeExec() {
   if (!g_initialized.load() || !InTracedProcess()) return;
   int saved = errno;
+  // This thread's burst ends here. Other threads' open bursts are not taken: if exec fails they go
+  // on growing and would be written twice; if it succeeds they are lost (docs/architecture.md).
+  RecordPendingEvent();
   ++detail::t_hook_depth;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);

@@ -182,9 +182,35 @@ class HookGuard {
   bool active_;
 };
 
+namespace detail {
+// This thread has a pending event (SetPendingEvent) not yet in its ring. initial-exec TLS: Record()
+// tests it with one %fs-relative load and a branch.
+extern __thread bool t_pending_open __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
 // Appends one event to the calling thread's buffer. Never blocks: when the buffer is full the
-// event is counted as dropped. Never changes errno.
+// event is counted as dropped. Never changes errno. This thread's pending event, if any, is
+// appended first (it started earlier) and thereby closed.
 void Record(const RawEvent& event);
+
+// Pending event: one event per thread that a hook keeps growing before it is complete (the I/O
+// bursts of hooks/io_record.cc merge thousands of write() calls into one event). The recorder
+// holds it, so it is neither out of order nor lost whatever happens next on the thread:
+//   - Record() on the same thread appends it before the new event (start order in the thread's
+//     batch) and closes it; so do RecordPendingEvent() and exec (BeforeExec);
+//   - the thread's exit (pthread key destructor), the end of main, exit(), _exit()/_Exit() and
+//     SIGTERM/SIGINT append it before the final flush;
+//   - the final flush also takes the pending events of the other threads, still running, from a
+//     seqlock-published copy (docs/architecture.md, "Pending events").
+// SetPendingEvent() opens it or replaces its content (the hook publishes each growth step; a few
+// ns: a 96-byte copy between two counter stores). Call it from a hook (an active HookGuard):
+// hooks never record when nested, so a signal handler's Record never meets a half-written copy.
+// A hook checks PendingEventOpen() before extending its own state: the recorder may have closed
+// the event behind its back.
+void SetPendingEvent(const RawEvent& event);
+// Appends this thread's pending event now, if any (the hook ended it: other fd, close, fsync...).
+void RecordPendingEvent();
+inline bool PendingEventOpen() { return detail::t_pending_open; }
 
 // Appends one GPU activity record (any thread; CUPTI's completion thread in practice).
 void RecordGpu(const RawGpuActivity& activity);

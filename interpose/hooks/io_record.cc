@@ -6,7 +6,6 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,20 +31,10 @@ FdTable g_fds;
 __thread Burst t_burst __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_last_stack __attribute__((tls_model("initial-exec"))) = 0;
 
-// A burst still open when the program calls exit() would be lost: close the exiting thread's
-// burst from an atexit handler. Registered at the first burst, i.e. after __libc_start_main
-// registered the loader's destructor pass (which writes the trace footer): atexit handlers run
-// last-registered first, so ours runs while the recorder still takes events. Other threads'
-// open bursts, and _exit() (no atexit handlers), are not covered: see docs/architecture.md.
-void CloseBurstAtExit() { CloseBurst(); }
-std::atomic<bool> g_exit_hook{false};
-void EnsureExitHook() {
-  if (!g_exit_hook.load(std::memory_order_relaxed) && !g_exit_hook.exchange(true)) {
-    atexit(CloseBurstAtExit);
-  }
-}
-
-void Emit(const Burst& b) {
+// The open burst is the recorder's pending event of this thread (recorder.h): every growth step
+// is published there, and the recorder appends it before the thread's next event of any kind and
+// at every ending of the thread or process. t_burst keeps what merging needs (last_end...).
+void Publish(const Burst& b) {
   RawEvent e;
   e.ts = b.start;
   e.dur = b.dur;
@@ -60,7 +49,7 @@ void Emit(const Burst& b) {
   e.u.io.fd = b.fd;
   e.u.io.fs_type = b.fs;
   e.u.io.net_scope = b.scope;
-  Record(e);
+  SetPendingEvent(e);
 }
 
 // readlink(/proc/self/fd/N) into buf; length or 0.
@@ -162,29 +151,29 @@ void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, 
   call.result = failed ? -err : 0;
   call.offset = offset;
   Burst& b = t_burst;
+  // The recorder closed it: this thread recorded another event (CUDA, NCCL, a mark) or forked.
+  if (b.open && !PendingEventOpen()) b.open = false;
   if (Extends(b, call, kPolicy)) {
     Merge(b, call);
+    Publish(b);
     return;
   }
-  if (b.open) Emit(b);
-  EnsureExitHook();
+  if (b.open) CloseBurst();
   Begin(b, call);
   b.path = info.path;
   b.fs = info.fs;
   b.scope = info.scope;
   b.stack = MaybeCaptureStack(t0);
+  Publish(b);
 }
 
 void CloseBurst() {
-  Burst& b = t_burst;
-  if (!b.open) return;
-  b.open = false;
-  Emit(b);
+  t_burst.open = false;
+  RecordPendingEvent();
 }
 
 void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
                    uint64_t bytes, int32_t result) {
-  CloseBurst();
   RawEvent e;
   e.ts = t0;
   e.dur = t1 - t0;

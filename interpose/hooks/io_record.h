@@ -27,12 +27,14 @@ FdInfo TrackOpenedFd(int fd, int dirfd, const char* path);
 void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t tick0,
                      uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset);
 
-// Emits the calling thread's open burst, if any (before any other event of this thread, and
-// before fork/exec, so a burst is never lost or inherited by a child).
+// Ends the calling thread's open burst, if any, and appends it to the trace: when the burst's fd
+// stops meaning the same file (close, dup2 onto it) or before fork/exec. Order with the thread's
+// other events and the endings of threads and processes need no call: the burst is the recorder's
+// pending event (recorder.h), appended before any other event of the thread.
 void CloseBurst();
 
-// A single (not merged) event about a file or socket: closes the thread's burst first, so the
-// thread's events stay in order.
+// A single (not merged) event about a file or socket; like any Record(), it comes after the
+// thread's open burst, which it ends.
 void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
                    uint64_t bytes, int32_t result);
 

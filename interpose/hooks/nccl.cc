@@ -25,7 +25,6 @@
 #include <string>
 #include <string_view>
 
-#include "interpose/hooks/io_record.h"
 #include "interpose/hooks/nccl_comms.h"
 #include "interpose/recorder.h"
 
@@ -123,9 +122,6 @@ ncclResult_t CollectiveHook(nccl::Op op, uint32_t (*api)(), size_t count, ncclDa
   uint64_t t1 = NowNs();
   nccl::CommTable::Entry* entry = g_comms.Find(comm);
   if (entry == nullptr && comm != nullptr) entry = LearnComm(comm);
-  // An I/O burst this thread still holds started earlier: emit it first, so the thread's events
-  // stay in start order.
-  idlescope::io::CloseBurst();
   RawEvent e;
   e.ts = t0;
   e.dur = t1 - t0;
@@ -158,7 +154,6 @@ ncclResult_t CollectiveHook(nccl::Op op, uint32_t (*api)(), size_t count, ncclDa
 
 void RecordComm(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, ncclResult_t r,
                 const nccl::CommInfo& info) {
-  idlescope::io::CloseBurst();
   RawEvent e;
   e.ts = t0;
   e.dur = t1 - t0;
@@ -315,7 +310,6 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupStart() {
   ncclResult_t r = real();
   int err = errno;
   if (r == ncclSuccess) ++t_group_depth;
-  idlescope::io::CloseBurst();
   RawEvent e;
   e.ts = t0;
   e.dur = NowNs() - t0;
@@ -340,7 +334,6 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupEnd() {
   ncclResult_t r = real();  // the outermost GroupEnd launches everything enqueued
   int err = errno;
   if (t_group_depth > 0) --t_group_depth;  // the group is over even when it failed
-  idlescope::io::CloseBurst();
   RawEvent e;
   e.ts = t0;
   e.dur = NowNs() - t0;

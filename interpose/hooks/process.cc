@@ -143,7 +143,6 @@ int ExecHook(uint32_t (*api)(), const char* program, char* const* argv, char* co
   bool flush = record || (idlescope::RecorderActive() && !idlescope::FamilyEnabled(Family::kProc));
   uint64_t t0 = NowNs();
   if (record) {
-    idlescope::io::CloseBurst();
     RecordProc(ev::kProcExec, api(), t0, t0, 0, 0, program, argv);
   }
   if (flush) idlescope::BeforeExec();
@@ -162,7 +161,6 @@ int SpawnHook(uint32_t (*api)(), pid_t* pid, const char* program,
   TracedEnv env(envp);
   HookGuard guard(Family::kProc);
   if (!guard.active()) return real(pid, program, actions, attr, argv, env.get());
-  idlescope::io::CloseBurst();  // keeps this thread's events in start order
   pid_t child = 0;
   pid_t* out = pid != nullptr ? pid : &child;
   uint64_t t0 = NowNs();
@@ -177,7 +175,7 @@ int SpawnHook(uint32_t (*api)(), pid_t* pid, const char* program,
 pid_t ForkHook(uint32_t (*api)()) {
   HookGuard guard(Family::kProc);
   if (!guard.active()) return Libc().fork();
-  // The child inherits this thread's open burst: emit it here, once, in the parent.
+  // The burst is complete when the process splits (the recorder drops the child's copy).
   idlescope::io::CloseBurst();
   uint64_t t0 = NowNs();
   pid_t pid = Libc().fork();

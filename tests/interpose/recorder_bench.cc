@@ -97,6 +97,29 @@ void BM_HookPath(benchmark::State& state) {
 }
 BENCHMARK(BM_HookPath);
 
+// An I/O burst as hooks/io_record.cc keeps it: every merged call publishes the grown event as the
+// thread's pending event (seqlock-framed 96-byte copy); 64 calls per burst, then it is appended.
+void BM_PendingEventUpdate(benchmark::State& state) {
+  RawEvent e;
+  e.type = ev::kFileWrite;
+  e.api = 1;
+  for (auto _ : state) {
+    for (int i = 0; i < 1024; ++i) {
+      e.count += 1;
+      e.bytes += 4096;
+      SetPendingEvent(e);
+      if ((i & 63) == 63) RecordPendingEvent();
+    }
+    state.PauseTiming();
+    FlushNow();
+    state.ResumeTiming();
+  }
+  state.counters["ns_per_update"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * 1024),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PendingEventUpdate);
+
 // One training step of a data-parallel job as the hooks record it: a pinned H2D copy of the
 // batch, 8 kernel launches, an all-reduce, a stream sync, a D2H copy of the loss, and every 4th
 // step a checkpoint write burst. Deltas and durations as seen on real jobs (us apart, launches

@@ -258,6 +258,73 @@ TEST(RecorderTest, GuardAndFamilies) {
   EXPECT_TRUE(FamilyEnabled(Family::kCuda));
 }
 
+// The events of `tid` whose api is `api`, in file order.
+std::vector<idlescope::Event> EventsOf(const Flattened& f, uint32_t tid, uint32_t api) {
+  std::vector<idlescope::Event> out;
+  for (const auto& e : f.events) {
+    if (e.tid == tid && e.event.api() == api) out.push_back(e.event);
+  }
+  return out;
+}
+
+RawEvent BurstEvent(uint32_t api, uint64_t ts, uint64_t count) {
+  RawEvent e;
+  e.ts = ts;
+  e.type = ev::kFileWrite;
+  e.api = api;
+  e.count = count;
+  e.bytes = count * 4096;
+  return e;
+}
+
+TEST(RecorderTest, PendingEventGoesBeforeTheThreadsNextEventWithItsLastContent) {
+  uint32_t api = InternString("unit-pending-order");
+  uint64_t t0 = NowNs();
+  SetPendingEvent(BurstEvent(api, t0, 1));
+  EXPECT_TRUE(PendingEventOpen());
+  SetPendingEvent(BurstEvent(api, t0, 2));  // grows
+  SetPendingEvent(BurstEvent(api, t0, 3));
+  RawEvent launch;
+  launch.ts = t0 + 1000;
+  launch.type = ev::kCudaLaunch;
+  launch.api = api;
+  Record(launch);
+  EXPECT_FALSE(PendingEventOpen());
+  RecordPendingEvent();  // nothing pending: nothing written
+  std::vector<idlescope::Event> events = EventsOf(Flatten(ReadOwnTrace()), Tid(), api);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].type(), idlescope::FILE_WRITE);
+  EXPECT_EQ(events[0].count(), 3u);
+  EXPECT_EQ(events[0].bytes(), 3u * 4096);
+  EXPECT_EQ(events[1].type(), idlescope::CUDA_LAUNCH);
+}
+
+TEST(RecorderTest, OpenPendingEventWaitsForItsEndAndIsWrittenOnce) {
+  uint32_t api = InternString("unit-pending-once");
+  SetPendingEvent(BurstEvent(api, NowNs(), 5));
+  // A periodic flush leaves an open pending event where it is: it may still grow.
+  EXPECT_TRUE(EventsOf(Flatten(ReadOwnTrace()), Tid(), api).empty());
+  EXPECT_TRUE(PendingEventOpen());
+  RecordPendingEvent();
+  EXPECT_FALSE(PendingEventOpen());
+  std::vector<idlescope::Event> events = EventsOf(Flatten(ReadOwnTrace()), Tid(), api);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].count(), 5u);
+}
+
+TEST(RecorderTest, PendingEventOfAnEndingThreadIsKept) {
+  uint32_t api = InternString("unit-pending-thread-end");
+  uint32_t tid = 0;
+  std::thread t([&] {
+    tid = Tid();
+    SetPendingEvent(BurstEvent(api, NowNs(), 7));
+  });
+  t.join();
+  std::vector<idlescope::Event> events = EventsOf(Flatten(ReadOwnTrace()), tid, api);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].count(), 7u);
+}
+
 TEST(RecorderTest, EntryPointsKeepErrno) {
   errno = ENOTTY;
   RawEvent e;

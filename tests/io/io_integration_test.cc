@@ -2,6 +2,7 @@
 // real preload library; their trace files are read back and checked.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -251,6 +252,74 @@ TEST_F(IoTraceTest, BurstOpenAtExitIsNotLost) {
   EXPECT_EQ(w.bytes, 5000u);
   EXPECT_EQ(w.calls, 5u);
 }
+
+// The burst is the recorder's pending event: another event of the same thread (here a MARK, as
+// a CUDA or NCCL call would be) comes after it in the thread's batch, since it started later.
+TEST_F(IoTraceTest, BurstComesBeforeTheThreadsNextEvent) {
+  std::string path = work_ + "/ordered";
+  ASSERT_EQ(RunTraced({Program("open_burst_endings"), "order", path}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  std::vector<const TraceEvent*> seq;  // the main thread's writes to `path` and its mark
+  for (const TraceEvent& e : f.events) {
+    if (e.tid != f.header.pid()) continue;
+    bool write = e.event.type() == FILE_WRITE && f.Str(e.event.path()) == path;
+    bool mark = e.event.type() == MARK && f.Str(e.event.path()) == "after-writes";
+    if (write || mark) seq.push_back(&e);
+  }
+  // Under load a burst may be cut in two (more than 1 ms between two writes): count calls.
+  uint64_t before = 0, after = 0, marks = 0;
+  for (const TraceEvent* e : seq) {
+    if (e->event.type() == MARK) {
+      ++marks;
+      continue;
+    }
+    (marks == 0 ? before : after) += e->event.count();
+  }
+  EXPECT_EQ(marks, 1u);
+  EXPECT_EQ(before, 3u);
+  EXPECT_EQ(after, 2u);
+  // Start order (1 ms of slack: bursts are timed with the TSC, converted to trace-clock ns).
+  for (size_t i = 1; i < seq.size(); ++i) EXPECT_LE(seq[i - 1]->ts, seq[i]->ts + 1'000'000);
+}
+
+// Open bursts at every ending of a thread or of the process: none is lost.
+struct Ending {
+  const char* name;
+  const char* mode;
+  int status;
+  uint64_t bytes;
+  bool other_thread;
+};
+void PrintTo(const Ending& ending, std::ostream* os) { *os << ending.mode; }
+class OpenBurstEndingTest : public IoTraceTest, public ::testing::WithParamInterface<Ending> {};
+
+TEST_P(OpenBurstEndingTest, BurstIsInTheTrace) {
+  const Ending& ending = GetParam();
+  std::string path = work_ + "/unclosed";
+  ASSERT_EQ(RunTraced({Program("open_burst_endings"), ending.mode, path}, out_), ending.status);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  EXPECT_TRUE(f.has_footer);
+  Totals w = Sum(f, FILE_WRITE, path);
+  EXPECT_EQ(w.bytes, ending.bytes);
+  EXPECT_EQ(w.calls, ending.bytes / 1000);
+  for (const TraceEvent* e : f.OfType(FILE_WRITE)) {
+    if (f.Str(e->event.path()) != path) continue;
+    EXPECT_EQ(e->tid != f.header.pid(), ending.other_thread);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Endings, OpenBurstEndingTest,
+    ::testing::Values(Ending{"ExitInOtherThread", "exit-other", 0, 4000, true},
+                      Ending{"UnderscoreExit", "_exit", 0, 5000, false},
+                      Ending{"UnderscoreExitInOtherThread", "_exit-other", 0, 4000, true},
+                      Ending{"ThreadEnds", "thread-ends", 0, 3000, true},
+                      Ending{"SigtermInOtherThread", "sigterm-other", 128 + SIGTERM, 4000, true}),
+    [](const ::testing::TestParamInfo<Ending>& info) { return std::string(info.param.name); });
 
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
   constexpr uint64_t kBytes = 3 << 20;
