@@ -251,10 +251,11 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
 }
 
 namespace {
-// Tick -> trace-clock ns for the hooks, on a per-thread anchor taken from io::TicksToNs and a
-// Q32 fixed-point ratio from io::TickSpanNs, refreshed every ~4 ms of ticks: an integer
-// multiply instead of io's double arithmetic and anchor checks (~50 instructions per call).
-// The refresh follows io's clock as it refines its ratio.
+// Tick -> trace-clock ns for the hooks: a per-thread anchor (adjacent NowNs() and tick readings)
+// and io's current ns-per-tick ratio as Q32 fixed point, refreshed every 1 ms of ticks: an
+// integer multiply per timestamp instead of io::TicksToNs's double arithmetic and checks (~70
+// instructions per call). The error is the ratio's error times <= 1 ms (io calibrates to ~1e-3
+// at load and refines it), so host and CUPTI times (both CLOCK_MONOTONIC) agree to < 1 us.
 struct TickAnchor {
   uint64_t ticks = 0;
   uint64_t ns = 0;
@@ -262,24 +263,24 @@ struct TickAnchor {
   uint64_t span = 0;             // ticks after `ticks` this anchor is used for
 };
 __thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
-constexpr uint64_t kTickAnchorNs = 4'000'000;
+constexpr uint64_t kTickAnchorNs = 1'000'000;
 
 uint64_t SpanNs(const TickAnchor& a, uint64_t ticks) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * a.ns_per_tick_q32) >> 32);
 }
 
-// Trace-clock ns of `t0` and the length in ns of [t0, t1].
+// Trace-clock ns of `t0` and the length in ns of [t0, t1] (CallTicks readings, t0 <= t1).
 void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
   TickAnchor& a = t_tick_anchor;
-  if (__builtin_expect(a.ns_per_tick_q32 == 0 || t0 - a.ticks > a.span, 0)) {
-    // Also taken when t0 < a.ticks (unsigned wrap): a reading from before the anchor.
-    a.ticks = t0;
-    a.ns = io::TicksToNs(t0);
+  if (__builtin_expect(a.ns_per_tick_q32 == 0 || t1 - a.ticks > a.span, 0)) {
+    a.ticks = io::CallTicks();
+    a.ns = io::detail::g_use_tsc ? NowNs() : a.ticks;  // without TSC, ticks are NowNs()
     a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
     if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
     a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;
   }
-  *ts = a.ns + SpanNs(a, t0 - a.ticks);
+  // t0 may precede the anchor (just re-anchored, or a long call): signed distance.
+  *ts = t0 >= a.ticks ? a.ns + SpanNs(a, t0 - a.ticks) : a.ns - SpanNs(a, a.ticks - t0);
   *dur = t1 >= t0 ? SpanNs(a, t1 - t0) : 0;
 }
 }  // namespace
