@@ -613,8 +613,10 @@ bool OpenTraceFile() {
 // Flush: everything recorded so far becomes packets in the file.
 
 uint64_t StreamId(uint64_t handle, int32_t device, trace::Interned* interned) {
-  // Special handles (0 legacy default, 1 cudaStreamLegacy, 2 cudaStreamPerThread) exist once per
-  // device; a created stream's handle is unique in the process.
+  // Raw 0 is "no stream" (device and event syncs): Event.stream stays 0, nothing is interned. The
+  // hooks give the NULL stream as 1 (cudaStreamLegacy) or 2 (cudaStreamPerThread), which exist
+  // once per device; a created stream's handle is unique in the process.
+  if (handle == 0) return 0;
   StreamKey key{handle, handle <= 2 ? device : 0};
   auto [it, inserted] = g_stream_ids->try_emplace(key, g_stream_ids->size() + 1);
   if (inserted) interned->streams.push_back({it->second, handle, device});

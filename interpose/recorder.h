@@ -70,7 +70,9 @@ struct RawEvent {
   uint8_t pad_[3] = {};
   union Payload {
     struct Cuda {
-      uint64_t stream;       // raw cudaStream_t value; the writer interns it
+      uint64_t stream;       // 0 = no stream (device/event syncs); 1 = the legacy default
+                             // stream (NULL or cudaStreamLegacy), 2 = cudaStreamPerThread, else
+                             // the cudaStream_t value; the writer interns all but 0
       uint64_t correlation;  // CUPTI correlation id when known
       uint64_t ptr;          // alloc/free/register address
       uint32_t device;
@@ -82,7 +84,7 @@ struct RawEvent {
       uint64_t comm;  // communicator id (hash of the unique id)
       uint64_t parent_comm;
       uint64_t seq;
-      uint64_t stream;  // raw cudaStream_t
+      uint64_t stream;  // as Cuda::stream (NULL given as 1, the legacy default stream)
       int32_t peer;
       int32_t rank;
       int32_t nranks;

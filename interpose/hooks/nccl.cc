@@ -140,7 +140,9 @@ ncclResult_t CollectiveHook(nccl::Op op, uint32_t (*api)(), size_t count, ncclDa
     }
   }
   e.bytes = nccl::BytesPerRank(op, count, dtype, e.u.nccl.nranks, e.u.nccl.rank, root_or_peer);
-  e.u.nccl.stream = reinterpret_cast<uint64_t>(stream);
+  // A NULL stream is the legacy default stream (libnccl is built without per-thread default
+  // streams); the recorder's raw 0 means "no stream".
+  e.u.nccl.stream = stream == nullptr ? 1 : reinterpret_cast<uint64_t>(stream);
   e.u.nccl.peer = root_or_peer;
   e.u.nccl.op = op;
   e.u.nccl.dtype = static_cast<uint8_t>(dtype);

@@ -105,31 +105,37 @@ TEST(RecorderTest, StringsAreInternedOnceAndDefinedBeforeUse) {
 }
 
 TEST(RecorderTest, StreamHandlesBecomeSmallIds) {
-  auto copy = [](uint64_t handle, uint32_t device) {
+  auto event = [](uint8_t type, uint64_t handle, uint32_t device) {
     RawEvent e;
     e.ts = NowNs();
-    e.type = ev::kCudaMemcpy;
+    e.type = type;
     e.u.cuda.stream = handle;
     e.u.cuda.device = device;
     Record(e);
   };
-  copy(0x7f00aa001000, 1);
-  copy(0x7f00aa001000, 1);
-  copy(0, 0);  // the legacy default stream exists once per device
-  copy(0, 1);
+  event(ev::kCudaMemcpy, 0x7f00aa001000, 1);
+  event(ev::kCudaMemcpy, 0x7f00aa001000, 1);
+  event(ev::kCudaMemcpy, 1, 0);  // the legacy default stream exists once per device
+  event(ev::kCudaMemcpy, 1, 1);
+  event(ev::kCudaSync, 0, 1);  // cudaDeviceSynchronize: no stream
   Flattened f = Flatten(ReadOwnTrace());
   EXPECT_TRUE(f.ids_defined_before_use);
   std::vector<uint64_t> ids;
+  uint64_t sync_stream = ~0ull;
   for (const auto& e : f.events) {
     if (e.event.type() == idlescope::CUDA_MEMCPY) ids.push_back(e.event.stream());
+    if (e.event.type() == idlescope::CUDA_SYNC) sync_stream = e.event.stream();
   }
   ASSERT_EQ(ids.size(), 4u);
   EXPECT_EQ(ids[0], ids[1]);
   EXPECT_NE(ids[2], ids[3]);
   EXPECT_EQ(f.streams[ids[0]].handle(), 0x7f00aa001000u);
   EXPECT_EQ(f.streams[ids[0]].device(), 1);
-  EXPECT_EQ(f.streams[ids[3]].handle(), 0u);
+  EXPECT_EQ(f.streams[ids[3]].handle(), 1u);
   EXPECT_EQ(f.streams[ids[3]].device(), 1);
+  // Raw 0 is "no stream": the event says 0 and no stream has handle 0.
+  EXPECT_EQ(sync_stream, 0u);
+  for (const auto& [id, stream] : f.streams) EXPECT_NE(stream.handle(), 0u) << id;
 }
 
 // Not tail calls (the leaves must keep their frames), and not identical (GCC's -fipa-icf would
