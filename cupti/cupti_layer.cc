@@ -413,8 +413,12 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 
 // --- periodic flush ---------------------------------------------------------------------------
 
-std::mutex g_flush_mu;
-std::condition_variable g_flush_cv;
+// Never destroyed: the flush thread is detached and may be inside a timed wait when the process
+// exits, and glibc's pthread_cond_destroy (run by a static destructor) blocks until every waiter
+// has left the condition variable, which delayed every traced process's exit by up to
+// IDLESCOPE_CUPTI_FLUSH_MS (seen as a "tail" in jobs whose launcher waits for its ranks).
+std::mutex& g_flush_mu = *new std::mutex;
+std::condition_variable& g_flush_cv = *new std::condition_variable;
 bool g_flush_stop = false;
 
 void* FlushLoop(void*) {
