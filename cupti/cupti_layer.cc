@@ -42,7 +42,7 @@ pid_t g_start_pid = 0;
 std::mutex g_start_mu;
 
 void Unavailable(const std::string& why) {
-  RecordNotice(Severity::kWarning, "cupti_unavailable",
+  RecordNotice(NoticeSeverity::kWarning, "cupti_unavailable",
                "no GPU timeline: " + why + "; host-side CUDA tracing goes on", true);
 }
 
@@ -532,12 +532,12 @@ void StartLocked() {
     partial += std::string(partial.empty() ? "" : ", ") + k.name + ": " + ResultText(r);
   }
   if (!partial.empty()) {
-    RecordNotice(Severity::kInfo, "cupti_partial", "CUPTI activity kinds not enabled: " + partial,
-                 false);
+    RecordNotice(NoticeSeverity::kInfo, "cupti_partial",
+                 "CUPTI activity kinds not enabled: " + partial, false);
   }
   g_activity.store(true, std::memory_order_release);
   if (const char* why = StartCallbacks(g_api)) {
-    RecordNotice(Severity::kInfo, "cupti_callbacks_unavailable",
+    RecordNotice(NoticeSeverity::kInfo, "cupti_callbacks_unavailable",
                  std::string("CUPTI callback API unavailable (") + why +
                      "): no correlation ids on host events, calls outside libcudart's exports "
                      "not seen",
@@ -591,7 +591,7 @@ void Flush() {
   }
   uint64_t refused = g_refused.exchange(0);
   if (refused > 0) {
-    RecordNotice(Severity::kWarning, "cupti_buffers_full",
+    RecordNotice(NoticeSeverity::kWarning, "cupti_buffers_full",
                  std::to_string(refused) +
                      " CUPTI buffer requests refused at the IDLESCOPE_CUPTI_BUFFER_MB cap",
                  false);

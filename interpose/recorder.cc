@@ -470,7 +470,7 @@ bool WritePackets(const wire::Buffer& b) {
   if (!FdStillOurs()) {
     bool recovered = RecoverFd();
     if (recovered) {
-      trace::Notice n{NowNs(), static_cast<uint32_t>(Severity::kWarning), "trace_fd_closed",
+      trace::Notice n{NowNs(), static_cast<uint32_t>(NoticeSeverity::kWarning), "trace_fd_closed",
                       "the program closed the trace file descriptor; the file was reopened "
                       "(events of the last interval may be missing)"};
       wire::Buffer nb;
@@ -1131,7 +1131,8 @@ void RecordDeviceInfo(const RawDeviceInfo& info) {
   g_devices_pending->push_back(info);
 }
 
-void RecordNotice(Severity severity, std::string_view code, std::string_view text, bool print) {
+void RecordNotice(NoticeSeverity severity, std::string_view code, std::string_view text,
+                  bool print) {
   if (g_notices_pending == nullptr) return;
   int saved = errno;
   ++detail::t_hook_depth;

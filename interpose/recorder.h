@@ -242,8 +242,9 @@ void RecordDeviceInfo(const RawDeviceInfo& info);
 
 // A notice for the reader ("cupti_unavailable", ...). Also printed once on stderr, prefixed
 // "idlescope: ", when `print` is true.
-enum class Severity : uint8_t { kInfo = 1, kWarning = 2, kError = 3 };
-void RecordNotice(Severity severity, std::string_view code, std::string_view text, bool print);
+enum class NoticeSeverity : uint8_t { kInfo = 1, kWarning = 2, kError = 3 };
+void RecordNotice(NoticeSeverity severity, std::string_view code, std::string_view text,
+                  bool print);
 
 // Flush everything buffered so far to the file (blocking; used at exit and by tests).
 void FlushNow();

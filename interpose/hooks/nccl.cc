@@ -85,7 +85,7 @@ __thread uint32_t t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 ncclResult_t Missing(const char* name) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
-    idlescope::RecordNotice(idlescope::Severity::kError, "nccl_unresolved",
+    idlescope::RecordNotice(idlescope::NoticeSeverity::kError, "nccl_unresolved",
                             std::string("cannot find the real ") + name + " (pnccl/nccl)", true);
   }
   return ncclSystemError;

@@ -218,7 +218,7 @@ TEST(RecorderTest, GpuActivitiesDevicesAndNotices) {
   RecordDeviceInfo(d);
   RecordDeviceInfo(d);  // written once per device
   errno = EXDEV;
-  RecordNotice(Severity::kWarning, "cupti_unavailable", "no libcupti", /*print=*/false);
+  RecordNotice(NoticeSeverity::kWarning, "cupti_unavailable", "no libcupti", /*print=*/false);
   EXPECT_EQ(errno, EXDEV);
   ReadTrace t = ReadOwnTrace();
   std::vector<uint64_t> starts;

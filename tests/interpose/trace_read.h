@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/interpose/trace_pb.h"
+#include "trace.pb.h"
 
 namespace idlescope::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "interpose/trace_encoder.h"
-#include "tests/interpose/trace_pb.h"
+#include "trace.pb.h"
 
 namespace idlescope {
 namespace {
