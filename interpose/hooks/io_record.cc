@@ -24,6 +24,9 @@ namespace {
 constexpr BurstPolicy kPolicy;
 // Minimum time between two stack captures on one thread.
 constexpr uint64_t kStackIntervalNs = 50'000;
+// A call that blocked this long gets its stack whatever the rate limit: it is the evidence the
+// report shows for the idle time it explains (a blocking read right after a short write).
+constexpr uint64_t kAlwaysStackNs = 100'000;
 
 FdTable g_fds;
 
@@ -123,8 +126,8 @@ FdInfo TrackOpenedFd(int fd, int dirfd, const char* path) {
   return info;
 }
 
-uint32_t MaybeCaptureStack(uint64_t t0) {
-  if (t0 - t_last_stack < kStackIntervalNs) return 0;
+uint32_t MaybeCaptureStack(uint64_t t0, uint64_t dur) {
+  if (dur < kAlwaysStackNs && t0 - t_last_stack < kStackIntervalNs) return 0;
   t_last_stack = t0;
   // Skip this function and RecordBurstCall/RecordFdEvent: the innermost frame is the hook.
   return CaptureStack(2);
@@ -155,6 +158,7 @@ void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, 
   if (b.open && !PendingEventOpen()) b.open = false;
   if (Extends(b, call, kPolicy)) {
     Merge(b, call);
+    if (b.stack == 0 && call.dur >= kAlwaysStackNs) b.stack = MaybeCaptureStack(t0, call.dur);
     Publish(b);
     return;
   }
@@ -163,7 +167,7 @@ void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, 
   b.path = info.path;
   b.fs = info.fs;
   b.scope = info.scope;
-  b.stack = MaybeCaptureStack(t0);
+  b.stack = MaybeCaptureStack(t0, call.dur);
   Publish(b);
 }
 
@@ -180,7 +184,7 @@ void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint6
   e.bytes = bytes;
   e.count = 1;
   e.api = api;
-  e.stack = MaybeCaptureStack(t0);
+  e.stack = MaybeCaptureStack(t0, t1 - t0);
   e.result = result;
   e.type = type;
   e.u.io.path = info.path;

@@ -38,8 +38,9 @@ void CloseBurst();
 void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
                    uint64_t bytes, int32_t result);
 
-// Stack id for an event starting at `t0`, rate-limited per thread (a stack costs microseconds;
-// the first event of a burst, or a sparse event, gets one).
-uint32_t MaybeCaptureStack(uint64_t t0);
+// Stack id for an event starting at `t0` that blocked `dur` ns, rate-limited per thread (a stack
+// costs microseconds; the first event of a burst, a sparse event, or a call that blocked long
+// gets one).
+uint32_t MaybeCaptureStack(uint64_t t0, uint64_t dur);
 
 }  // namespace idlescope::io
