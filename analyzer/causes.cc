@@ -78,6 +78,14 @@ bool IsInstallVerb(std::string_view word) {
          word == "update" || word == "upgrade";
 }
 
+// Sends (and writes to sockets) by where the peer is: results leaving the cluster are uploads
+// (experiment trackers, object stores); a cluster-local peer is the job's own data exchange
+// (gloo collectives, a TCPStore, parameter servers), the paper's communication.
+EventClassification ClassifySend(NetScope scope) {
+  if (scope == NET_PUBLIC) return {EventClass::kUploadWrite, Cause::kIntermediateUpload};
+  return {EventClass::kPeerSend, Cause::kCommunication};
+}
+
 }  // namespace
 
 const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]; }
@@ -159,6 +167,17 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       if (IsModelCheckpointPath(event.path)) {
         return is(EventClass::kCheckpointWrite, Cause::kCheckpointing);
       }
+      // Pipes and sockets are not files that results are uploaded to: a socket is classified by
+      // its peer's address like a send, a pipe (or a socket with a loopback/unknown peer) leads to
+      // another process of the job (docs/attribution.md, "Pipes and sockets").
+      if (event.fs_type == FS_SOCKET &&
+          (event.net_scope == NET_PUBLIC || event.net_scope == NET_PRIVATE)) {
+        return ClassifySend(event.net_scope);
+      }
+      if (event.fs_type == FS_PIPE || event.fs_type == FS_SOCKET) {
+        return event.type == FILE_WRITE ? is(EventClass::kIpcWrite, Cause::kUnknown)
+                                        : EventClassification{};
+      }
       return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
     case FILE_READ:
       // stdin or a terminal: the job waits for a person (the paper's interactive jobs).
@@ -180,9 +199,10 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       return {};
     case NET_SEND:
       if (event.net_scope == NET_PUBLIC || event.net_scope == NET_PRIVATE) {
-        return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
+        return ClassifySend(event.net_scope);
       }
-      return {};
+      // Loopback and unix sockets lead to another process of the job, like a pipe.
+      return is(EventClass::kIpcWrite, Cause::kUnknown);
     case PROC_EXEC:
     case PROC_SPAWN:
       if (IsInstallerCommand(event.path, event.argv)) {

@@ -69,7 +69,9 @@ enum class EventClass : uint8_t {
   kCopyPinned,       // CUDA copy with pinned/device/managed memory
   kNccl,             // NCCL collective, group end
   kCheckpointWrite,  // write/fsync/rename/close of a model file
-  kUploadWrite,      // write/fsync of any other file, sends to private/public addresses
+  kUploadWrite,      // write/fsync of any other file, sends/writes to public addresses
+  kIpcWrite,         // writes into pipes and local sockets: the analysis decides (has workers?)
+  kPeerSend,         // sends/writes to cluster-local (private) addresses: gloo, stores, PS
   kReadLocal,        // reads of local files
   kReadRemote,       // reads of remote filesystem files
   kReadWorkerQueue,  // reads of pipes/sockets: waiting for DataLoader workers

@@ -30,6 +30,10 @@ constexpr Ns kCollectiveHorizon = 30'000'000'000;
 constexpr Ns kResidualHorizon = 600'000'000'000;  // 10 min
 // At most this many candidate events are held (about 100 MB); see Prune().
 constexpr size_t kMaxPendingCandidates = 1 << 20;
+// Candidate.stack / Candidate.object of an installer process's span: not an id of its trace file
+// but "how this process was launched" (JobAnalysis::Launch), resolved when the report is built.
+// Real ids are small counters, never this.
+constexpr uint64_t kLaunchEvidence = ~uint64_t{0};
 
 uint64_t ThreadKey(uint32_t process, uint32_t tid) { return (uint64_t{process} << 32) | tid; }
 
@@ -271,7 +275,10 @@ struct JobAnalysis::ProcessState {
   Ns last_seen = 0;
   Ns end = 0;
   bool ended = false;
-  bool installer = false;
+  bool installer = false;         // a package installer (its own command line)
+  bool in_installer = false;      // the installer or one of its descendants
+  bool worker = false;            // fork()ed from its parent, no exec: a DataLoader-style worker
+  bool has_workers = false;       // the parent of workers
   std::vector<uint32_t> family;   // itself, its ancestors and descendants (same host)
   std::vector<uint32_t> devices;  // devices launched on by a process of the family
   absl::flat_hash_map<uint32_t, uint32_t> device_by_ordinal;
@@ -370,13 +377,41 @@ void JobAnalysis::BuildFamilies() {
   installer_spans_.clear();
   for (uint32_t i = 0; i < processes_.size(); ++i) {
     ProcessState& p = *processes_[i];
+    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
+    p.has_workers = false;
+  }
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    ProcessState& p = *processes_[i];
     p.family.clear();
     p.devices.clear();
+    bool installer_ancestor = false;
     for (uint32_t j = 0; j < processes_.size(); ++j) {
       if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
+      if (j != i && is_ancestor(j, i) && processes_[j]->installer) installer_ancestor = true;
     }
-    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
-    if (p.installer) {
+    // What an installer's children do (a build backend, a compiler, a download helper) is part
+    // of the installation.
+    p.in_installer = p.installer || installer_ancestor;
+    // A worker runs its parent's program: forked and not exec'd since. An exec'd child starts a
+    // trace of its own with its new command line and the same pid, so a forked file with such a
+    // twin is only the moment between fork() and exec() (subprocess.run, os.system).
+    p.worker = false;
+    if (parent[i] >= 0 && p.info.forked) {
+      ProcessState& q = *processes_[parent[i]];
+      bool execd = false;
+      for (uint32_t j = 0; j < processes_.size(); ++j) {
+        const ProcessInfo& other = processes_[j]->info;
+        if (j != i && !other.forked && other.pid == p.info.pid && other.host == p.info.host) {
+          execd = true;
+        }
+      }
+      if (!execd && p.info.exe == q.info.exe && p.info.cmdline == q.info.cmdline) {
+        p.worker = true;
+        q.has_workers = true;
+      }
+    }
+    // Only the outermost installer gets a span: its descendants' lifetimes lie within it.
+    if (p.installer && !installer_ancestor) {
       Candidate span;
       span.when = {p.info.start, kForever};
       span.cause = Cause::kLibraryInstallation;
@@ -527,6 +562,11 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     case NCCL_COLLECTIVE:
       NoteCollective(e);
       break;
+    case PROC_FORK:
+    case PROC_EXEC:
+    case PROC_SPAWN:
+      NoteLaunch(e);
+      break;
     default:
       break;
   }
@@ -534,7 +574,16 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   NoteHostActivity(e, c.event_class);
   if (e.end <= e.start) return;
   // Whatever a package installer does (downloads, writes to site-packages) is installation.
-  if (p.installer) c = {EventClass::kInstaller, Cause::kLibraryInstallation};
+  if (p.in_installer) {
+    c = {EventClass::kInstaller, Cause::kLibraryInstallation};
+  } else if (c.event_class == EventClass::kIpcWrite) {
+    // A write into a pipe or local socket blocks until the reader drains it. The process that
+    // feeds its workers (DataLoader index queues) waits on data loading; a worker blocked on its
+    // result queue, or a process writing to any other reader (a logger, a child), says only
+    // "another process is slow": no cause (docs/attribution.md, "Pipes and sockets").
+    if (!p.has_workers) return;
+    c = {EventClass::kReadWorkerQueue, Cause::kDataLoading};
+  }
   if (c.event_class == EventClass::kNone) return;
   Candidate candidate;
   candidate.when = {e.start, e.end};
@@ -566,6 +615,9 @@ void JobAnalysis::NoteHostActivity(const HostEvent& e, EventClass event_class) {
         kind = HostActivityKind::kCheckpointWrites;
       } else if (e.type == FILE_CLOSE && !IsRemoteFs(e.fs_type)) {
         return;  // closing a local file does not block (see ClassifyHostEvent)
+      } else if (e.fs_type == FS_SOCKET &&
+                 (e.net_scope == NET_PRIVATE || e.net_scope == NET_PUBLIC)) {
+        kind = HostActivityKind::kNetwork;
       } else if (e.fs_type == FS_PIPE || e.fs_type == FS_SOCKET) {
         kind = HostActivityKind::kIpc;
       } else {
@@ -621,6 +673,52 @@ void JobAnalysis::NoteHostActivity(const HostEvent& e, EventClass event_class) {
     w.label = ProgramLabel(e.path, e.argv);
     w.installer = event_class == EventClass::kInstaller;
   }
+}
+
+void JobAnalysis::NoteLaunch(const HostEvent& e) {
+  // exec keeps the pid (the installer is the caller itself); fork and posix_spawn name the child.
+  const ProcessState& p = *processes_[e.process];
+  uint32_t pid = e.type == PROC_EXEC ? p.info.pid : e.child_pid;
+  if (pid == 0) return;
+  bool names_installer = e.type != PROC_FORK && IsInstallerCommand(e.path, e.argv);
+  auto key = std::make_pair(p.info.host, pid);
+  auto it = launches_.find(key);
+  if (it == launches_.end()) {
+    // Only installers are kept: a job forks and execs many programs.
+    bool installer = names_installer;
+    for (const auto& q : processes_) {
+      if (q->info.pid == pid && q->info.host == p.info.host && q->installer && q.get() != &p) {
+        installer = true;
+      }
+    }
+    if (!installer) return;
+    it = launches_.emplace(key, Launch{}).first;
+  }
+  Launch& launch = it->second;
+  bool exec_like = e.type != PROC_FORK;
+  // The first exec/spawn names the command (a later one is the installer re-exec'ing itself).
+  if (exec_like && launch.command.empty()) launch.command = ProgramLabel(e.path, e.argv);
+  if (e.stack != 0 && (launch.stack == 0 || (exec_like && !launch.exec_stack))) {
+    launch.stack_process = e.process;
+    launch.stack = e.stack;
+    launch.exec_stack = exec_like;
+  }
+}
+
+const JobAnalysis::Launch* JobAnalysis::LaunchOf(uint32_t process) const {
+  const ProcessInfo& info = processes_[process]->info;
+  auto it = launches_.find(std::make_pair(info.host, info.pid));
+  return it == launches_.end() ? nullptr : &it->second;
+}
+
+std::string JobAnalysis::InstallerCommand(uint32_t process) const {
+  const Launch* launch = LaunchOf(process);
+  if (launch != nullptr && !launch->command.empty()) return launch->command;
+  // Not seen started (its parent untraced): its own command line.
+  const ProcessInfo& info = processes_[process]->info;
+  std::string argv = info.cmdline;  // joined by spaces: as a NUL-separated argv, in effect
+  std::replace(argv.begin(), argv.end(), ' ', '\0');
+  return ProgramLabel(info.exe, argv);
 }
 
 uint64_t JobAnalysis::DirectoryOf(const HostEvent& e) {
@@ -783,6 +881,11 @@ void JobAnalysis::Attribute(uint32_t device_index, Interval piece) {
   for (auto it = first; it != pending_.end() && it->when.start < piece.end; ++it) consider(*it);
   for (Candidate& span : installer_spans_) {
     span.when.end = ProcessEnd(*processes_[span.process]);
+    // Its evidence is how it was started (resolved in Finish): its command line always, the
+    // stack of the call that started it once that call was seen.
+    span.object = kLaunchEvidence;
+    const Launch* launch = LaunchOf(span.process);
+    span.stack = launch != nullptr && launch->stack != 0 ? kLaunchEvidence : 0;
     consider(span);
   }
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
@@ -974,10 +1077,8 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
       }
     }
     if (parent == nullptr) continue;
-    // A worker runs its parent's program: forked and not exec'd since (an exec'd child starts
-    // a trace of its own with its new command line).
-    if (p->info.forked && p->info.exe == parent->info.exe &&
-        p->info.cmdline == parent->info.cmdline) {
+    // Workers (BuildFamilies): forked, same program, not exec'd since.
+    if (p->worker) {
       WorkerProcess w;
       w.pid = p->info.pid;
       w.ppid = p->info.ppid;
@@ -987,7 +1088,9 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
       w.read_ns = p->read_ns;
       report.workers_with_reads += w.reads > 0;
       report.workers.push_back(w);
-    } else {
+    } else if (!p->info.forked || p->info.exe != parent->info.exe ||
+               p->info.cmdline != parent->info.cmdline) {
+      // (A forked copy of its parent that exec'd is counted by its exec'd twin.)
       std::string argv = p->info.cmdline;  // joined by spaces: as a NUL-separated argv, in effect
       std::replace(argv.begin(), argv.end(), ' ', '\0');
       programs.push_back({ProgramLabel(p->info.exe, argv), p.get()});
@@ -1325,6 +1428,18 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     report.kernel_active_util /= static_cast<double>(device_count);
   }
 
+  // Evidence ids are per trace file, except an installer span's (kLaunchEvidence).
+  auto string_of = [&](uint32_t process, uint64_t id) -> std::string {
+    if (id == kLaunchEvidence) return InstallerCommand(process);
+    return symbols.String(process, id);
+  };
+  auto stack_of = [&](uint32_t process, uint64_t id) -> std::string {
+    if (id != kLaunchEvidence) return symbols.Stack(process, id);
+    const Launch* launch = LaunchOf(process);
+    if (launch == nullptr || launch->stack == 0) return "";
+    return symbols.Stack(launch->stack_process, launch->stack);
+  };
+
   // Savings estimates (docs/attribution.md, "Estimated savings").
   double pinned_rate = pinned_copies_.ns > 0 ? static_cast<double>(pinned_copies_.bytes) /
                                                    static_cast<double>(pinned_copies_.ns)
@@ -1457,11 +1572,11 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         break;
     }
     r.stacks = ResolveEvidence(acc.stacks, options_.top_evidence, [&](const EvidenceKey& key) {
-      std::string what = symbols.Stack(key.process, key.id);
+      std::string what = stack_of(key.process, key.id);
       return what.empty() ? absl::StrCat("stack #", key.id, " of process ", key.process) : what;
     });
     r.objects = ResolveEvidence(acc.objects, options_.top_evidence, [&](const EvidenceKey& key) {
-      std::string what = symbols.String(key.process, key.id);
+      std::string what = string_of(key.process, key.id);
       return what.empty() ? absl::StrCat("string #", key.id, " of process ", key.process) : what;
     });
     // Directories only say more than the files when there are many files.
@@ -1531,14 +1646,15 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     });
     if (g.has_main) {
       const Candidate& m = g.main;
-      std::string object = m.object != 0 ? symbols.String(m.process, m.object) : "";
-      std::string stack = m.stack != 0 ? symbols.Stack(m.process, m.stack) : "";
+      std::string object = m.object != 0 ? string_of(m.process, m.object) : "";
+      std::string stack = m.stack != 0 ? stack_of(m.process, m.stack) : "";
       r.evidence = absl::StrCat(
           std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "", object.empty() ? "" : ": ",
           object, m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",
           stack.empty() ? "" : absl::StrCat(" at ", stack),
-          m.gpu_side
-              ? ""
+          m.gpu_side ? ""
+          : m.tid == 0
+              ? absl::StrCat(" (pid ", processes_[m.process]->info.pid, ")")
               : absl::StrCat(" (pid ", processes_[m.process]->info.pid, " tid ", m.tid, ")"));
     }
     report.top_gaps.push_back(std::move(r));

@@ -112,6 +112,19 @@ class JobAnalysis {
   Ns longest_pending_ = 0;  // the longest candidate in pending_
   size_t peak_pending_ = 0;
   std::vector<Candidate> installer_spans_;  // installer processes, whole lifetime
+  // How an installer process was started: the exec/spawn call that named its command line and
+  // the fork/exec/spawn call whose stack says where the job did it (docs/attribution.md,
+  // "Library installation"). Keyed by (host, pid) of the installer; only installers are kept.
+  struct Launch {
+    std::string command;  // "pip install -r requirements.txt" ("" until an exec/spawn is seen)
+    uint32_t stack_process = 0;
+    uint64_t stack = 0;       // per-process StackNode id in stack_process (0: none)
+    bool exec_stack = false;  // the stack is the exec/spawn call's (preferred to the fork's)
+  };
+  absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch> launches_;
+  void NoteLaunch(const HostEvent& event);
+  const Launch* LaunchOf(uint32_t process) const;
+  std::string InstallerCommand(uint32_t process) const;
   std::vector<GapEvent> gap_events_;
   std::vector<RankedCandidate> ranked_;
   std::vector<Tier> tiers_;

@@ -79,6 +79,8 @@ struct HostEvent {
   int32_t nranks = 0;
   // CUDA_MALLOC / CUDA_FREE
   uint64_t ptr = 0;
+  // PROC_FORK / PROC_SPAWN: the child's pid (0: unknown)
+  uint32_t child_pid = 0;
 };
 
 // One GPU activity record (proto GpuActivity) with absolute times.

@@ -243,6 +243,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         e.rank = ev.type() == NCCL_COLLECTIVE ? ev.rank() : -1;
         e.nranks = ev.nranks();
         e.ptr = ev.ptr();
+        e.child_pid = ev.child_pid();
         analysis->AddHostEvent(e);
         f.last_time = std::max(f.last_time, e.end);
       }

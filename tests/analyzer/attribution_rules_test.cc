@@ -605,3 +605,138 @@ TEST(HostActivity, ClosingALocalModelFileIsNoCheckpointWrite) {
 
 }  // namespace
 }  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+// The job forks a child (fork stack 7 in the parent) that execs `pip install -r requirements.txt`
+// (exec stack 9 in the forked copy); the exec'd installer runs [0, 500) before the first kernel.
+TEST(AttributionRules, InstallerEvidenceIsItsCommandLineAndTheStackThatStartedIt) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0, "/job/train", "train");
+  uint32_t forked = job.ForkedProcess(150, 100);
+  uint32_t pip =
+      job.Process(150, 100, -1, "/bin/dash", "sh /opt/fake/pip install -r requirements.txt");
+  (void)forked;
+  job.Device(p, 0, "GPU-a");
+  HostEvent fork_event = job.Event(p, 100, PROC_FORK, 0, 0.1);
+  fork_event.child_pid = 150;
+  fork_event.stack = 7;
+  job.Add(fork_event);
+  // The forked copy of the job calls exec with the job's own stack (fork copies it).
+  HostEvent exec_event = job.Event(forked, 150, PROC_EXEC, 0.2, 0.2, "/opt/fake/pip");
+  std::string argv("pip\0install\0-r\0requirements.txt", 31);
+  exec_event.argv = argv;
+  exec_event.stack = 9;
+  job.analysis().AddHostEvent([&] {
+    HostEvent e = exec_event;
+    e.path = "/opt/fake/pip";
+    return e;
+  }());
+  job.End(pip, 500);
+  job.Launch(p, 100, 600);
+  job.Kernel(p, 600, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kLibraryInstallation), Ms(500));
+  const CauseReport* c = FindCause(r, Cause::kLibraryInstallation);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(c->objects[0].what, "pip install -r requirements.txt");
+  ASSERT_FALSE(c->stacks.empty());
+  // The exec call's stack (in the forked copy) is preferred to the fork call's.
+  EXPECT_EQ(c->stacks[0].what, "stack9@p" + std::to_string(forked));
+  ASSERT_FALSE(r.top_gaps.empty());
+  EXPECT_NE(r.top_gaps[0].evidence.find("pip install -r requirements.txt"), std::string::npos)
+      << r.top_gaps[0].evidence;
+  // The forked copy that exec'd is no DataLoader-style worker.
+  EXPECT_TRUE(r.host_activity.workers.empty());
+}
+
+// An installer started by an untraced parent: its own command line, no stack; a fork's stack
+// alone is used when no exec/spawn was seen.
+TEST(AttributionRules, InstallerEvidenceFallsBackToItsOwnCommandLineAndTheForkStack) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  uint32_t pip = job.Process(150, 100, -1, "/usr/bin/python3", "python3 -m pip install torch");
+  job.Device(p, 0, "GPU-a");
+  HostEvent spawn = job.Event(p, 100, PROC_FORK, 0, 0.1);
+  spawn.child_pid = 150;
+  spawn.stack = 7;
+  job.Add(spawn);
+  job.End(pip, 500);
+  job.Launch(p, 100, 600);
+  job.Kernel(p, 600, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kLibraryInstallation);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(c->objects[0].what, "python3 -m pip install torch");
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(c->stacks[0].what, "stack7@p" + std::to_string(p));
+}
+
+// Pipes and sockets are not uploads (OneGap: the gap is [100, 200)).
+struct PipeWriteJob {
+  JobBuilder job;
+  uint32_t p;
+  explicit PipeWriteJob(bool with_worker) {
+    p = job.Process(100, 1, 0);
+    if (with_worker) job.ForkedProcess(101, 100);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, 100, 0);
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 200, 1000);
+    job.End(p, 1000);
+  }
+};
+
+TEST(AttributionRules, PipeWriteWithoutWorkersIsNoUpload) {
+  PipeWriteJob s(false);
+  s.job.Io(s.p, 100, FILE_WRITE, 100, 200, "pipe:[4242]", FS_PIPE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+TEST(AttributionRules, PipeWriteToWorkersIsDataLoading) {
+  PipeWriteJob s(true);
+  s.job.Io(s.p, 100, FILE_WRITE, 100, 200, "pipe:[4242]", FS_PIPE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+}
+
+TEST(AttributionRules, LoopbackSocketWriteIsNoUploadButPublicIsAndPrivateIsCommunication) {
+  {
+    PipeWriteJob s(false);
+    s.job.Io(s.p, 100, FILE_WRITE, 100, 200, "socket:[77]", FS_SOCKET);
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), 0);
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+  }
+  for (NetScope scope : {NET_PUBLIC, NET_PRIVATE}) {
+    PipeWriteJob s(false);
+    HostEvent e = s.job.Event(s.p, 100, FILE_WRITE, 100, 200, "socket:[78]");
+    e.fs_type = FS_SOCKET;
+    e.net_scope = scope;
+    e.bytes = 1000;
+    s.job.Add(e);
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), scope == NET_PUBLIC ? Ms(100) : 0);
+    EXPECT_EQ(CauseNs(r, Cause::kCommunication), scope == NET_PRIVATE ? Ms(100) : 0);
+  }
+}
+
+TEST(AttributionRules, WorkerBlockedOnItsResultQueueExplainsNothing) {
+  PipeWriteJob s(true);
+  s.job.Io(1, 101, FILE_WRITE, 100, 200, "pipe:[4243]", FS_PIPE);  // process 1: the worker
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), 0);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
