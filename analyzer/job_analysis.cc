@@ -773,12 +773,12 @@ void JobAnalysis::NoteCollective(const HostEvent& e) {
   int32_t rank = processes_[e.process]->info.rank >= 0 ? processes_[e.process]->info.rank : e.rank;
   group.members.push_back({rank, e.start});
   if (static_cast<int32_t>(group.members.size()) >= group.nranks) {
-    ResolveGroup(group);
+    ResolveGroup(e.comm, e.seq, group);
     groups_.erase({e.comm, e.seq});
   }
 }
 
-void JobAnalysis::ResolveGroup(const NcclGroup& group) {
+void JobAnalysis::ResolveGroup(uint64_t comm, uint64_t seq, const NcclGroup& group) {
   // The rank that arrived last is the one the others waited for (NCCL collectives complete
   // only when every rank has joined).
   const NcclGroup::Member* last = &group.members[0];
@@ -788,10 +788,26 @@ void JobAnalysis::ResolveGroup(const NcclGroup& group) {
   StragglerStats& s = stragglers_[last->rank];
   ++s.last_arrivals;
   ++matched_collectives_;
+  // Collectives are asynchronous (NCCL only enqueues them on a stream): a rank's host may run
+  // many steps ahead of a slower rank, and its call times then drift ever earlier than the slow
+  // rank's. The drift is not waiting: no rank can wait at collective k for longer than since
+  // collective k-1 of the communicator completed, which is no earlier than the last arrival at
+  // k-1. So an arrival counts from that point at the earliest; without it the waits summed the
+  // drift (a 2 s job said "waited 51 s").
+  Ns floor = std::numeric_limits<Ns>::min();
+  auto previous = last_resolved_.find(comm);
+  if (previous != last_resolved_.end() && previous->second.first < seq) {
+    floor = previous->second.second;
+  }
   for (const auto& m : group.members) {
-    Ns wait = last->arrival - m.arrival;
+    Ns wait = std::max<Ns>(last->arrival - std::max(m.arrival, floor), 0);
     s.waited_for_ns += wait;
     s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
+  }
+  if (previous == last_resolved_.end()) {
+    last_resolved_.emplace(comm, std::make_pair(seq, last->arrival));
+  } else if (previous->second.first < seq) {
+    previous->second = {seq, last->arrival};
   }
 }
 

@@ -85,7 +85,7 @@ class JobAnalysis {
   void NoteHostActivity(const HostEvent& event, EventClass event_class);
   HostActivityReport BuildHostActivity(const SymbolSource& symbols) const;
   void NoteCollective(const HostEvent& event);
-  void ResolveGroup(const NcclGroup& group);
+  void ResolveGroup(uint64_t comm, uint64_t seq, const NcclGroup& group);
   void Step(Ns t);
   void MergeIncoming();
   void HandleGapEvents();
@@ -134,10 +134,12 @@ class JobAnalysis {
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, NcclGroup> groups_;
   struct StragglerStats {
     uint64_t last_arrivals = 0;
-    Ns waited_for_ns = 0;  // sum over the other ranks of how long they waited for this one
+    Ns waited_for_ns = 0;  // sum over collectives and the other ranks of their wait for this one
     Ns max_lateness_ns = 0;
   };
   absl::flat_hash_map<int32_t, StragglerStats> stragglers_;
+  // Per communicator: the newest resolved collective's seq and its last arrival (ResolveGroup).
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, Ns>> last_resolved_;
   uint64_t matched_collectives_ = 0;
   uint64_t incomplete_collectives_ = 0;
   // Bandwidth of synchronous host<->device copies, by host memory kind, for the savings estimate.

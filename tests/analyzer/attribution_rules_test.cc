@@ -730,6 +730,39 @@ TEST(AttributionRules, LoopbackSocketWriteIsNoUploadButPublicIsAndPrivateIsCommu
   }
 }
 
+// Two ranks, ten asynchronous all-reduces: rank 0's host enqueues one per ms (it runs ahead),
+// rank 1 calls one every 100 ms. Rank 0 cannot wait at a collective for longer than since the
+// previous one completed (no earlier than rank 1's previous call): 99 ms, then 100 ms x 9, which
+// is at most the 1 s span (summing the host drift said 5.445 s). Rank 0's device idles between
+// two NCCL kernels, so communication is a cause with notes.
+TEST(AttributionRules, StragglerWaitsAreBoundedByThePreviousCollective) {
+  JobBuilder job;
+  uint32_t a = job.Process(100, 1, 0);
+  uint32_t b = job.Process(200, 1, 1);
+  job.Device(a, 0, "GPU-a");
+  job.Device(b, 0, "GPU-b");
+  for (int k = 1; k <= 10; ++k) {
+    job.Nccl(a, 100, k, k + 0.01, static_cast<uint64_t>(k), 0, 2);
+    job.Nccl(b, 200, 100.0 * k, 100.0 * k + 0.01, static_cast<uint64_t>(k), 1, 2);
+  }
+  job.Launch(a, 100, 0);
+  job.Kernel(a, 0, 1, 0, /*nccl=*/true);
+  job.Kernel(a, 990, 1000, 0, /*nccl=*/true);
+  job.Kernel(b, 0, 1000);
+  job.End(a, 1000);
+  job.End(b, 1000);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kCommunication);
+  ASSERT_NE(c, nullptr);
+  bool named = false;
+  for (const auto& n : c->notes) {
+    named |= n ==
+             "rank 1 arrived last at 10 of 10 matched collectives; the other ranks waited "
+             "0.999 s for it (longest 0.100 s)";
+  }
+  EXPECT_TRUE(named) << ::testing::PrintToString(c->notes);
+}
+
 TEST(AttributionRules, WorkerBlockedOnItsResultQueueExplainsNothing) {
   PipeWriteJob s(true);
   s.job.Io(1, 101, FILE_WRITE, 100, 200, "pipe:[4243]", FS_PIPE);  // process 1: the worker
