@@ -549,16 +549,6 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       }
       return;
     }
-    case CUDA_MEMCPY:
-      if (!e.async && e.bytes > 0 && e.end > e.start &&
-          (e.copy_kind == COPY_H2D || e.copy_kind == COPY_D2H)) {
-        CopyRate& rate = e.host_mem == MEM_PAGEABLE ? pageable_copies_ : pinned_copies_;
-        if (e.host_mem == MEM_PAGEABLE || e.host_mem == MEM_PINNED) {
-          rate.bytes += e.bytes;
-          rate.ns += e.end - e.start;
-        }
-      }
-      break;
     case NCCL_COLLECTIVE:
       NoteCollective(e);
       break;
@@ -743,6 +733,19 @@ void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   DeviceState& d = *devices_[device];
   d.timeline.AddActivity(r);
   if (r.end <= r.start) return;
+  if (r.kind == GPU_MEMCPY && r.bytes > 0 && (r.copy_kind == COPY_H2D || r.copy_kind == COPY_D2H)) {
+    MemKind host = r.copy_kind == COPY_H2D ? r.src_kind : r.dst_kind;
+    auto add = [&](CopyRate& rate) {
+      rate.bytes += r.bytes;
+      rate.ns += r.end - r.start;
+    };
+    if (host == MEM_PAGEABLE) add(pageable_copies_);
+    if (host == MEM_PINNED) add(pinned_copies_);
+    if (r.copy_kind == COPY_D2H) {
+      add(d2h_copies_);
+      if (host == MEM_PINNED) add(d2h_pinned_copies_);
+    }
+  }
   Candidate candidate;
   candidate.when = {r.start, r.end};
   candidate.gpu_side = true;
@@ -1457,12 +1460,8 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   };
 
   // Savings estimates (docs/attribution.md, "Estimated savings").
-  double pinned_rate = pinned_copies_.ns > 0 ? static_cast<double>(pinned_copies_.bytes) /
-                                                   static_cast<double>(pinned_copies_.ns)
-                                             : 0;
-  double pageable_rate = pageable_copies_.ns > 0 ? static_cast<double>(pageable_copies_.bytes) /
-                                                       static_cast<double>(pageable_copies_.ns)
-                                                 : 0;
+  const double pinned_rate = pinned_copies_.BytesPerNs();
+  const double pageable_rate = pageable_copies_.BytesPerNs();
   for (int c = 0; c < kCauseCount; ++c) {
     if (job_ns[c] <= 0) continue;
     const Cause cause = static_cast<Cause>(c);
@@ -1486,8 +1485,8 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         std::string source = "assumed pageable/pinned bandwidth ratio 0.50";
         if (pinned_rate > 0 && pageable_rate > 0) {
           ratio = std::clamp(pageable_rate / pinned_rate, 0.0, 1.0);
-          source = absl::StrFormat("measured pageable %.2f GB/s vs pinned %.2f GB/s", pageable_rate,
-                                   pinned_rate);
+          source = absl::StrFormat("measured on the GPU: pageable %.2f GB/s vs pinned %.2f GB/s",
+                                   pageable_rate, pinned_rate);
         }
         r.saving_ns = static_cast<Ns>(static_cast<double>(acc.pageable_ns) * (1 - ratio));
         r.saving_basis =
@@ -1504,13 +1503,23 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         break;
       }
       case Cause::kCheckpointing: {
-        double rate = pinned_rate > 0 ? pinned_rate : kDefaultPinnedBytesPerNs;
+        // The snapshot an async checkpoint takes is a device-to-host copy into pinned memory.
+        double rate = d2h_pinned_copies_.BytesPerNs();
+        std::string source = "measured from pinned device-to-host copies on the GPU";
+        if (rate <= 0) {
+          rate = d2h_copies_.BytesPerNs();
+          source = "measured from device-to-host copies on the GPU";
+        }
+        if (rate <= 0) {
+          rate = kDefaultPinnedBytesPerNs;
+          source = "assumed: no device-to-host copy measured";
+        }
         Ns snapshot = static_cast<Ns>(acc.bytes / rate);
         r.saving_ns = std::max<Ns>(0, r.ns - snapshot);
         r.saving_basis = absl::StrFormat(
             "blocked checkpoint time minus the device-to-host snapshot copy of %.0f bytes at "
-            "%.1f GB/s",
-            acc.bytes, rate);
+            "%.1f GB/s; %s",
+            acc.bytes, rate, source);
         r.notes.push_back(
             absl::StrFormat("%.0f bytes of model files written while the GPU idled", acc.bytes));
         break;

@@ -142,12 +142,18 @@ class JobAnalysis {
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, Ns>> last_resolved_;
   uint64_t matched_collectives_ = 0;
   uint64_t incomplete_collectives_ = 0;
-  // Bandwidth of synchronous host<->device copies, by host memory kind, for the savings estimate.
+  // GPU-side bandwidth of host<->device copies (CUPTI GPU_MEMCPY: bytes over the copy's own
+  // duration on the device), for the savings estimates. Host blocked time is not used: a
+  // synchronous copy also waits for the kernels queued before it.
   struct CopyRate {
     uint64_t bytes = 0;
     Ns ns = 0;
+    double BytesPerNs() const {
+      return ns > 0 ? static_cast<double>(bytes) / static_cast<double>(ns) : 0;
+    }
   };
-  CopyRate pageable_copies_, pinned_copies_;
+  CopyRate pageable_copies_, pinned_copies_;  // H2D and D2H, by the host side's memory kind
+  CopyRate d2h_pinned_copies_, d2h_copies_;   // D2H: pinned host side, any host side
   absl::flat_hash_map<uint64_t, std::string> directory_names_;
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;

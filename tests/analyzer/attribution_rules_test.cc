@@ -68,6 +68,48 @@ TEST(AttributionRules, ModelFileWriteIsCheckpointing) {
   EXPECT_EQ(c->stacks[0].what, "stack42@p0");
 }
 
+// The snapshot bandwidth of the checkpointing estimate is the GPU's: 1 GiB in 50 ms of pinned
+// device-to-host copy (21.5 GB/s), not the host's 1 GiB in 1 s blocked in the synchronous copy
+// (which waited for queued kernels too: 1.1 GB/s would leave no saving).
+TEST(AttributionRules, CheckpointSavingUsesTheGpuSideDeviceToHostBandwidth) {
+  OneGap s;
+  HostEvent copy = s.job.Event(s.p, kTid, CUDA_MEMCPY, 0, 100);
+  copy.device = 0;
+  copy.copy_kind = COPY_D2H;
+  copy.host_mem = MEM_PINNED;
+  copy.bytes = 1ull << 30;
+  s.job.Add(copy);
+  GpuRecord r;
+  r.process = s.p;
+  r.kind = GPU_MEMCPY;
+  r.start = Ms(50);
+  r.end = Ms(100);
+  r.copy_kind = COPY_D2H;
+  r.src_kind = MEM_DEVICE;
+  r.dst_kind = MEM_PINNED;
+  r.bytes = 1ull << 30;
+  s.job.analysis().AddGpuRecord(r);
+  s.job.Io(s.p, kTid, FILE_WRITE, 100, 200, "/ckpt/model.pt", FS_LOCAL, 1ull << 30);
+  JobReport report = s.job.Finish();
+  const CauseReport* c = FindCause(report, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->saving_basis.find("at 21.5 GB/s; measured from pinned device-to-host copies on "
+                                 "the GPU"),
+            std::string::npos)
+      << c->saving_basis;
+  EXPECT_EQ(c->saving_ns, Ms(50));  // 100 ms blocked - 50 ms snapshot
+}
+
+TEST(AttributionRules, CheckpointSavingWithoutCopiesUsesTheDocumentedDefault) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_WRITE, 100, 200, "/ckpt/model.pt", FS_LOCAL, 600'000'000);
+  JobReport report = s.job.Finish();
+  const CauseReport* c = FindCause(report, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->saving_basis.find("at 12.0 GB/s; assumed"), std::string::npos) << c->saving_basis;
+  EXPECT_EQ(c->saving_ns, Ms(50));  // 100 ms - 600 MB / 12 GB/s
+}
+
 TEST(AttributionRules, OtherFileWriteIsIntermediateUploadNotCheckpointing) {
   OneGap s;
   s.job.Io(s.p, kTid, FILE_WRITE, 100, 200, "/runs/exp1/metrics.csv");
