@@ -414,6 +414,11 @@ std::string FormatJsonReport(const JobReport& r) {
   return j.out;
 }
 
+bool ShownInText(const CauseReport& cause, Ns gpu_time) {
+  return cause.ns >= kTextMinCauseNs &&
+         static_cast<double>(cause.ns) >= kTextMinCauseShare * static_cast<double>(gpu_time);
+}
+
 std::string FormatTextReport(const JobReport& r) {
   std::string out;
   size_t used = 0;
@@ -452,16 +457,30 @@ std::string FormatTextReport(const JobReport& r) {
                         Sec(r.idle_ns));
   absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
                         "EST. SAVING", "PAPER CATEGORY");
+  size_t omitted = 0;
+  Ns omitted_ns = 0;
   for (const CauseReport& c : r.causes) {
+    if (!ShownInText(c, r.gpu_time)) {
+      ++omitted;
+      omitted_ns += c.ns;
+      continue;
+    }
     const CauseInfo& info = InfoOf(c.cause);
     absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Sec(c.ns), Pct(c.share),
                           Sec(c.saving_ns), info.paper_category);
+  }
+  if (omitted > 0) {
+    absl::StrAppendFormat(&out,
+                          "  (%d more cause%s under 0.5 ms or 0.05%% of GPU time, %s in all: "
+                          "see --json)\n",
+                          omitted, omitted == 1 ? "" : "s", Sec(omitted_ns));
   }
   out += '\n';
 
   absl::StrAppendFormat(&out, "Findings and fixes\n");
   int n = 0;
   for (const CauseReport& c : r.causes) {
+    if (!ShownInText(c, r.gpu_time)) continue;
     const CauseInfo& info = InfoOf(c.cause);
     absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name, Sec(c.ns),
                           Pct(c.share));
@@ -489,6 +508,7 @@ std::string FormatTextReport(const JobReport& r) {
     for (const GapReport& gap : r.top_gaps) {
       std::vector<std::string> causes;
       for (const auto& [cause, ns] : gap.causes) {
+        if (ns < kTextMinCauseNs) continue;  // would print as 0.000 s
         causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Sec(ns)));
       }
       absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,

@@ -10,6 +10,12 @@
 namespace idlescope {
 
 std::string FormatTextReport(const JobReport& report);
+
+// The text report leaves out causes of negligible idle time: under 0.5 ms (they print as
+// "0.000 s") or under 0.05% of the job's GPU time. JSON keeps every cause.
+inline constexpr Ns kTextMinCauseNs = 500'000;
+inline constexpr double kTextMinCauseShare = 0.0005;
+bool ShownInText(const CauseReport& cause, Ns gpu_time);
 std::string FormatJsonReport(const JobReport& report);
 
 }  // namespace idlescope
