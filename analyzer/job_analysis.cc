@@ -375,9 +375,11 @@ void JobAnalysis::BuildFamilies() {
     return false;
   };
   installer_spans_.clear();
+  installer_pids_.clear();
   for (uint32_t i = 0; i < processes_.size(); ++i) {
     ProcessState& p = *processes_[i];
     p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
+    if (p.installer) installer_pids_.emplace(p.info.host, p.info.pid);
     p.has_workers = false;
   }
   for (uint32_t i = 0; i < processes_.size(); ++i) {
@@ -674,13 +676,9 @@ void JobAnalysis::NoteLaunch(const HostEvent& e) {
   auto key = std::make_pair(p.info.host, pid);
   auto it = launches_.find(key);
   if (it == launches_.end()) {
-    // Only installers are kept: a job forks and execs many programs.
-    bool installer = names_installer;
-    for (const auto& q : processes_) {
-      if (q->info.pid == pid && q->info.host == p.info.host && q->installer && q.get() != &p) {
-        installer = true;
-      }
-    }
+    // Only installers are kept: a job forks and execs many programs. (An installer's own exec of
+    // itself is no launch of it: its first launch came before.)
+    bool installer = names_installer || (installer_pids_.contains(key) && !p.installer);
     if (!installer) return;
     it = launches_.emplace(key, Launch{}).first;
   }

@@ -122,6 +122,7 @@ class JobAnalysis {
     bool exec_stack = false;  // the stack is the exec/spawn call's (preferred to the fork's)
   };
   absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch> launches_;
+  absl::flat_hash_set<std::pair<std::string, uint32_t>> installer_pids_;  // (host, pid)
   void NoteLaunch(const HostEvent& event);
   const Launch* LaunchOf(uint32_t process) const;
   std::string InstallerCommand(uint32_t process) const;
