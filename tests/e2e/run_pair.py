@@ -188,24 +188,45 @@ def CheckUnusedGpuEvidence(report):
         raise PairFailure("expected one used and at least one unused device")
 
 
-def CheckDiff(opts, bad_dir, fixed_dir):
-    """Place for `idlescope diff BEFORE AFTER` (issue 7, owned by a colleague).
+def CheckDiff(opts, bad_dir, fixed_dir, cause=None):
+    """`idlescope diff` on the pair (issue 7, Done-when 1).
 
-    When the CLI has a diff command, this runs `idlescope diff bad fixed` and prints it; the
-    checks of its figures and of its CI gate (`idlescope diff fixed bad` with a gate exits
-    non-zero) belong here too.
+    `diff bad fixed` must report the speedup and, when `cause` is given, that cause reduced;
+    `diff fixed bad` with gates on the wall time and on `cause` must exit 3 (a gate tripped).
     """
-    probe = subprocess.run([opts.idlescope, "diff", "--help"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=60)
-    if probe.returncode != 0:
-        print("  (idlescope diff is not available yet: skipped)")
-        return
     proc = subprocess.run([opts.idlescope, "diff", bad_dir, fixed_dir], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120)
     for line in proc.stdout.splitlines():
         print("  diff| " + line)
     if proc.returncode != 0:
         raise PairFailure("idlescope diff bad fixed exited with %d" % proc.returncode)
+    proc = subprocess.run([opts.idlescope, "diff", "--json", bad_dir, fixed_dir],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise PairFailure("idlescope diff --json bad fixed exited with %d: %s" %
+                          (proc.returncode, proc.stderr.strip()))
+    diff = json.loads(proc.stdout)
+    if float(diff["speedup"]) <= 1.0:
+        raise PairFailure("idlescope diff bad fixed: speedup %s, expected > 1" % diff["speedup"])
+    gate = ["--fail-if-slower", "5"]
+    if cause is not None:
+        row = next((c for c in diff["causes"] if c["cause"] == cause), None)
+        if row is None or int(row["idle"]["change_ns"]) >= 0:
+            raise PairFailure("idlescope diff bad fixed does not report %s reduced: %s" %
+                              (cause, row))
+        print("  diff: %s %s, speedup %.2fx (per %s)" %
+              (cause, "%+.1f%%" % (100 * float(row["idle"]["relative"]))
+               if row["idle"]["relative"] is not None else "n/a", float(diff["speedup"]),
+               diff["normalization"]["unit"]))
+        gate += ["--fail-if-cause-grows", "%s:20" % cause]
+    proc = subprocess.run([opts.idlescope, "diff"] + gate + [fixed_dir, bad_dir],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120)
+    tripped = [l for l in proc.stdout.splitlines() if "gate" in l.lower()]
+    print("  gated diff fixed bad: exit %d; %s" % (proc.returncode, "; ".join(tripped[-2:])))
+    if proc.returncode != 3:
+        raise PairFailure("idlescope diff %s fixed bad exited with %d, expected 3" %
+                          (" ".join(gate), proc.returncode))
 
 
 def RunPair(opts, name, spec, workdir):
@@ -258,7 +279,7 @@ def RunPair(opts, name, spec, workdir):
     if fixed_span >= bad_span:
         raise PairFailure("fixed twin is not faster: span %s vs %s" %
                           (Seconds(fixed_span), Seconds(bad_span)))
-    CheckDiff(opts, bad_dir, fixed_dir)
+    CheckDiff(opts, bad_dir, fixed_dir, cause)
 
 
 def RunMixed(opts, workdir):
