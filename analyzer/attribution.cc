@@ -113,6 +113,16 @@ void TopEvidence::Add(EvidenceKey key, Ns ns, uint64_t bytes) {
   if (weights_.size() > capacity_) Shrink();
 }
 
+void TopEvidence::Remove(EvidenceKey key, Ns ns, uint64_t bytes) {
+  auto it = weights_.find(key);
+  if (it == weights_.end()) return;
+  EvidenceWeight& w = it->second;
+  w.ns -= ns;
+  w.bytes -= std::min(w.bytes, bytes);
+  if (w.count > 0) w.count -= 1;
+  if (w.ns <= 0 || w.count == 0) weights_.erase(it);
+}
+
 void TopEvidence::Merge(const TopEvidence& other) {
   for (const auto& [key, weight] : other.weights_) {
     EvidenceWeight& w = weights_[key];

@@ -36,6 +36,10 @@ struct Candidate {
   EventClass event_class = EventClass::kNone;
   bool gpu_side = false;
   bool pageable = false;  // copies: host side pageable
+  bool d2h = false;       // host copies: device-to-host (a possible checkpoint snapshot)
+  // A device-to-host copy (or the sync after it) that snapshots the model for the checkpoint
+  // write that follows on its thread: cause checkpointing, but its bytes are not written bytes.
+  bool snapshot = false;
   NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
   uint32_t process = 0;
   uint32_t tid = 0;
@@ -86,6 +90,8 @@ class TopEvidence {
  public:
   explicit TopEvidence(size_t capacity = 1024) : capacity_(capacity) {}
   void Add(EvidenceKey key, Ns ns, uint64_t bytes);
+  // Takes back one Add (a slice given to another cause later); nothing if the key was forgotten.
+  void Remove(EvidenceKey key, Ns ns, uint64_t bytes);
   void Merge(const TopEvidence& other);
   // The `n` heaviest, heaviest first (ties: by process, then id).
   std::vector<std::pair<EvidenceKey, EvidenceWeight>> Top(size_t n) const;

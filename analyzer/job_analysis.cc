@@ -34,6 +34,14 @@ constexpr size_t kMaxPendingCandidates = 1 << 20;
 // but "how this process was launched" (JobAnalysis::Launch), resolved when the report is built.
 // Real ids are small counters, never this.
 constexpr uint64_t kLaunchEvidence = ~uint64_t{0};
+// A device-to-host copy is a checkpoint snapshot when a model-file write of its thread starts at
+// most this long after the copy run ends, with no kernel launch in between (torch.save first
+// moves the tensors to the host, then serializes them; docs/attribution.md, "Checkpoint
+// snapshots").
+constexpr Ns kSnapshotWindow = 1'000'000'000;  // 1 s
+// Bounds of the snapshot bookkeeping: copies per thread run, credits remembered per device.
+constexpr size_t kMaxSnapshotRun = 64;
+constexpr size_t kMaxCopyCredits = 1024;
 
 uint64_t ThreadKey(uint32_t process, uint32_t tid) { return (uint64_t{process} << 32) | tid; }
 
@@ -231,6 +239,7 @@ struct JobAnalysis::CauseAccumulator {
   Ns remote_ns = 0;       // data_loading: reading remote filesystems
   Ns worker_wait_ns = 0;  // data_loading: waiting on worker pipes/sockets
   Ns gpu_side_ns = 0;     // explained by the device's own activity only
+  Ns snapshot_ns = 0;     // checkpointing: device-to-host snapshot copies before the write
   double bytes = 0;       // bytes of the credited events, in proportion to the time credited
   std::array<Ns, 11> nccl_op_ns{};
   TopEvidence stacks;
@@ -266,6 +275,15 @@ struct JobAnalysis::DeviceState {
     Cause cause;  // when closed: the residual cause it was given
   };
   std::deque<ResidualSlice> residual_log;
+  // Recent slices credited to device-to-host copies (and syncs of a copy run) of host threads:
+  // a checkpoint write that follows moves them to checkpointing (ReclassifySnapshot).
+  struct CopyCredit {
+    Candidate candidate;
+    Ns length;
+    uint64_t gap_serial;  // the gap it was credited in (open_gap while equal to gap_serial)
+  };
+  std::deque<CopyCredit> copy_credits;
+  uint64_t gap_serial = 0;
 
   DeviceState(uint32_t index, Ns job_start, Ns min_gap) : timeline(index, job_start, min_gap) {}
 };
@@ -530,6 +548,8 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     case CUDA_LAUNCH:
     case CUDA_LAUNCH_SUMMARY:
     case CUDA_GRAPH_LAUNCH:
+      // A launch ends the thread's run of copies: what follows is training, not a snapshot.
+      if (!copy_runs_.empty()) copy_runs_.erase(ThreadKey(e.process, e.tid));
       if (e.device >= 0) {
         devices_[DeviceFor(e.process, static_cast<uint32_t>(e.device))]->launches +=
             e.type == CUDA_LAUNCH_SUMMARY ? std::max<uint64_t>(e.count, 1) : 1;
@@ -582,6 +602,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.cause = c.cause;
   candidate.event_class = c.event_class;
   candidate.pageable = c.event_class == EventClass::kCopyPageable;
+  candidate.d2h = e.type == CUDA_MEMCPY && e.copy_kind == COPY_D2H;
   candidate.nccl_op = e.nccl_op;
   candidate.process = e.process;
   candidate.tid = e.tid;
@@ -589,7 +610,81 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.object = e.path_id;
   candidate.bytes = e.bytes;
   candidate.directory = DirectoryOf(e);
+  NoteSnapshotRun(candidate);
   AddCandidate(candidate);
+}
+
+void JobAnalysis::NoteSnapshotRun(Candidate& c) {
+  uint64_t thread = ThreadKey(c.process, c.tid);
+  if (c.d2h || (c.event_class == EventClass::kSync && copy_runs_.contains(thread))) {
+    SnapshotRun& run = copy_runs_[thread];
+    // A copy long after the run's last one starts a new run (the old one was no snapshot).
+    if (!run.copies.empty() && c.when.start - run.last_end > kSnapshotWindow) run.copies.clear();
+    if (run.copies.size() >= kMaxSnapshotRun) run.copies.erase(run.copies.begin());
+    run.copies.push_back(c.when);
+    run.last_end = std::max(run.last_end, c.when.end);
+    return;
+  }
+  if (c.event_class != EventClass::kCheckpointWrite) return;
+  auto it = copy_runs_.find(thread);
+  if (it == copy_runs_.end()) return;
+  SnapshotRun run = std::move(it->second);
+  copy_runs_.erase(it);
+  if (c.when.start < run.last_end || c.when.start - run.last_end > kSnapshotWindow) return;
+  for (const Interval& copy : run.copies) ReclassifySnapshot(c.process, c.tid, copy);
+}
+
+void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy) {
+  auto is_copy = [&](const Candidate& c) {
+    return !c.gpu_side && !c.snapshot && c.process == process && c.tid == tid &&
+           c.when.start == copy.start && c.when.end == copy.end &&
+           (c.cause == Cause::kHostGpuTransfer || c.cause == Cause::kSynchronization);
+  };
+  auto to_snapshot = [](Candidate& c) {
+    c.cause = Cause::kCheckpointing;
+    c.snapshot = true;
+    c.pageable = false;
+  };
+  // Its time not yet attributed: the candidate itself is still held.
+  auto first = std::lower_bound(pending_.begin(), pending_.end(), copy.start,
+                                [](const Candidate& c, Ns t) { return c.when.start < t; });
+  for (auto it = first; it != pending_.end() && it->when.start == copy.start; ++it) {
+    if (is_copy(*it)) to_snapshot(*it);
+  }
+  for (Candidate& c : incoming_) {
+    if (is_copy(c)) to_snapshot(c);
+  }
+  // Its time already attributed: move the credited slices (the late-events mechanism for
+  // credited rather than residual time).
+  for (uint32_t index : processes_[process]->devices) {
+    DeviceState& d = *devices_[index];
+    std::erase_if(d.copy_credits, [&](DeviceState::CopyCredit& credit) {
+      if (!is_copy(credit.candidate)) return false;
+      const Candidate& old = credit.candidate;
+      CauseAccumulator& from = d.causes[Index(old.cause)];
+      Ns event_length = std::max<Ns>(old.when.length(), 1);
+      double bytes = static_cast<double>(old.bytes) * static_cast<double>(credit.length) /
+                     static_cast<double>(event_length);
+      uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
+      from.ns -= credit.length;
+      from.bytes -= bytes;
+      if (old.pageable) from.pageable_ns -= credit.length;
+      if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, credit.length, whole_bytes);
+      if (old.object != 0) {
+        from.objects.Remove({old.process, old.object}, credit.length, whole_bytes);
+      }
+      bool open = credit.gap_serial == d.gap_serial;
+      if (open) {
+        d.open_gap.cause_ns[Index(old.cause)] -= credit.length;
+        d.open_gap.cause_ns[Index(Cause::kCheckpointing)] += credit.length;
+        if (d.open_gap.has_main && is_copy(d.open_gap.main)) to_snapshot(d.open_gap.main);
+      }
+      Candidate snapshot = old;
+      to_snapshot(snapshot);
+      CreditCause(d, snapshot, credit.length, open);
+      return true;
+    });
+  }
 }
 
 void JobAnalysis::NoteHostActivity(const HostEvent& e, EventClass event_class) {
@@ -924,7 +1019,7 @@ void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Interval slice) {
     return;
   }
   gap.cause_ns[Index(c->cause)] += length;
-  CreditCause(d, *c, length);
+  CreditCause(d, *c, length, true);
   if (length > gap.main_ns) {
     gap.main = *c;
     gap.main_ns = length;
@@ -932,14 +1027,26 @@ void JobAnalysis::Credit(DeviceState& d, const Candidate* c, Interval slice) {
   }
 }
 
-void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns length) {
+void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns length,
+                              bool in_open_gap) {
   const Candidate* c = &candidate;
   CauseAccumulator& acc = d.causes[Index(c->cause)];
   acc.ns += length;
   Ns event_length = std::max<Ns>(c->when.length(), 1);
   double bytes = static_cast<double>(c->bytes) * static_cast<double>(length) /
                  static_cast<double>(event_length);
-  acc.bytes += bytes;
+  // Snapshot bytes are copied, not written: the checkpointing estimate counts written bytes.
+  if (c->snapshot) {
+    acc.snapshot_ns += length;
+  } else {
+    acc.bytes += bytes;
+  }
+  if (!c->gpu_side && !c->snapshot &&
+      (c->d2h || (c->event_class == EventClass::kSync &&
+                  copy_runs_.contains(ThreadKey(c->process, c->tid))))) {
+    if (d.copy_credits.size() >= kMaxCopyCredits) d.copy_credits.pop_front();
+    d.copy_credits.push_back({*c, length, in_open_gap ? d.gap_serial : ~uint64_t{0}});
+  }
   uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
   if (c->stack != 0) acc.stacks.Add({c->process, c->stack}, length, whole_bytes);
   if (c->object != 0) acc.objects.Add({c->process, c->object}, length, whole_bytes);
@@ -989,7 +1096,7 @@ void JobAnalysis::ReclaimResidual(const Candidate& c) {
       } else {
         d.causes[Index(slice.cause)].ns -= taken;
       }
-      CreditCause(d, c, taken);
+      CreditCause(d, c, taken, slice.open);
       reclaimed_ns_ += taken;
       if (slice.when.start < s) rest.push_back({{slice.when.start, s}, slice.open, slice.cause});
       if (e < slice.when.end) rest.push_back({{e, slice.when.end}, slice.open, slice.cause});
@@ -1041,6 +1148,7 @@ void JobAnalysis::CloseGap(uint32_t device_index, Interval gap, GapKind kind) {
     }
   }
   open = OpenGap{};
+  ++d.gap_serial;
 }
 
 void JobAnalysis::Prune() {
@@ -1374,6 +1482,7 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         to.remote_ns += from.remote_ns;
         to.worker_wait_ns += from.worker_wait_ns;
         to.gpu_side_ns += from.gpu_side_ns;
+        to.snapshot_ns += from.snapshot_ns;
         to.bytes += from.bytes;
         for (size_t op = 0; op < to.nccl_op_ns.size(); ++op)
           to.nccl_op_ns[op] += from.nccl_op_ns[op];
@@ -1512,12 +1621,21 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
           rate = kDefaultPinnedBytesPerNs;
           source = "assumed: no device-to-host copy measured";
         }
-        Ns snapshot = static_cast<Ns>(acc.bytes / rate);
+        // An asynchronous checkpoint keeps the snapshot: the one measured before the writes, or
+        // the one their bytes need, whichever is longer.
+        Ns snapshot = std::max(acc.snapshot_ns, static_cast<Ns>(acc.bytes / rate));
         r.saving_ns = std::max<Ns>(0, r.ns - snapshot);
         r.saving_basis = absl::StrFormat(
             "blocked checkpoint time minus the device-to-host snapshot copy of %.0f bytes at "
             "%.1f GB/s; %s",
             acc.bytes, rate, source);
+        if (acc.snapshot_ns > 0) {
+          r.saving_basis +=
+              absl::StrFormat(" (snapshot copies measured: %s)", Seconds(acc.snapshot_ns));
+          r.notes.push_back(absl::StrFormat(
+              "%s in device-to-host copies that snapshot the model before its write",
+              Seconds(acc.snapshot_ns)));
+        }
         r.notes.push_back(
             absl::StrFormat("%.0f bytes of model files written while the GPU idled", acc.bytes));
         break;

@@ -91,7 +91,11 @@ class JobAnalysis {
   void HandleGapEvents();
   void Attribute(uint32_t device, Interval piece);
   void Credit(DeviceState& device, const Candidate* candidate, Interval slice);
-  void CreditCause(DeviceState& device, const Candidate& candidate, Ns length);
+  // in_open_gap: the slice is in the device's open gap (not a late event's closed slice).
+  void CreditCause(DeviceState& device, const Candidate& candidate, Ns length, bool in_open_gap);
+  // Checkpoint snapshots (docs/attribution.md, "Checkpoint snapshots").
+  void NoteSnapshotRun(Candidate& candidate);
+  void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void ReclaimResidual(const Candidate& candidate);
   void CloseGap(uint32_t device, Interval gap, GapKind kind);
   void Prune();
@@ -111,6 +115,13 @@ class JobAnalysis {
   size_t pending_after_prune_ = 0;
   Ns longest_pending_ = 0;  // the longest candidate in pending_
   size_t peak_pending_ = 0;
+  // Per thread (ThreadKey): its device-to-host copies (and the syncs after them) since its last
+  // kernel launch; a model-file write that follows makes them checkpoint snapshots.
+  struct SnapshotRun {
+    std::vector<Interval> copies;  // at most kMaxSnapshotRun, the newest
+    Ns last_end = 0;
+  };
+  absl::flat_hash_map<uint64_t, SnapshotRun> copy_runs_;
   std::vector<Candidate> installer_spans_;  // installer processes, whole lifetime
   // How an installer process was started: the exec/spawn call that named its command line and
   // the fork/exec/spawn call whose stack says where the job did it (docs/attribution.md,

@@ -100,6 +100,76 @@ TEST(AttributionRules, CheckpointSavingUsesTheGpuSideDeviceToHostBandwidth) {
   EXPECT_EQ(c->saving_ns, Ms(50));  // 100 ms blocked - 50 ms snapshot
 }
 
+// torch.save on the training thread: the weights are copied to the host, then written. The copy
+// is the checkpoint's (its snapshot), not a data transfer of the training loop.
+TEST(AttributionRules, DeviceToHostCopyBeforeAModelWriteIsCheckpointSnapshot) {
+  OneGap s;
+  s.job.CopyToHost(s.p, kTid, 100, 140, 256 << 20);
+  s.job.Sync(s.p, kTid, 140, 150);
+  s.job.Io(s.p, kTid, FILE_WRITE, 150, 200, "/ckpt/model.pt", FS_LOCAL, 256 << 20);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(100));
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  bool copy_stack = false;
+  for (const EvidenceItem& item : c->stacks) {
+    if (item.what == "stack7@p0") {
+      copy_stack = true;
+      EXPECT_EQ(item.ns, Ms(40));
+      EXPECT_EQ(item.bytes, uint64_t{256} << 20);
+    }
+  }
+  EXPECT_TRUE(copy_stack);
+  // Snapshot bytes are not written bytes: the estimate counts the 256 MiB written once.
+  EXPECT_NE(c->saving_basis.find("snapshot copy of 268435456 bytes"), std::string::npos)
+      << c->saving_basis;
+  // The async checkpoint keeps the measured 50 ms snapshot (copy and its sync).
+  EXPECT_EQ(c->saving_ns, Ms(50));
+}
+
+TEST(AttributionRules, DeviceToHostCopyIsNoSnapshotOnAnotherThreadAfterALaunchOrBeforeOtherFiles) {
+  {  // the write is another thread's
+    OneGap s;
+    s.job.CopyToHost(s.p, kTid, 100, 150);
+    s.job.Io(s.p, kTid + 1, FILE_WRITE, 150, 200, "/ckpt/model.pt");
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(50));
+    EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(50));
+  }
+  {  // a kernel launch between the copy and the write: the copy was the training loop's
+    OneGap s;
+    s.job.CopyToHost(s.p, kTid, 100, 150);
+    s.job.Launch(s.p, kTid, 150);
+    s.job.Io(s.p, kTid, FILE_WRITE, 151, 200, "/ckpt/model.pt");
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(50));
+  }
+  {  // a write of another file (metrics, samples)
+    OneGap s;
+    s.job.CopyToHost(s.p, kTid, 100, 150);
+    s.job.Io(s.p, kTid, FILE_WRITE, 150, 200, "/runs/samples.csv");
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(50));
+    EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), 0);
+  }
+  {  // the write comes more than 1 s after the copy
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 3000, 3100);
+    job.End(p, 3100);
+    job.CopyToHost(p, kTid, 100, 150);
+    job.Io(p, kTid, FILE_WRITE, 1200, 1300, "/ckpt/model.pt");
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(50));
+    EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(100));
+  }
+}
+
 TEST(AttributionRules, CheckpointSavingWithoutCopiesUsesTheDocumentedDefault) {
   OneGap s;
   s.job.Io(s.p, kTid, FILE_WRITE, 100, 200, "/ckpt/model.pt", FS_LOCAL, 600'000'000);

@@ -143,6 +143,17 @@ class JobBuilder {
     e.bytes = bytes;
     Add(e);
   }
+  // A synchronous device-to-host copy (a model snapshot, a .cpu(), an .item()).
+  void CopyToHost(uint32_t process, uint32_t tid, double start_ms, double end_ms,
+                  uint64_t bytes = 256 << 20) {
+    HostEvent e = Event(process, tid, CUDA_MEMCPY, start_ms, end_ms);
+    e.device = 0;
+    e.copy_kind = COPY_D2H;
+    e.host_mem = MEM_PAGEABLE;
+    e.bytes = bytes;
+    e.stack = 7;
+    Add(e);
+  }
   void Io(uint32_t process, uint32_t tid, EventType type, double start_ms, double end_ms,
           const std::string& path, FsType fs = FS_LOCAL, uint64_t bytes = 1 << 20) {
     HostEvent e = Event(process, tid, type, start_ms, end_ms, path);

@@ -229,5 +229,37 @@ TEST(StreamingAnalysis, LateCallAfterGapClosedMovesClosedResidual) {
   EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
 }
 
+// The snapshot copy was attributed (to host_gpu_transfer) before its checkpoint write arrived:
+// its credited time moves to checkpointing, in the open gap and in a closed one.
+TEST(StreamingAnalysis, LateCheckpointWriteTakesItsSnapshotCopyFromTransfer) {
+  for (bool gap_closed : {false, true}) {
+    JobBuilder job(AnalysisOptions{.min_gap = Ms(1), .advance_quantum = Ms(1)});
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, 100, 0);
+    job.Kernel(p, 0, 100);
+    job.CopyToHost(p, 100, 100, 300);
+    if (gap_closed) job.Kernel(p, 5000, 5100);
+    job.analysis().AdvanceTo(Ms(4000));
+    // The write of 4.7 s, recorded when it returned.
+    job.Io(p, 100, FILE_WRITE, 300, 5000, "/ckpt/model.pt");
+    if (!gap_closed) job.Kernel(p, 5000, 5100);
+    job.End(p, 5100);
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0) << gap_closed;
+    EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(4900)) << gap_closed;
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0) << gap_closed;
+    Ns sum = 0;
+    for (Ns ns : r.devices[0].cause_ns) sum += ns;
+    EXPECT_EQ(sum + r.devices[0].compute_ns, r.span);
+    if (!gap_closed) {  // the open gap's split moves too; a closed one keeps its first split
+      ASSERT_FALSE(r.top_gaps.empty());
+      ASSERT_FALSE(r.top_gaps[0].causes.empty());
+      EXPECT_EQ(r.top_gaps[0].causes[0].first, Cause::kCheckpointing);
+      EXPECT_EQ(r.top_gaps[0].causes[0].second, Ms(4900));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace idlescope::testing
