@@ -32,10 +32,18 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+mkdir -p "$build_dir" && build_dir=$(cd "$build_dir" && pwd)  # the runs cd into their own dirs
 out=${OUT:-./out}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-python=/usr/bin/python3
-[ -x "$python" ] || python=$(command -v python3)
+# The first python3 that imports torch: GPU images often keep PyTorch in a venv first on PATH,
+# Debian keeps python3-torch under /usr/bin/python3. PYTHON overrides.
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  for p in "$(command -v python3)" /usr/bin/python3; do
+    [ -x "$p" ] && "$p" -c "import torch" 2>/dev/null && { python=$p; break; }
+  done
+  python=${python:-$(command -v python3 || echo /usr/bin/python3)}
+fi
 
 # --- build ---------------------------------------------------------------------------------
 if [ $skip_build = 0 ]; then
