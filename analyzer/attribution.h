@@ -40,6 +40,10 @@ struct Candidate {
   // A device-to-host copy (or the sync after it) that snapshots the model for the checkpoint
   // write that follows on its thread: cause checkpointing, but its bytes are not written bytes.
   bool snapshot = false;
+  // A read of a data file (IsDataFilePath): on a launching thread, the unexplained rest of its gap
+  // is that thread's data preprocessing (docs/attribution.md, "Preprocessing on the launching
+  // thread").
+  bool data_read = false;
   NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
   uint32_t process = 0;
   uint32_t tid = 0;

@@ -117,6 +117,18 @@ bool IsModelCheckpointPath(std::string_view path) {
          dir.find("ckpt") != std::string_view::npos;
 }
 
+bool IsDataFilePath(std::string_view path) {
+  if (path.empty() || IsModelCheckpointPath(path)) return false;
+  for (std::string_view system : {"/proc/", "/sys/", "/dev/"}) {
+    if (path.starts_with(system)) return false;
+  }
+  std::string_view name = Basename(path);
+  for (std::string_view code : {".py", ".pyc", ".so"}) {
+    if (name.ends_with(code)) return false;
+  }
+  return name.find(".so.") == std::string_view::npos;  // libfoo.so.1
+}
+
 bool IsInstallerCommand(std::string_view program, std::string_view argv) {
   if (IsInstallerName(Basename(program))) return true;
   // "python -m pip install", "sh -c 'pip install x'", "/usr/bin/env conda create ...": an

@@ -53,6 +53,11 @@ inline int Index(Cause cause) { return static_cast<int>(cause); }
 // .msgpack, .distcp), or a directory component naming checkpoints ("checkpoint", "ckpt").
 bool IsModelCheckpointPath(std::string_view path);
 
+// A data file, as opposed to code or system state: not Python source or bytecode, not a shared
+// library, not under /proc, /sys or /dev, not a model checkpoint. A training thread that reads such
+// files between its kernels is loading (and preprocessing) data itself.
+bool IsDataFilePath(std::string_view path);
+
 // A package installer: pip, pip3, conda, mamba, micromamba, apt, apt-get, yum, dnf, uv, poetry,
 // or "python -m pip". `program` is a path or a command name; `argv` the NUL-separated arguments
 // (may be empty).

@@ -164,8 +164,8 @@ class JobAnalysis {
       return ns > 0 ? static_cast<double>(bytes) / static_cast<double>(ns) : 0;
     }
   };
-  CopyRate pageable_copies_, pinned_copies_;  // H2D and D2H, by the host side's memory kind
-  CopyRate d2h_pinned_copies_, d2h_copies_;   // D2H: pinned host side, any host side
+  CopyRate pinned_copies_;                   // H2D and D2H with a pinned host side
+  CopyRate d2h_pinned_copies_, d2h_copies_;  // D2H: pinned host side, any host side
   absl::flat_hash_map<uint64_t, std::string> directory_names_;
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;

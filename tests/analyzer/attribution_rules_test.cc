@@ -206,6 +206,58 @@ TEST(AttributionRules, LauncherReadIsDataLoading) {
   EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
 }
 
+// DataLoader(num_workers=0) on a real GPU: the training thread reads a sample file in
+// microseconds, then transforms it on the CPU for most of the gap. The rest of a gap in which the
+// launching thread read data files is that thread's preprocessing, not "unknown".
+TEST(AttributionRules, LauncherPreprocessingAfterItsReadIsDataLoading) {
+  OneGap s;
+  s.job.Io(s.p, kTid, FILE_READ, 101, 102, "/data/sample00017.bin", FS_LOCAL, 4096);
+  s.job.Io(s.p, kTid, FILE_READ, 140, 141, "/data/sample00018.bin", FS_LOCAL, 4096);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* c = FindCause(r, Cause::kDataLoading);
+  ASSERT_NE(c, nullptr);
+  bool note = false;
+  for (const auto& n : c->notes) note |= n.find("0.098 s preprocessing on the launching") == 0;
+  EXPECT_TRUE(note);
+  ASSERT_EQ(c->objects.size(), 2u);  // the files it read: 1 ms each
+  EXPECT_EQ(c->objects[0].what.rfind("/data/sample0001", 0), 0u) << c->objects[0].what;
+}
+
+// Close cases: code and system files read between kernels (a late import, /proc polling),
+// another thread's read, and a read while the GPU computes leave the CPU time unknown.
+TEST(AttributionRules, CodeReadsOtherThreadsAndOtherGapsAreNotPreprocessing) {
+  EXPECT_TRUE(IsDataFilePath("/data/sample00017.bin"));
+  EXPECT_TRUE(IsDataFilePath("train.jsonl"));
+  EXPECT_FALSE(IsDataFilePath("/usr/lib/python3/dist-packages/torch/functional.py"));
+  EXPECT_FALSE(IsDataFilePath("/x/__pycache__/a.cpython-311.pyc"));
+  EXPECT_FALSE(IsDataFilePath("/usr/lib/libfoo.so.1"));
+  EXPECT_FALSE(IsDataFilePath("/proc/self/status"));
+  EXPECT_FALSE(IsDataFilePath("/ckpt/model.pt"));  // loading a checkpoint
+  {
+    OneGap s;
+    s.job.Io(s.p, kTid, FILE_READ, 101, 102, "/venv/lib/python3.11/site-packages/x/y.py");
+    s.job.Io(s.p, kTid, FILE_READ, 110, 111, "/proc/meminfo");
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(98));
+  }
+  {
+    OneGap s;
+    s.job.Io(s.p, kTid + 1, FILE_READ, 101, 102, "/data/sample00017.bin");  // another thread
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(1));
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(99));
+  }
+  {
+    OneGap s;
+    s.job.Io(s.p, kTid, FILE_READ, 300, 310, "/data/sample00017.bin");  // while the GPU computes
+    JobReport r = s.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+  }
+}
+
 TEST(AttributionRules, WorkerReadingRemoteFsWhileLauncherWaitsOnQueue) {
   OneGap s;
   uint32_t worker = s.job.Process(101, 100);  // DataLoader worker, child of the launcher
