@@ -83,7 +83,8 @@ void* OpenCupti(std::string* tried) {
   std::string dir = CudartDir();
   if (!dir.empty()) {
     // Beside libcudart (CUDA 13 wheels: nvidia/cu13/lib holds both), the CUDA toolkit layout
-    // (lib64/../extras/CUPTI/lib64) and CUDA 12 wheels (nvidia/cuda_runtime/lib/../../cuda_cupti/lib).
+    // (lib64/../extras/CUPTI/lib64) and CUDA 12 wheels
+    // (nvidia/cuda_runtime/lib/../../cuda_cupti/lib).
     for (const char* rel : {"/", "/../extras/CUPTI/lib64/", "/../../cuda_cupti/lib/"}) {
       for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
         if (void* h = TryOpen(dir + rel + soname, tried)) return h;
