@@ -691,13 +691,9 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
   while (i < gpu.size() || dropped != 0) {
     size_t end = std::min(gpu.size(), i + kMaxEventsPerBatch);
     trace::PacketScope p(*body, trace::kGpu);
-    uint64_t prev = 0;
-    for (; i < end; ++i) {
-      size_t t = body->BeginNested(trace::kGpuBatchActivityField);
-      trace::EncodeGpuActivity(*body, gpu[i], static_cast<int64_t>(gpu[i].start - prev));
-      body->EndNested(t);
-      prev = gpu[i].start;
-    }
+    trace::GpuBatchEncoder activities(*body);
+    for (; i < end; ++i) activities.Add(gpu[i]);
+    activities.Finish();
     trace::EncodeGpuBatchDropped(*body, dropped);
     g_total_gpu_dropped += dropped;
     dropped = 0;

@@ -18,6 +18,7 @@ bool IsIo(uint8_t type) {
          (type >= ev::kNetConnect && type <= ev::kNetSend) || type == ev::kMark;
 }
 bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kThreadStart; }
+constexpr uint8_t kGpuKernel = 1;  // GpuActivityKind GPU_KERNEL
 // Types whose calls are asynchronous by definition: format v2 does not write their `async`.
 bool AsyncByType(uint8_t type) {
   return type == ev::kCudaLaunch || type == ev::kCudaGraphLaunch || type == ev::kNcclCollective;
@@ -280,13 +281,13 @@ void EncodeEventBatchHeader(wire::Buffer& b, uint32_t tid, uint64_t seq, uint64_
   b.OptU64(3, dropped);
 }
 
-void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta) {
+void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta,
+                       std::optional<int64_t> correlation_delta) {
   b.OptU64(1, a.kind);
   b.OptS64(2, start_delta);
   b.OptU64(3, a.dur);
   b.OptU64(4, a.device);
   b.OptU64(5, a.stream);
-  b.OptU64(6, a.correlation);
   b.OptU64(7, a.name);
   b.OptU64(8, a.grid);
   b.OptU64(9, a.block);
@@ -299,6 +300,94 @@ void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_d
   b.OptU64(16, a.dst_device);
   b.OptU64(17, a.shared_mem);
   b.OptU64(18, a.registers);
+  if (correlation_delta) b.S64(19, *correlation_delta);
+}
+
+void EncodeKernelSite(wire::Buffer& b, const KernelSite& m) {
+  b.OptU64(1, m.device);
+  b.OptU64(2, m.stream);
+  b.OptU64(3, m.name);
+  b.OptU64(4, m.grid);
+  b.OptU64(5, m.block);
+  b.OptBool(6, m.nccl);
+  b.OptU64(7, m.graph);
+  b.OptU64(8, m.shared_mem);
+  b.OptU64(9, m.registers);
+}
+
+void EncodeKernelRun(wire::Buffer& b, const KernelRun& m) {
+  auto zigzag = [](int64_t v) { return wire::ZigZag(v); };
+  auto same = [](uint64_t v) { return v; };
+  b.PackedVarints(1, m.start.begin(), m.start.end(), zigzag);
+  b.PackedVarints(2, m.dur.begin(), m.dur.end(), same);
+  b.PackedVarints(3, m.correlation_delta.begin(), m.correlation_delta.end(), zigzag);
+  b.PackedVarints(4, m.site.begin(), m.site.end(), same);
+  for (const KernelSite& site : m.sites) {
+    size_t t = b.BeginNested(5);
+    EncodeKernelSite(b, site);
+    b.EndNested(t);
+  }
+}
+
+void GpuBatchEncoder::Add(const RawGpuActivity& a) {
+  const int64_t start_delta = static_cast<int64_t>(a.start - prev_start_);
+  prev_start_ = a.start;
+  std::optional<int64_t> correlation_delta;
+  if (a.correlation != 0) {
+    correlation_delta = static_cast<int64_t>(a.correlation - prev_correlation_);
+    prev_correlation_ = a.correlation;
+  }
+  // A kernel record a KernelRun can hold: nothing but the columns and the site's fields.
+  const bool kernel = a.kind == kGpuKernel && a.bytes == 0 && a.copy_kind == 0 && a.src_kind == 0 &&
+                      a.dst_kind == 0 && a.dst_device == 0;
+  if (!kernel) {
+    FlushRun();
+    WriteActivity(a, start_delta, correlation_delta);
+    return;
+  }
+  const KernelSite site{a.device,    a.stream, a.name,       a.grid,     a.block,
+                        a.nccl != 0, a.graph,  a.shared_mem, a.registers};
+  const bool correlated = correlation_delta.has_value();
+  size_t index = 0;
+  while (index < run_.sites.size() && !(run_.sites[index] == site)) ++index;
+  if (!run_.start.empty() &&
+      (correlated != run_correlated_ || (index == run_.sites.size() && index == kMaxKernelSites))) {
+    FlushRun();
+    index = 0;
+  }
+  if (run_.start.empty()) {
+    run_first_ = a;
+    first_start_delta_ = start_delta;
+    first_correlation_delta_ = correlation_delta;
+    run_correlated_ = correlated;
+  }
+  if (index == run_.sites.size()) run_.sites.push_back(site);
+  run_.start.push_back(start_delta);
+  run_.dur.push_back(a.dur);
+  if (correlated) run_.correlation_delta.push_back(*correlation_delta);
+  run_.site.push_back(static_cast<uint32_t>(index));
+}
+
+void GpuBatchEncoder::WriteActivity(const RawGpuActivity& a, int64_t start_delta,
+                                    std::optional<int64_t> correlation_delta) {
+  size_t t = b_.BeginNested(kGpuBatchActivityField);
+  EncodeGpuActivity(b_, a, start_delta, correlation_delta);
+  b_.EndNested(t);
+}
+
+void GpuBatchEncoder::FlushRun() {
+  if (run_.start.empty()) return;
+  if (run_.start.size() == 1) {
+    WriteActivity(run_first_, first_start_delta_, first_correlation_delta_);
+  } else {
+    if (run_.sites.size() == 1) run_.site.clear();
+    size_t activity = b_.BeginNested(kGpuBatchActivityField);
+    size_t run = b_.BeginNested(kGpuActivityKernelsField);
+    EncodeKernelRun(b_, run_);
+    b_.EndNested(run);
+    b_.EndNested(activity);
+  }
+  run_.clear();
 }
 
 void EncodeGpuBatchDropped(wire::Buffer& b, uint64_t dropped) { b.OptU64(2, dropped); }

@@ -128,6 +128,28 @@ struct LaunchSite {
   uint64_t stack = 0;
   bool operator==(const LaunchSite&) const = default;
 };
+struct KernelSite {
+  uint32_t device = 0, stream = 0;
+  uint64_t name = 0, grid = 0;
+  uint32_t block = 0;
+  bool nccl = false;
+  uint32_t graph = 0, shared_mem = 0, registers = 0;
+  bool operator==(const KernelSite&) const = default;
+};
+struct KernelRun {
+  std::vector<int64_t> start;
+  std::vector<uint64_t> dur;
+  std::vector<int64_t> correlation_delta;
+  std::vector<uint32_t> site;
+  std::vector<KernelSite> sites;
+  void clear() {
+    start.clear();
+    dur.clear();
+    correlation_delta.clear();
+    site.clear();
+    sites.clear();
+  }
+};
 struct LaunchRun {
   std::vector<int64_t> ts;
   std::vector<uint64_t> dur;
@@ -233,8 +255,44 @@ class EventBatchEncoder {
   RawEvent run_first_;    // the run's first launch, written alone if no second one comes
   EventRefs first_refs_;  // and its references
 };
-void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta);
+// One GpuActivity (format v2): `start_delta` relative to the previous activity of the batch
+// (absolute for the first), `correlation_delta` relative to the batch's previous correlation id
+// (absent: the record has none).
+void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta,
+                       std::optional<int64_t> correlation_delta);
+void EncodeKernelSite(wire::Buffer& b, const KernelSite& m);
+void EncodeKernelRun(wire::Buffer& b, const KernelRun& m);
+inline constexpr uint32_t kGpuActivityKernelsField = 20;
 inline constexpr uint32_t kGpuBatchActivityField = 1;
+
+// The activities of one GpuBatch, in format v2, like EventBatchEncoder: one encoder per batch,
+// Add() the records in order, then Finish() (before EncodeGpuBatchDropped). Consecutive kernel
+// records become KernelRuns; correlation ids are delta-encoded along the batch.
+class GpuBatchEncoder {
+ public:
+  explicit GpuBatchEncoder(wire::Buffer& b) : b_(b) {}
+  GpuBatchEncoder(const GpuBatchEncoder&) = delete;
+  GpuBatchEncoder& operator=(const GpuBatchEncoder&) = delete;
+
+  void Add(const RawGpuActivity& a);
+  void Finish() { FlushRun(); }
+
+  static constexpr size_t kMaxKernelSites = 127;
+
+ private:
+  void WriteActivity(const RawGpuActivity& a, int64_t start_delta,
+                     std::optional<int64_t> correlation_delta);
+  void FlushRun();
+
+  wire::Buffer& b_;
+  uint64_t prev_start_ = 0;
+  uint64_t prev_correlation_ = 0;
+  KernelRun run_;
+  bool run_correlated_ = false;
+  RawGpuActivity run_first_;  // the run's first kernel, written alone if no second one comes
+  int64_t first_start_delta_ = 0;
+  std::optional<int64_t> first_correlation_delta_;
+};
 void EncodeGpuBatchDropped(wire::Buffer& b, uint64_t dropped);  // after the activities
 void EncodeDeviceInfo(wire::Buffer& b, const RawDeviceInfo& m);
 void EncodeModule(wire::Buffer& b, const Module& m);

@@ -2,9 +2,9 @@
 //
 // One line per event or GPU activity; interned ids (API names, paths, streams, stacks) resolved
 // through the file's own Interned packets; header, footer and notices in full. Events of a v2 file
-// are shown as the reader expands them (one line per launch of a LaunchRun, correlation ids and
-// communicators resolved), with the batch line saying how many launches were stored as runs,
-// so a v1 and a v2 trace of the same job dump alike. The last lines say
+// are shown as the reader expands them (one line per launch of a LaunchRun or kernel of a
+// KernelRun, correlation ids and communicators resolved), with the batch line saying how many
+// were stored as runs, so a v1 and a v2 trace of the same job dump alike. The last lines say
 // how the file ends: a cut or corrupt tail (how many bytes were dropped, from which offset) or a
 // missing footer (the process did not exit cleanly). A file that is not a trace is one line on
 // stderr and exit status 1.
@@ -172,7 +172,7 @@ class Dumper {
         break;
       case idlescope::Packet::kGpu:
         ++gpu_batches_;
-        PrintGpu(p.gpu());
+        PrintGpu(p.gpu(), reader_.stats());
         break;
       case idlescope::Packet::kDevice:
         ++devices_;
@@ -221,8 +221,10 @@ class Dumper {
         s.unknown_fields, s.bytes_read, s.file_bytes);
     absl::StrAppendFormat(&out_, "format v%d", reader_.format_version());
     if (reader_.format_version() >= 2) {
-      absl::StrAppendFormat(&out_, ": %d of the events were launches stored in %d launch runs",
-                            s.run_launches, s.launch_runs);
+      absl::StrAppendFormat(&out_,
+                            ": %d of the events were launches stored in %d launch runs, %d of the "
+                            "gpu activities kernels stored in %d kernel runs",
+                            s.run_launches, s.launch_runs, s.run_kernels, s.kernel_runs);
     }
     absl::StrAppend(&out_, "\n");
     if (s.skipped_trace_fields != 0) {
@@ -342,11 +344,16 @@ class Dumper {
     if (!complete) absl::StrAppend(&out_, "      at <undefined stack node in ", stack_id, ">\n");
   }
 
-  void PrintGpu(const GpuBatch& batch) {
+  void PrintGpu(const GpuBatch& batch, const TraceReadStats& s) {
     activities_count_ += batch.activities_size();
     gpu_dropped_ += batch.dropped();
-    absl::StrAppendFormat(&out_, "gpu %d activities, dropped %d\n", batch.activities_size(),
-                          batch.dropped());
+    const uint64_t runs = s.kernel_runs - kernel_runs_seen_,
+                   in_runs = s.run_kernels - kernels_seen_;
+    kernel_runs_seen_ = s.kernel_runs;
+    kernels_seen_ = s.run_kernels;
+    absl::StrAppendFormat(
+        &out_, "gpu %d activities, dropped %d%s\n", batch.activities_size(), batch.dropped(),
+        runs == 0 ? "" : absl::StrFormat(" (%d kernels stored in %d runs)", in_runs, runs));
     if (!events_) return;
     std::vector<int64_t> starts = GpuActivityStartTimes(batch);
     for (int i = 0; i < batch.activities_size(); ++i) {
@@ -386,7 +393,7 @@ class Dumper {
   uint64_t headers_ = 1, interned_ = 0, event_batches_ = 0, gpu_batches_ = 0, notices_ = 0,
            footers_ = 0, devices_ = 0, modules_ = 0, other_ = 0;
   uint64_t events_count_ = 0, activities_count_ = 0, events_dropped_ = 0, gpu_dropped_ = 0;
-  uint64_t runs_seen_ = 0, run_launches_seen_ = 0;
+  uint64_t runs_seen_ = 0, run_launches_seen_ = 0, kernel_runs_seen_ = 0, kernels_seen_ = 0;
 };
 
 void DumpUsage(FILE* out) {

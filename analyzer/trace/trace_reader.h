@@ -64,6 +64,8 @@ struct TraceReadStats {
   bool footer_seen = false;
   uint64_t launch_runs = 0;         // v2 LaunchRuns expanded into their launches
   uint64_t run_launches = 0;        // the launches they held
+  uint64_t kernel_runs = 0;         // v2 KernelRuns expanded into their kernel records
+  uint64_t run_kernels = 0;         // the kernel records they held
   uint64_t undefined_comm_ids = 0;  // v2 communicator ids used without an InternedComm (comm 0)
   TailProblem tail = TailProblem::kNone;
   std::string tail_detail;  // extra detail for the tail problem (e.g. the length prefix)
@@ -113,6 +115,12 @@ class TraceFileReader {
   bool ReadVarint(size_t* at, uint64_t* value, bool* cut);
   // Reads the next framed packet into `packet`; false (with stats_.tail set) when none.
   bool ReadPacket(Packet* packet);
+  // Parses one packet's bytes into `packet`. Event and GPU batches (nearly every packet) are
+  // parsed into events_ / gpu_ and swapped into `packet`: libprotobuf frees a oneof member when
+  // it clears its message, so parsing into `packet` would allocate every Event (and every v2
+  // run) of every batch anew; this way the message objects go back and forth between the reader
+  // and the caller's packet and are reused.
+  bool ParsePacket(const char* data, size_t length, Packet* packet);
   void StopAt(TailProblem problem, std::string detail);
 
   std::string path_;
@@ -126,6 +134,8 @@ class TraceFileReader {
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
   uint64_t last_packet_offset_ = 0;
   Header header_;
+  EventBatch events_;
+  GpuBatch gpu_;
   FormatExpander expander_{kTraceFormatV1};
   TraceReadStats stats_;
 };

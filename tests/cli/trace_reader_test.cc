@@ -186,8 +186,11 @@ TEST_F(TraceReaderTest, ReadsAV2TraceAsTheV1PacketsItWasCompactedFrom) {
     if (trace == &v2) {
       EXPECT_GT(s.launch_runs, 100u);
       EXPECT_GT(s.run_launches, 1000u);
+      EXPECT_EQ(s.kernel_runs, 1u);
+      EXPECT_EQ(s.run_kernels, 3u);
     } else {
       EXPECT_EQ(s.launch_runs, 0u);
+      EXPECT_EQ(s.kernel_runs, 0u);
     }
   }
 }
@@ -220,8 +223,8 @@ TEST_F(TraceReaderTest, InconsistentLaunchRunIsACorruptPacket) {
       Packet p = v2.packets[i];
       if (i == index) {
         for (Event& e : *p.mutable_events()->mutable_events()) {
-          if (e.has_launches()) {
-            d.apply(e.mutable_launches());
+          if (e.launches_size() > 0) {
+            d.apply(e.mutable_launches(0));
             break;
           }
         }
@@ -240,6 +243,35 @@ TEST_F(TraceReaderTest, InconsistentLaunchRunIsACorruptPacket) {
   }
 }
 
+TEST_F(TraceReaderTest, InconsistentKernelRunIsACorruptPacket) {
+  TraceBytes v2 = CompactToV2(MakeSampleTrace());
+  size_t index = 0;
+  while (!v2.packets[index].has_gpu()) ++index;
+  TraceBytes broken;
+  for (size_t i = 0; i < v2.packets.size(); ++i) {
+    Packet p = v2.packets[i];
+    if (i == index) {
+      bool damaged = false;
+      for (GpuActivity& a : *p.mutable_gpu()->mutable_activities()) {
+        if (a.kernels_size() > 0) {
+          a.mutable_kernels(0)->add_start(5);
+          damaged = true;
+        }
+      }
+      ASSERT_TRUE(damaged);
+    }
+    broken.Add(p);
+  }
+  WriteFile(Path("k.idlescope"), broken.bytes);
+  auto reader = TraceFileReader::Open(Path("k.idlescope"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(ReadAll(**reader).size(), index - 1);
+  const TraceReadStats& s = (*reader)->stats();
+  EXPECT_EQ(s.tail, TailProblem::kUnparseablePacket);
+  EXPECT_NE(s.TailDescription().find("a kernel run is corrupt"), std::string::npos)
+      << s.TailDescription();
+}
+
 TEST_F(TraceReaderTest, V2UnknownFieldsInRunsAndUndefinedCommunicatorsAreCounted) {
   TraceBytes trace;
   Packet p;
@@ -256,7 +288,7 @@ TEST_F(TraceReaderTest, V2UnknownFieldsInRunsAndUndefinedCommunicatorsAreCounted
   std::string run_bytes = run.SerializeAsString();
   testing::AppendVarint(9 << 3 | 0, &run_bytes);  // LaunchRun field 9, varint 1
   testing::AppendVarint(1, &run_bytes);
-  ASSERT_TRUE(p.mutable_events()->add_events()->mutable_launches()->ParseFromString(run_bytes));
+  ASSERT_TRUE(p.mutable_events()->add_events()->add_launches()->ParseFromString(run_bytes));
   Event* nccl = p.mutable_events()->add_events();
   nccl->set_type(NCCL_COLLECTIVE);
   nccl->set_comm_id(3);  // never defined

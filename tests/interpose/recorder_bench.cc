@@ -243,9 +243,14 @@ void BM_EncodedSizeTypicalMix(benchmark::State& state) {
     const bool counted = k + last >= whole.packets.size();
     if (counted && p.has_events()) {
       for (const idlescope::Event& e : p.events().events()) {
-        const int type = e.has_launches() ? int{ev::kCudaLaunch} : int{e.type()};
+        const int type = e.launches_size() > 0 ? int{ev::kCudaLaunch} : int{e.type()};
         by_type[type].first += framed(e.ByteSizeLong());
-        by_type[type].second += e.has_launches() ? e.launches().ts_size() : 1;
+        int n = 1;
+        if (e.launches_size() > 0) {
+          n = 0;
+          for (const idlescope::LaunchRun& r : e.launches()) n += r.ts_size();
+        }
+        by_type[type].second += n;
         in_events += framed(e.ByteSizeLong());
       }
     }

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "analyzer/trace/trace_format.h"
@@ -609,7 +610,7 @@ TEST(WireTest, EventBatchEncoderWritesRunsDeltasAndIds) {
   auto* batch = p.mutable_events();
   batch->set_tid(77);
   batch->set_seq(3);
-  auto* run = batch->add_events()->mutable_launches();
+  auto* run = batch->add_events()->add_launches();
   for (int64_t v : {1000000, 5000, 4000}) run->add_ts(v);
   for (uint64_t v : {3000, 3100, 3200}) run->add_dur(v);
   for (int64_t v : {100, 1, 2}) run->add_correlation_delta(v);
@@ -648,7 +649,7 @@ TEST(WireTest, EventBatchEncoderWritesRunsDeltasAndIds) {
   e->set_nranks(8);
   e->set_seq(1);
   e->set_comm_id(1);
-  run = batch->add_events()->mutable_launches();
+  run = batch->add_events()->add_launches();
   for (int64_t v : {10000, 4000}) run->add_ts(v);
   for (uint64_t v : {2800, 2700}) run->add_dur(v);
   site = run->add_sites();
@@ -792,7 +793,7 @@ TEST(WireTest, EventBatchEncoderMatchesCompactorAndExpandsBack) {
       EXPECT_EQ(interned.comms[k].id, new_comms.comms(static_cast<int>(k)).id());
       EXPECT_EQ(interned.comms[k].comm, new_comms.comms(static_cast<int>(k)).comm());
     }
-    for (const idlescope::Event& e : compacted.events().events()) runs += e.has_launches();
+    for (const idlescope::Event& e : compacted.events().events()) runs += e.launches_size();
 
     idlescope::Packet comm_packet;
     *comm_packet.mutable_interned() = new_comms;
@@ -846,7 +847,9 @@ TEST(WireTest, GpuBatchPacket) {
     int64_t prev = 0;
     for (const RawGpuActivity* a : {&k, &m}) {
       size_t t = b.BeginNested(trace::kGpuBatchActivityField);
-      trace::EncodeGpuActivity(b, *a, static_cast<int64_t>(a->start) - prev);
+      std::optional<int64_t> correlation;
+      if (a->correlation != 0) correlation = static_cast<int64_t>(a->correlation);
+      trace::EncodeGpuActivity(b, *a, static_cast<int64_t>(a->start) - prev, correlation);
       b.EndNested(t);
       prev = static_cast<int64_t>(a->start);
     }
@@ -860,7 +863,7 @@ TEST(WireTest, GpuBatchPacket) {
   pk->set_dur(52000);
   pk->set_device(7);
   pk->set_stream(13);
-  pk->set_correlation(912);
+  pk->set_correlation_delta(912);
   pk->set_name(40);
   pk->set_grid(1ull << 31);
   pk->set_block(1024);
@@ -880,6 +883,156 @@ TEST(WireTest, GpuBatchPacket) {
   pm->set_dst_device(2);
   g->set_dropped(3);
   EXPECT_EQ(Bytes(b), Framed(p));
+}
+
+TEST(WireTest, KernelRunAndSite) {
+  trace::KernelRun r;
+  r.start = {1795970313299887616ll, 7000, -300000, 0};
+  r.dur = {52000, 0, 1ull << 40, 9};
+  r.correlation_delta = {1000001, 12, 0, -5};
+  r.site = {0, 1, 1, 0};
+  r.sites = {{0, 7, 40, 132, 256, false, 0, 0, 0},
+             {3, 13, 1ull << 33, 1ull << 31, 1024, true, 2, 49152, 255}};
+  Buffer b;
+  trace::EncodeKernelRun(b, r);
+  idlescope::KernelRun p;
+  for (int64_t v : r.start) p.add_start(v);
+  for (uint64_t v : r.dur) p.add_dur(v);
+  for (int64_t v : r.correlation_delta) p.add_correlation_delta(v);
+  for (uint32_t v : r.site) p.add_site(v);
+  for (const trace::KernelSite& s : r.sites) {
+    auto* x = p.add_sites();
+    x->set_device(s.device);
+    x->set_stream(s.stream);
+    x->set_name(s.name);
+    x->set_grid(s.grid);
+    x->set_block(s.block);
+    x->set_nccl(s.nccl);
+    x->set_graph(s.graph);
+    x->set_shared_mem(s.shared_mem);
+    x->set_registers(s.registers);
+  }
+  EXPECT_EQ(Bytes(b), Serialize(p));
+  Buffer one;
+  trace::EncodeKernelSite(one, r.sites[1]);
+  EXPECT_EQ(Bytes(one), Serialize(p.sites(1)));
+
+  r.correlation_delta.clear();
+  r.site.clear();
+  r.sites.resize(1);
+  p.clear_correlation_delta();
+  p.clear_site();
+  p.mutable_sites()->RemoveLast();
+  b.clear();
+  trace::EncodeKernelRun(b, r);
+  EXPECT_EQ(Bytes(b), Serialize(p));
+}
+
+// CUPTI's records as the writer gets them: kernels of a few configurations on two streams (out
+// of start order across streams), copies, syncs and overhead records between them, some without
+// correlation ids. The hand encoder's batches are what FormatCompactor makes of the v1 records,
+// byte for byte, and expand back to them.
+TEST(WireTest, GpuBatchEncoderMatchesCompactorAndExpandsBack) {
+  uint64_t seed = 7;
+  auto next = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  std::vector<RawGpuActivity> raw;
+  uint64_t start = 9'000'000'000, correlation = 500;
+  for (int i = 0; i < 5000; ++i) {
+    RawGpuActivity a;
+    const uint64_t kind = next(30);
+    if (i >= 2000 && i < 2200) {  // 200 distinct configurations: more than a run can hold
+      a.kind = 1;
+      a.name = 100 + static_cast<uint32_t>(i);
+      a.correlation = correlation += 12;
+    } else if (kind < 26) {
+      a.kind = 1;
+      a.name = 40 + static_cast<uint32_t>(next(6));
+      a.grid = next(3) == 0 ? 132 : 4096;
+      a.block = 256;
+      a.stream = next(4) == 0 ? 14 : 13;
+      a.registers = a.name == 41 ? 255 : 32;
+      a.shared_mem = a.name == 42 ? 49152 : 0;
+      a.nccl = a.name == 45;
+      a.graph = next(40) == 0 ? 3 : 0;
+      if (next(20) != 0) a.correlation = correlation += 1 + next(30);
+    } else if (kind < 28) {
+      a.kind = 2;
+      a.bytes = 4 << 20;
+      a.copy_kind = 1;
+      a.src_kind = 2;
+      a.dst_kind = 3;
+      a.stream = 7;
+      a.correlation = correlation += 3;
+    } else if (kind < 29) {
+      a.kind = 4;
+      a.name = 50;
+      a.correlation = next(2) == 0 ? 0 : ++correlation;
+    } else {
+      a.kind = 5;
+      a.name = 51;
+    }
+    start += 1000 + next(20000);
+    a.start = next(10) == 0 ? start - 300000 : start;
+    a.dur = 2000 + next(400000);
+    a.device = static_cast<uint32_t>(next(8) == 0);
+    raw.push_back(a);
+  }
+
+  idlescope::FormatCompactor compactor;
+  idlescope::FormatExpander expander(idlescope::kTraceFormatVersion);
+  idlescope::Interned unused;
+  for (size_t begin = 0; begin < raw.size(); begin += 2048) {
+    const size_t end = std::min(raw.size(), begin + 2048);
+    Buffer b;
+    {
+      trace::PacketScope p(b, trace::kGpu);
+      trace::GpuBatchEncoder activities(b);
+      for (size_t i = begin; i < end; ++i) activities.Add(raw[i]);
+      activities.Finish();
+      trace::EncodeGpuBatchDropped(b, begin);
+    }
+    idlescope::Packet v1;
+    uint64_t prev = 0;
+    for (size_t i = begin; i < end; ++i) {  // the v1 record, written out field by field
+      const RawGpuActivity& r = raw[i];
+      idlescope::GpuActivity* a = v1.mutable_gpu()->add_activities();
+      a->set_kind(static_cast<idlescope::GpuActivityKind>(r.kind));
+      a->set_start(static_cast<int64_t>(r.start - prev));
+      prev = r.start;
+      a->set_dur(r.dur);
+      a->set_device(r.device);
+      a->set_stream(r.stream);
+      a->set_correlation(r.correlation);
+      a->set_name(r.name);
+      a->set_grid(r.grid);
+      a->set_block(r.block);
+      a->set_bytes(r.bytes);
+      a->set_copy_kind(static_cast<idlescope::CopyKind>(r.copy_kind));
+      a->set_src_kind(static_cast<idlescope::MemKind>(r.src_kind));
+      a->set_dst_kind(static_cast<idlescope::MemKind>(r.dst_kind));
+      a->set_nccl(r.nccl != 0);
+      a->set_graph(r.graph);
+      a->set_shared_mem(r.shared_mem);
+      a->set_registers(r.registers);
+    }
+    v1.mutable_gpu()->set_dropped(begin);
+
+    idlescope::Packet compacted = v1;
+    compactor.Compact(&compacted, &unused);
+    ASSERT_EQ(Bytes(b), Framed(compacted)) << "batch at " << begin;
+    idlescope::Trace t;
+    ASSERT_TRUE(t.ParseFromArray(b.data(), static_cast<int>(b.size())));
+    idlescope::Packet read = t.packet(0);
+    std::string error;
+    ASSERT_TRUE(expander.Expand(&read, &error)) << error;
+    ASSERT_EQ(read.SerializeAsString(), v1.SerializeAsString()) << "batch at " << begin;
+  }
+  EXPECT_EQ(unused.comms_size(), 0);
+  EXPECT_GT(expander.kernel_runs(), 100u);
+  EXPECT_GT(expander.run_kernels(), 3000u);
 }
 
 TEST(WireTest, DeviceInfoPacket) {
