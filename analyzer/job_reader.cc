@@ -178,6 +178,12 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
       analysis->AddWarning(
           absl::StrCat(path, ": no footer (the process was killed, crashed, or is still running)"));
     }
+    if (s.undefined_comm_ids > 0) {
+      analysis->AddWarning(absl::StrFormat(
+          "%s: %d NCCL events name a communicator id the file never defines: their collectives "
+          "cannot be matched across ranks",
+          path, s.undefined_comm_ids));
+    }
     if (s.unknown_fields > 0) {
       analysis->AddWarning(absl::StrFormat(
           "%s: %d unknown fields ignored (written by a newer idlescope?)", path, s.unknown_fields));

@@ -375,6 +375,8 @@ struct StreamKeyHash {
   }
 };
 std::unordered_map<StreamKey, uint64_t, StreamKeyHash>* g_stream_ids;
+// Writer-side interning of NCCL communicators (per file: reset with the header).
+trace::CommIds* g_comm_ids;
 
 // Writer thread and shutdown handshake.
 pthread_t g_writer;
@@ -606,6 +608,7 @@ bool OpenTraceFile() {
   g_fd_lost_said = false;
   wire::Buffer b;
   trace::WriteHeaderPacket(b, BuildHeader());
+  g_comm_ids->Clear();  // ids are scoped to one file
   return WritePackets(b);
 }
 
@@ -670,16 +673,13 @@ void EncodeRing(Ring* r, wire::Buffer* body, trace::Interned* interned) {
     g_total_dropped += new_dropped;
     r->dropped_reported += new_dropped;
     new_dropped = 0;
-    uint64_t prev_ts = 0;
     g_total_events += end - i;
+    trace::EventBatchEncoder events(*body, *g_comm_ids, *interned);
     for (; i != end; ++i) {
       const RawEvent& e = i == head ? r->final_pending_event : r->slots[i & r->mask];
-      uint64_t stream = EventStreamId(e, interned);
-      size_t t = body->BeginNested(trace::kEventBatchEventField);
-      trace::EncodeEvent(*body, e, static_cast<int64_t>(e.ts - prev_ts), stream);
-      body->EndNested(t);
-      prev_ts = e.ts;
+      events.Add(e, EventStreamId(e, interned));
     }
+    events.Finish();
     ++g_total_batches;
   }
   r->final_pending = false;
@@ -691,13 +691,9 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
   while (i < gpu.size() || dropped != 0) {
     size_t end = std::min(gpu.size(), i + kMaxEventsPerBatch);
     trace::PacketScope p(*body, trace::kGpu);
-    uint64_t prev = 0;
-    for (; i < end; ++i) {
-      size_t t = body->BeginNested(trace::kGpuBatchActivityField);
-      trace::EncodeGpuActivity(*body, gpu[i], static_cast<int64_t>(gpu[i].start - prev));
-      body->EndNested(t);
-      prev = gpu[i].start;
-    }
+    trace::GpuBatchEncoder activities(*body);
+    for (; i < end; ++i) activities.Add(gpu[i]);
+    activities.Finish();
     trace::EncodeGpuBatchDropped(*body, dropped);
     g_total_gpu_dropped += dropped;
     dropped = 0;
@@ -962,6 +958,7 @@ void Init() {
   g_notices_pending = new std::vector<trace::Notice>();
   g_notice_codes_said = new std::set<std::string>();
   g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
+  g_comm_ids = new trace::CommIds();
   uint64_t slots = 1;
   while (slots * 2 * sizeof(RawEvent) <= uint64_t{g_config->buffer_kb} * 1024) slots *= 2;
   g_pid = static_cast<uint32_t>(getpid());

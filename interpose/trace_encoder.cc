@@ -18,6 +18,17 @@ bool IsIo(uint8_t type) {
          (type >= ev::kNetConnect && type <= ev::kNetSend) || type == ev::kMark;
 }
 bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kThreadStart; }
+constexpr uint8_t kGpuKernel = 1;  // GpuActivityKind GPU_KERNEL
+// Types whose calls are asynchronous by definition: format v2 does not write their `async`.
+bool AsyncByType(uint8_t type) {
+  return type == ev::kCudaLaunch || type == ev::kCudaGraphLaunch || type == ev::kNcclCollective;
+}
+// A launch a LaunchRun can hold: nothing but the columns and the site's fields (a failed launch
+// keeps its result in a plain Event).
+bool RunLaunch(const RawEvent& e) {
+  return e.type == ev::kCudaLaunch && e.result == 0 && e.bytes == 0 && e.count == 0 &&
+         e.u.cuda.ptr == 0 && e.u.cuda.copy_kind == 0 && e.u.cuda.host_mem == 0;
+}
 
 }  // namespace
 
@@ -90,6 +101,11 @@ void EncodeThreadName(wire::Buffer& b, const ThreadName& m) {
   b.OptBytes(2, m.name);
 }
 
+void EncodeInternedComm(wire::Buffer& b, const InternedComm& m) {
+  b.OptU64(1, m.id);
+  b.OptU64(2, m.comm);
+}
+
 void EncodeInterned(wire::Buffer& b, const Interned& m) {
   for (const InternedString& s : m.strings) {
     size_t t = b.BeginNested(1);
@@ -116,32 +132,39 @@ void EncodeInterned(wire::Buffer& b, const Interned& m) {
     EncodeThreadName(b, n);
     b.EndNested(t);
   }
+  for (const InternedComm& c : m.comms) {
+    size_t t = b.BeginNested(6);
+    EncodeInternedComm(b, c);
+    b.EndNested(t);
+  }
 }
 
-void EncodeEvent(wire::Buffer& b, const RawEvent& e, int64_t ts_delta, uint64_t stream_id) {
+uint64_t CommIds::Id(uint64_t comm, Interned* interned) {
+  if (comm == 0) return 0;
+  auto [it, inserted] = ids_.try_emplace(comm, ids_.size() + 1);
+  if (inserted) interned->comms.push_back({it->second, comm});
+  return it->second;
+}
+
+void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
   const bool cuda = IsCuda(e.type), nccl = IsNccl(e.type), io = IsIo(e.type), proc = IsProc(e.type);
   b.OptU64(1, e.type);
-  b.OptS64(2, ts_delta);
+  b.OptS64(2, refs.ts_delta);
   b.OptU64(3, e.dur);
   b.OptU64(4, e.api);
   b.OptU64(5, e.stack);
   b.OptU64(6, e.bytes);
-  b.OptU64(7, stream_id);
+  b.OptU64(7, refs.stream_id);
   if (cuda) {
     b.OptU64(8, e.u.cuda.device);
     b.OptU64(9, e.u.cuda.copy_kind);
     b.OptU64(10, e.u.cuda.host_mem);
-    b.OptBool(11, e.u.cuda.async != 0);
-  } else if (nccl) {
-    // NCCL calls are asynchronous with respect to the host by definition (trace.proto:
-    // Event.async).
-    b.OptBool(11, e.type == ev::kNcclCollective);
+    if (!AsyncByType(e.type)) b.OptBool(11, e.u.cuda.async != 0);
   }
   b.OptI32(12, e.result);
   if (io) b.OptU64(13, e.u.io.path);
   if (proc) b.OptU64(13, e.u.proc.path);
   b.OptU64(14, e.count);
-  if (cuda) b.OptU64(15, e.u.cuda.correlation);
   if (io) {
     b.OptU64(16, e.u.io.fs_type);
     b.OptI32(17, e.u.io.fd);
@@ -152,7 +175,6 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, int64_t ts_delta, uint64_t 
     b.OptU64(20, e.u.nccl.dtype);
     b.OptU64(21, e.u.nccl.redop);
     b.OptI32(22, e.u.nccl.peer);
-    b.OptU64(23, e.u.nccl.comm);
     b.OptI32(24, e.u.nccl.rank);
     b.OptI32(25, e.u.nccl.nranks);
     b.OptU64(26, e.u.nccl.seq);
@@ -164,7 +186,93 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, int64_t ts_delta, uint64_t 
   }
   if (io) b.OptU64(30, e.u.io.net_scope);
   if (cuda) b.OptU64(31, e.u.cuda.ptr);
-  if (nccl) b.OptU64(32, e.u.nccl.parent_comm);
+  if (cuda && refs.correlation_delta) b.S64(33, *refs.correlation_delta);
+  b.OptU64(35, refs.comm_id);
+  b.OptU64(36, refs.parent_comm_id);
+}
+
+void EncodeLaunchSite(wire::Buffer& b, const LaunchSite& m) {
+  b.OptU64(1, m.api);
+  b.OptU64(2, m.stream);
+  b.OptU64(3, m.device);
+  b.OptU64(4, m.stack);
+}
+
+void EncodeLaunchRun(wire::Buffer& b, const LaunchRun& m) {
+  auto zigzag = [](int64_t v) { return wire::ZigZag(v); };
+  auto same = [](uint64_t v) { return v; };
+  b.PackedVarints(1, m.ts.begin(), m.ts.end(), zigzag);
+  b.PackedVarints(2, m.dur.begin(), m.dur.end(), same);
+  b.PackedVarints(3, m.correlation_delta.begin(), m.correlation_delta.end(), zigzag);
+  b.PackedVarints(4, m.site.begin(), m.site.end(), same);
+  for (const LaunchSite& site : m.sites) {
+    size_t t = b.BeginNested(5);
+    EncodeLaunchSite(b, site);
+    b.EndNested(t);
+  }
+}
+
+void EventBatchEncoder::Add(const RawEvent& e, uint64_t stream_id) {
+  EventRefs refs;
+  refs.ts_delta = static_cast<int64_t>(e.ts - prev_ts_);
+  refs.stream_id = stream_id;
+  prev_ts_ = e.ts;
+  const bool cuda = IsCuda(e.type);
+  if (cuda && e.u.cuda.correlation != 0) {
+    refs.correlation_delta = static_cast<int64_t>(e.u.cuda.correlation - prev_correlation_);
+    prev_correlation_ = e.u.cuda.correlation;
+  }
+  if (!RunLaunch(e)) {
+    FlushRun();
+    if (IsNccl(e.type)) {
+      refs.comm_id = comms_.Id(e.u.nccl.comm, &interned_);
+      refs.parent_comm_id = comms_.Id(e.u.nccl.parent_comm, &interned_);
+    }
+    WriteEvent(e, refs);
+    return;
+  }
+  // A launch: into the run, unless it breaks it (correlated or not unlike the run, or a site
+  // more than an index byte can name).
+  const LaunchSite site{e.api, stream_id, e.u.cuda.device, e.stack};
+  const bool correlated = refs.correlation_delta.has_value();
+  size_t index = 0;
+  while (index < run_.sites.size() && !(run_.sites[index] == site)) ++index;
+  if (!run_.ts.empty() &&
+      (correlated != run_correlated_ || (index == run_.sites.size() && index == kMaxLaunchSites))) {
+    FlushRun();
+    index = 0;
+  }
+  if (run_.ts.empty()) {
+    run_first_ = e;
+    first_refs_ = refs;
+    run_correlated_ = correlated;
+  }
+  if (index == run_.sites.size()) run_.sites.push_back(site);
+  run_.ts.push_back(refs.ts_delta);
+  run_.dur.push_back(e.dur);
+  if (correlated) run_.correlation_delta.push_back(*refs.correlation_delta);
+  run_.site.push_back(static_cast<uint32_t>(index));
+}
+
+void EventBatchEncoder::WriteEvent(const RawEvent& e, const EventRefs& refs) {
+  size_t t = b_.BeginNested(kEventBatchEventField);
+  EncodeEvent(b_, e, refs);
+  b_.EndNested(t);
+}
+
+void EventBatchEncoder::FlushRun() {
+  if (run_.ts.empty()) return;
+  if (run_.ts.size() == 1) {
+    WriteEvent(run_first_, first_refs_);
+  } else {
+    if (run_.sites.size() == 1) run_.site.clear();
+    size_t event = b_.BeginNested(kEventBatchEventField);
+    size_t run = b_.BeginNested(kEventLaunchesField);
+    EncodeLaunchRun(b_, run_);
+    b_.EndNested(run);
+    b_.EndNested(event);
+  }
+  run_.clear();
 }
 
 void EncodeEventBatchHeader(wire::Buffer& b, uint32_t tid, uint64_t seq, uint64_t dropped) {
@@ -173,13 +281,13 @@ void EncodeEventBatchHeader(wire::Buffer& b, uint32_t tid, uint64_t seq, uint64_
   b.OptU64(3, dropped);
 }
 
-void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta) {
+void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta,
+                       std::optional<int64_t> correlation_delta) {
   b.OptU64(1, a.kind);
   b.OptS64(2, start_delta);
   b.OptU64(3, a.dur);
   b.OptU64(4, a.device);
   b.OptU64(5, a.stream);
-  b.OptU64(6, a.correlation);
   b.OptU64(7, a.name);
   b.OptU64(8, a.grid);
   b.OptU64(9, a.block);
@@ -192,6 +300,94 @@ void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_d
   b.OptU64(16, a.dst_device);
   b.OptU64(17, a.shared_mem);
   b.OptU64(18, a.registers);
+  if (correlation_delta) b.S64(19, *correlation_delta);
+}
+
+void EncodeKernelSite(wire::Buffer& b, const KernelSite& m) {
+  b.OptU64(1, m.device);
+  b.OptU64(2, m.stream);
+  b.OptU64(3, m.name);
+  b.OptU64(4, m.grid);
+  b.OptU64(5, m.block);
+  b.OptBool(6, m.nccl);
+  b.OptU64(7, m.graph);
+  b.OptU64(8, m.shared_mem);
+  b.OptU64(9, m.registers);
+}
+
+void EncodeKernelRun(wire::Buffer& b, const KernelRun& m) {
+  auto zigzag = [](int64_t v) { return wire::ZigZag(v); };
+  auto same = [](uint64_t v) { return v; };
+  b.PackedVarints(1, m.start.begin(), m.start.end(), zigzag);
+  b.PackedVarints(2, m.dur.begin(), m.dur.end(), same);
+  b.PackedVarints(3, m.correlation_delta.begin(), m.correlation_delta.end(), zigzag);
+  b.PackedVarints(4, m.site.begin(), m.site.end(), same);
+  for (const KernelSite& site : m.sites) {
+    size_t t = b.BeginNested(5);
+    EncodeKernelSite(b, site);
+    b.EndNested(t);
+  }
+}
+
+void GpuBatchEncoder::Add(const RawGpuActivity& a) {
+  const int64_t start_delta = static_cast<int64_t>(a.start - prev_start_);
+  prev_start_ = a.start;
+  std::optional<int64_t> correlation_delta;
+  if (a.correlation != 0) {
+    correlation_delta = static_cast<int64_t>(a.correlation - prev_correlation_);
+    prev_correlation_ = a.correlation;
+  }
+  // A kernel record a KernelRun can hold: nothing but the columns and the site's fields.
+  const bool kernel = a.kind == kGpuKernel && a.bytes == 0 && a.copy_kind == 0 && a.src_kind == 0 &&
+                      a.dst_kind == 0 && a.dst_device == 0;
+  if (!kernel) {
+    FlushRun();
+    WriteActivity(a, start_delta, correlation_delta);
+    return;
+  }
+  const KernelSite site{a.device,    a.stream, a.name,       a.grid,     a.block,
+                        a.nccl != 0, a.graph,  a.shared_mem, a.registers};
+  const bool correlated = correlation_delta.has_value();
+  size_t index = 0;
+  while (index < run_.sites.size() && !(run_.sites[index] == site)) ++index;
+  if (!run_.start.empty() &&
+      (correlated != run_correlated_ || (index == run_.sites.size() && index == kMaxKernelSites))) {
+    FlushRun();
+    index = 0;
+  }
+  if (run_.start.empty()) {
+    run_first_ = a;
+    first_start_delta_ = start_delta;
+    first_correlation_delta_ = correlation_delta;
+    run_correlated_ = correlated;
+  }
+  if (index == run_.sites.size()) run_.sites.push_back(site);
+  run_.start.push_back(start_delta);
+  run_.dur.push_back(a.dur);
+  if (correlated) run_.correlation_delta.push_back(*correlation_delta);
+  run_.site.push_back(static_cast<uint32_t>(index));
+}
+
+void GpuBatchEncoder::WriteActivity(const RawGpuActivity& a, int64_t start_delta,
+                                    std::optional<int64_t> correlation_delta) {
+  size_t t = b_.BeginNested(kGpuBatchActivityField);
+  EncodeGpuActivity(b_, a, start_delta, correlation_delta);
+  b_.EndNested(t);
+}
+
+void GpuBatchEncoder::FlushRun() {
+  if (run_.start.empty()) return;
+  if (run_.start.size() == 1) {
+    WriteActivity(run_first_, first_start_delta_, first_correlation_delta_);
+  } else {
+    if (run_.sites.size() == 1) run_.site.clear();
+    size_t activity = b_.BeginNested(kGpuBatchActivityField);
+    size_t run = b_.BeginNested(kGpuActivityKernelsField);
+    EncodeKernelRun(b_, run_);
+    b_.EndNested(run);
+    b_.EndNested(activity);
+  }
+  run_.clear();
 }
 
 void EncodeGpuBatchDropped(wire::Buffer& b, uint64_t dropped) { b.OptU64(2, dropped); }

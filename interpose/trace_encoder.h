@@ -7,12 +7,16 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "interpose/recorder.h"
 #include "interpose/wire.h"
 
 namespace idlescope::trace {
+
+// The format version the recorder writes (Header.format_version; proto/trace.proto "Versions").
+inline constexpr uint32_t kFormatVersion = 2;
 
 // Field numbers of Packet's oneof (trace.proto).
 enum PacketField : uint32_t {
@@ -43,7 +47,7 @@ struct RecorderConfig {
 
 struct Header {
   std::string magic = "IDLESCOPE";
-  uint32_t format_version = 1;
+  uint32_t format_version = kFormatVersion;
   uint32_t pid = 0;
   uint32_t ppid = 0;
   std::string host;
@@ -79,15 +83,85 @@ struct ThreadName {
   uint32_t tid = 0;
   std::string name;
 };
+struct InternedComm {
+  uint64_t id = 0, comm = 0;
+};
 struct Interned {
   std::vector<InternedString> strings;
   std::vector<Frame> frames;
   std::vector<StackNode> stack_nodes;
   std::vector<InternedStream> streams;
   std::vector<ThreadName> threads;
+  std::vector<InternedComm> comms;
   bool empty() const {
     return strings.empty() && frames.empty() && stack_nodes.empty() && streams.empty() &&
-           threads.empty();
+           threads.empty() && comms.empty();
+  }
+};
+
+// Per-file ids of NCCL communicators (InternedComm): an event carries a small id instead of the
+// 64-bit hash (11 bytes as a varint). Cleared when a new file starts.
+class CommIds {
+ public:
+  // The id of `comm` (0 for 0); a new one is appended to `interned`.
+  uint64_t Id(uint64_t comm, Interned* interned);
+  void Clear() { ids_.clear(); }
+
+ private:
+  std::unordered_map<uint64_t, uint64_t> ids_;
+};
+
+// What an Event says beyond its RawEvent: its start relative to the previous event of the batch
+// (absolute for the first), the InternedStream id of its stream (0 = none), and the format-v2
+// references (trace.proto Event.correlation_delta, comm_id, parent_comm_id).
+struct EventRefs {
+  int64_t ts_delta = 0;
+  uint64_t stream_id = 0;
+  std::optional<int64_t> correlation_delta;
+  uint64_t comm_id = 0;
+  uint64_t parent_comm_id = 0;
+};
+
+struct LaunchSite {
+  uint64_t api = 0, stream = 0;
+  uint32_t device = 0;
+  uint64_t stack = 0;
+  bool operator==(const LaunchSite&) const = default;
+};
+struct KernelSite {
+  uint32_t device = 0, stream = 0;
+  uint64_t name = 0, grid = 0;
+  uint32_t block = 0;
+  bool nccl = false;
+  uint32_t graph = 0, shared_mem = 0, registers = 0;
+  bool operator==(const KernelSite&) const = default;
+};
+struct KernelRun {
+  std::vector<int64_t> start;
+  std::vector<uint64_t> dur;
+  std::vector<int64_t> correlation_delta;
+  std::vector<uint32_t> site;
+  std::vector<KernelSite> sites;
+  void clear() {
+    start.clear();
+    dur.clear();
+    correlation_delta.clear();
+    site.clear();
+    sites.clear();
+  }
+};
+struct LaunchRun {
+  std::vector<int64_t> ts;
+  std::vector<uint64_t> dur;
+  std::vector<int64_t> correlation_delta;
+  std::vector<uint32_t> site;
+  std::vector<LaunchSite> sites;
+  void clear() {
+    ts.clear();
+    dur.clear();
+    correlation_delta.clear();
+    site.clear();
+    sites.clear();
   }
 };
 
@@ -136,15 +210,89 @@ void EncodeStackNode(wire::Buffer& b, const StackNode& m);
 void EncodeInternedStream(wire::Buffer& b, const InternedStream& m);
 void EncodeThreadName(wire::Buffer& b, const ThreadName& m);
 void EncodeInterned(wire::Buffer& b, const Interned& m);
-// One Event from a RawEvent: `ts_delta` is the start relative to the previous event of the batch
-// (absolute for the first), `stream_id` the InternedStream id of the event's stream (0 = none).
-// Which payload of RawEvent::u applies follows from the type (CUDA, NCCL, I/O and net, process).
-void EncodeEvent(wire::Buffer& b, const RawEvent& e, int64_t ts_delta, uint64_t stream_id);
+void EncodeInternedComm(wire::Buffer& b, const InternedComm& m);
+// One Event (format v2) from a RawEvent and its references. Which payload of RawEvent::u applies
+// follows from the type (CUDA, NCCL, I/O and net, process).
+void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs);
+void EncodeLaunchSite(wire::Buffer& b, const LaunchSite& m);
+void EncodeLaunchRun(wire::Buffer& b, const LaunchRun& m);
+inline constexpr uint32_t kEventLaunchesField = 34;
 // EventBatch header fields; events follow as field 4 (EventBatchEventField).
 void EncodeEventBatchHeader(wire::Buffer& b, uint32_t tid, uint64_t seq, uint64_t dropped);
 inline constexpr uint32_t kEventBatchEventField = 4;
-void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta);
+
+// The events of one EventBatch, in format v2: one encoder per batch; Add() the events in recording
+// order after the batch header, then Finish(). Consecutive launches that fit a LaunchRun are
+// collected and written as one Event (a lone one as a plain Event); every other event is written at
+// once. Correlation ids are delta-encoded along the batch, communicators replaced by their per-file
+// ids.
+class EventBatchEncoder {
+ public:
+  EventBatchEncoder(wire::Buffer& b, CommIds& comms, Interned& interned)
+      : b_(b), comms_(comms), interned_(interned) {}
+  EventBatchEncoder(const EventBatchEncoder&) = delete;
+  EventBatchEncoder& operator=(const EventBatchEncoder&) = delete;
+
+  // `stream_id`: the InternedStream id of the event's stream (0 = none).
+  void Add(const RawEvent& e, uint64_t stream_id);
+  // Writes the launches still collected: the batch's events are complete.
+  void Finish() { FlushRun(); }
+
+  // A run's sites are indexed by one-byte varints.
+  static constexpr size_t kMaxLaunchSites = 127;
+
+ private:
+  void WriteEvent(const RawEvent& e, const EventRefs& refs);
+  void FlushRun();
+
+  wire::Buffer& b_;
+  CommIds& comms_;
+  Interned& interned_;
+  uint64_t prev_ts_ = 0;
+  uint64_t prev_correlation_ = 0;
+  LaunchRun run_;
+  bool run_correlated_ = false;
+  RawEvent run_first_;    // the run's first launch, written alone if no second one comes
+  EventRefs first_refs_;  // and its references
+};
+// One GpuActivity (format v2): `start_delta` relative to the previous activity of the batch
+// (absolute for the first), `correlation_delta` relative to the batch's previous correlation id
+// (absent: the record has none).
+void EncodeGpuActivity(wire::Buffer& b, const RawGpuActivity& a, int64_t start_delta,
+                       std::optional<int64_t> correlation_delta);
+void EncodeKernelSite(wire::Buffer& b, const KernelSite& m);
+void EncodeKernelRun(wire::Buffer& b, const KernelRun& m);
+inline constexpr uint32_t kGpuActivityKernelsField = 20;
 inline constexpr uint32_t kGpuBatchActivityField = 1;
+
+// The activities of one GpuBatch, in format v2, like EventBatchEncoder: one encoder per batch,
+// Add() the records in order, then Finish() (before EncodeGpuBatchDropped). Consecutive kernel
+// records become KernelRuns; correlation ids are delta-encoded along the batch.
+class GpuBatchEncoder {
+ public:
+  explicit GpuBatchEncoder(wire::Buffer& b) : b_(b) {}
+  GpuBatchEncoder(const GpuBatchEncoder&) = delete;
+  GpuBatchEncoder& operator=(const GpuBatchEncoder&) = delete;
+
+  void Add(const RawGpuActivity& a);
+  void Finish() { FlushRun(); }
+
+  static constexpr size_t kMaxKernelSites = 127;
+
+ private:
+  void WriteActivity(const RawGpuActivity& a, int64_t start_delta,
+                     std::optional<int64_t> correlation_delta);
+  void FlushRun();
+
+  wire::Buffer& b_;
+  uint64_t prev_start_ = 0;
+  uint64_t prev_correlation_ = 0;
+  KernelRun run_;
+  bool run_correlated_ = false;
+  RawGpuActivity run_first_;  // the run's first kernel, written alone if no second one comes
+  int64_t first_start_delta_ = 0;
+  std::optional<int64_t> first_correlation_delta_;
+};
 void EncodeGpuBatchDropped(wire::Buffer& b, uint64_t dropped);  // after the activities
 void EncodeDeviceInfo(wire::Buffer& b, const RawDeviceInfo& m);
 void EncodeModule(wire::Buffer& b, const Module& m);

@@ -3,7 +3,11 @@
 // idle causes, for the analyzer's tests and benchmarks.
 //
 //   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
-//             [--causes pageable,checkpoint,...]
+//             [--causes pageable,checkpoint,...] [--format 1|2]
+//
+// The events are built in v1's one-Event-per-call shape and written in the format asked for
+// (default 2, what the recorder writes: FormatCompactor, analyzer/trace/trace_format.h); the
+// same flags give the same events in either format.
 //
 // One file per process: a rank process per rank (main thread launches on device 0), plus a
 // DataLoader worker per rank (dataload, remote) and a pip process (install). A step is: wait for
@@ -24,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/trace/trace_format.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "trace.pb.h"
@@ -44,7 +49,7 @@ const std::set<std::string> kKnownCauses = {
 // One trace file being written: framing, interning and batching.
 class TraceFile {
  public:
-  TraceFile(const std::string& path, const Header& header) {
+  TraceFile(const std::string& path, const Header& header, uint32_t format) : format_(format) {
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd_ < 0) {
       std::perror(path.c_str());
@@ -186,13 +191,31 @@ class TraceFile {
     Write(interned_);
     interned_.Clear();
   }
-  void Write(const Packet& p) {
+  // Writes a v1-shaped packet in the file's format.
+  void Write(const Packet& v1) {
+    if (format_ == kTraceFormatV1) {
+      WriteFramed(v1);
+      return;
+    }
+    Packet p = v1;
+    Interned comms;
+    compactor_.Compact(&p, &comms);
+    if (comms.comms_size() > 0) {  // communicator ids, defined before their first use
+      Packet defs;
+      *defs.mutable_interned() = std::move(comms);
+      WriteFramed(defs);
+    }
+    WriteFramed(p);
+  }
+  void WriteFramed(const Packet& p) {
     google::protobuf::io::CodedOutputStream out(stream_.get());
     out.WriteVarint32(0x0a);  // Trace.packet, length-delimited
     out.WriteVarint64(p.ByteSizeLong());
     p.SerializeWithCachedSizes(&out);
   }
 
+  const uint32_t format_;
+  FormatCompactor compactor_;
   int fd_ = -1;
   std::unique_ptr<google::protobuf::io::FileOutputStream> stream_;
   std::map<std::string, uint64_t> strings_;
@@ -217,6 +240,7 @@ struct Options {
   int ranks = 1;
   int kernels_per_step = 50;
   uint64_t seed = 1;
+  uint32_t format = kTraceFormatVersion;
   std::set<std::string> causes;
   bool Has(const char* cause) const { return causes.count(cause) > 0; }
 };
@@ -258,14 +282,15 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
   const Ns t0 = 1000 * kS;
   const std::string dir = o.out + "/";
   TraceFile file(dir + "gen-node0-" + std::to_string(pid) + ".idlescope",
-                 MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}));
+                 MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}), o.format);
   std::unique_ptr<TraceFile> worker;
   const bool dataload = o.Has("dataload") || o.Has("remote");
   if (dataload) {
     worker =
         std::make_unique<TraceFile>(dir + "gen-node0-" + std::to_string(2000 + rank) + ".idlescope",
                                     MakeHeader(2000 + static_cast<uint32_t>(rank), pid, -1, o.ranks,
-                                               t0 + 150 * kMs, {"/usr/bin/python3", "train.py"}));
+                                               t0 + 150 * kMs, {"/usr/bin/python3", "train.py"}),
+                                    o.format);
   }
 
   if (o.Has("nogpu")) {
@@ -326,7 +351,8 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
     TraceFile pip(
         dir + "gen-node0-" + std::to_string(3000 + rank) + ".idlescope",
         MakeHeader(3000 + static_cast<uint32_t>(rank), pid, -1, o.ranks, begin,
-                   {"/usr/bin/python3", "-m", "pip", "install", "-r", "requirements.txt"}));
+                   {"/usr/bin/python3", "-m", "pip", "install", "-r", "requirements.txt"}),
+        o.format);
     for (int i = 0; i < 20; ++i) {
       Event* recv = pip.AddEvent(3000 + static_cast<uint32_t>(rank), NET_RECV,
                                  begin + i * (len / 20), len / 25);
@@ -417,6 +443,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
     // 3. Compute: launches run ahead of the device unless kernels are tiny.
     for (int i = 0; i < k; ++i) {
       Event* l = file.AddEvent(tid, CUDA_LAUNCH, now, 4 * kUs);
+      l->set_async(true);  // as the recorder has every launch
       l->set_api(api_launch);
       l->set_device(0);
       l->set_stream(1);
@@ -449,6 +476,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
       Ns wait = slowest_extra - own_extra;
       Ns reduce = jitter(3 * kMs, 0.1);
       Event* c = file.AddEvent(tid, NCCL_COLLECTIVE, now, wait + reduce);
+      c->set_async(true);
       c->set_device(0);
       c->set_stack(stack_nccl);
       c->set_nccl_op(NCCL_ALL_REDUCE);
@@ -536,6 +564,8 @@ int Main(int argc, char** argv) {
       o.kernels_per_step = std::atoi(next());
     } else if (arg == "--seed") {
       o.seed = std::strtoull(next(), nullptr, 10);
+    } else if (arg == "--format") {
+      o.format = static_cast<uint32_t>(std::atoi(next()));
     } else if (arg == "--causes") {
       std::string list = next();
       size_t pos = 0;
@@ -555,14 +585,17 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
-                   "[--seed S] [--causes a,b,...]\ncauses:");
+                   "[--seed S] [--causes a,b,...] [--format 1|2]\ncauses:");
       for (const std::string& c : kKnownCauses) std::fprintf(stderr, " %s", c.c_str());
       std::fprintf(stderr, "\n");
       return 2;
     }
   }
-  if (o.out.empty() || o.ranks < 1 || o.kernels_per_step < 1) {
-    std::fprintf(stderr, "gen_trace: --out DIR is required; --ranks and --kernels-per-step >= 1\n");
+  if (o.out.empty() || o.ranks < 1 || o.kernels_per_step < 1 || o.format < kTraceFormatV1 ||
+      o.format > kTraceFormatVersion) {
+    std::fprintf(stderr,
+                 "gen_trace: --out DIR is required; --ranks and --kernels-per-step >= 1; --format "
+                 "1 or 2\n");
     return 2;
   }
   mkdir(o.out.c_str(), 0755);

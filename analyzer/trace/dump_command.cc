@@ -1,7 +1,10 @@
 // `idlescope dump FILE`: every packet and every event of one trace file, readably.
 //
 // One line per event or GPU activity; interned ids (API names, paths, streams, stacks) resolved
-// through the file's own Interned packets; header, footer and notices in full. The last lines say
+// through the file's own Interned packets; header, footer and notices in full. Events of a v2 file
+// are shown as the reader expands them (one line per launch of a LaunchRun or kernel of a
+// KernelRun, correlation ids and communicators resolved), with the batch line saying how many
+// were stored as runs, so a v1 and a v2 trace of the same job dump alike. The last lines say
 // how the file ends: a cut or corrupt tail (how many bytes were dropped, from which offset) or a
 // missing footer (the process did not exit cleanly). A file that is not a trace is one line on
 // stderr and exit status 1.
@@ -165,11 +168,11 @@ class Dumper {
         break;
       case idlescope::Packet::kEvents:
         ++event_batches_;
-        PrintEvents(p.events());
+        PrintEvents(p.events(), reader_.stats());
         break;
       case idlescope::Packet::kGpu:
         ++gpu_batches_;
-        PrintGpu(p.gpu());
+        PrintGpu(p.gpu(), reader_.stats());
         break;
       case idlescope::Packet::kDevice:
         ++devices_;
@@ -216,8 +219,20 @@ class Dumper {
         s.packets, headers_, interned_, event_batches_, gpu_batches_, devices_, modules_, notices_,
         footers_, other_, events_count_, activities_count_, events_dropped_, gpu_dropped_,
         s.unknown_fields, s.bytes_read, s.file_bytes);
+    absl::StrAppendFormat(&out_, "format v%d", reader_.format_version());
+    if (reader_.format_version() >= 2) {
+      absl::StrAppendFormat(&out_,
+                            ": %d of the events were launches stored in %d launch runs, %d of the "
+                            "gpu activities kernels stored in %d kernel runs",
+                            s.run_launches, s.launch_runs, s.run_kernels, s.kernel_runs);
+    }
+    absl::StrAppend(&out_, "\n");
     if (s.skipped_trace_fields != 0) {
       absl::StrAppendFormat(&out_, "skipped %d unknown top-level fields\n", s.skipped_trace_fields);
+    }
+    if (s.undefined_comm_ids != 0) {
+      absl::StrAppendFormat(&out_, "warning: %d events use an undefined communicator id\n",
+                            s.undefined_comm_ids);
     }
     if (interned_data_.conflicting_ids() != 0) {
       absl::StrAppendFormat(&out_, "warning: %d interned ids redefined with a different value\n",
@@ -240,9 +255,10 @@ class Dumper {
   void PrintInterned(const idlescope::Interned& in) {
     interned_data_.Add(in);
     absl::StrAppendFormat(
-        &out_, "interned %d strings, %d frames, %d stack nodes, %d streams, %d threads\n",
+        &out_, "interned %d strings, %d frames, %d stack nodes, %d streams, %d threads%s\n",
         in.strings_size(), in.frames_size(), in.stack_nodes_size(), in.streams_size(),
-        in.threads_size());
+        in.threads_size(),
+        in.comms_size() == 0 ? "" : absl::StrCat(", ", in.comms_size(), " communicators"));
     if (!events_) return;
     for (const InternedString& s : in.strings()) {
       absl::StrAppend(&out_, "  string ", s.id(), " = ", Quote(s.str()), "\n");
@@ -261,15 +277,23 @@ class Dumper {
     for (const ThreadName& t : in.threads()) {
       absl::StrAppend(&out_, "  thread ", t.tid(), " = ", Quote(t.name()), "\n");
     }
+    for (const InternedComm& c : in.comms()) {
+      absl::StrAppendFormat(&out_, "  communicator %d = 0x%x\n", c.id(), c.comm());
+    }
   }
 
-  void PrintEvents(const EventBatch& batch) {
+  void PrintEvents(const EventBatch& batch, const TraceReadStats& s) {
     events_count_ += batch.events_size();
     events_dropped_ += batch.dropped();
     absl::string_view name = interned_data_.ThreadName(batch.tid());
-    absl::StrAppendFormat(&out_, "events tid %d%s seq %d dropped %d: %d events\n", batch.tid(),
-                          name.empty() ? "" : absl::StrCat(" (", Quote(name), ")"), batch.seq(),
-                          batch.dropped(), batch.events_size());
+    const uint64_t runs = s.launch_runs - runs_seen_, in_runs = s.run_launches - run_launches_seen_;
+    runs_seen_ = s.launch_runs;
+    run_launches_seen_ = s.run_launches;
+    absl::StrAppendFormat(
+        &out_, "events tid %d%s seq %d dropped %d: %d events%s\n", batch.tid(),
+        name.empty() ? "" : absl::StrCat(" (", Quote(name), ")"), batch.seq(), batch.dropped(),
+        batch.events_size(),
+        runs == 0 ? "" : absl::StrFormat(" (%d launches stored in %d runs)", in_runs, runs));
     if (!events_) return;
     std::vector<int64_t> starts = EventStartTimes(batch);
     for (int i = 0; i < batch.events_size(); ++i) {
@@ -320,11 +344,16 @@ class Dumper {
     if (!complete) absl::StrAppend(&out_, "      at <undefined stack node in ", stack_id, ">\n");
   }
 
-  void PrintGpu(const GpuBatch& batch) {
+  void PrintGpu(const GpuBatch& batch, const TraceReadStats& s) {
     activities_count_ += batch.activities_size();
     gpu_dropped_ += batch.dropped();
-    absl::StrAppendFormat(&out_, "gpu %d activities, dropped %d\n", batch.activities_size(),
-                          batch.dropped());
+    const uint64_t runs = s.kernel_runs - kernel_runs_seen_,
+                   in_runs = s.run_kernels - kernels_seen_;
+    kernel_runs_seen_ = s.kernel_runs;
+    kernels_seen_ = s.run_kernels;
+    absl::StrAppendFormat(
+        &out_, "gpu %d activities, dropped %d%s\n", batch.activities_size(), batch.dropped(),
+        runs == 0 ? "" : absl::StrFormat(" (%d kernels stored in %d runs)", in_runs, runs));
     if (!events_) return;
     std::vector<int64_t> starts = GpuActivityStartTimes(batch);
     for (int i = 0; i < batch.activities_size(); ++i) {
@@ -364,6 +393,7 @@ class Dumper {
   uint64_t headers_ = 1, interned_ = 0, event_batches_ = 0, gpu_batches_ = 0, notices_ = 0,
            footers_ = 0, devices_ = 0, modules_ = 0, other_ = 0;
   uint64_t events_count_ = 0, activities_count_ = 0, events_dropped_ = 0, gpu_dropped_ = 0;
+  uint64_t runs_seen_ = 0, run_launches_seen_ = 0, kernel_runs_seen_ = 0, kernels_seen_ = 0;
 };
 
 void DumpUsage(FILE* out) {

@@ -54,18 +54,31 @@ void ForEachMessage(const Packet& packet, F&& f) {
       for (const auto& m : in.stack_nodes()) f(m);
       for (const auto& m : in.streams()) f(m);
       for (const auto& m : in.threads()) f(m);
+      for (const auto& m : in.comms()) f(m);
       break;
     }
     case Packet::kEvents: {
       const EventBatch& batch = packet.events();
       f(batch);
-      for (const Event& e : batch.events()) f(e);
+      for (const Event& e : batch.events()) {
+        f(e);
+        for (const LaunchRun& r : e.launches()) {
+          f(r);
+          for (const LaunchSite& s : r.sites()) f(s);
+        }
+      }
       break;
     }
     case Packet::kGpu: {
       const GpuBatch& batch = packet.gpu();
       f(batch);
-      for (const GpuActivity& a : batch.activities()) f(a);
+      for (const GpuActivity& a : batch.activities()) {
+        f(a);
+        for (const KernelRun& r : a.kernels()) {
+          f(r);
+          for (const KernelSite& s : r.sites()) f(s);
+        }
+      }
       break;
     }
     case Packet::kDevice:
@@ -181,13 +194,15 @@ absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not an idlescope trace (the first packet is not a header with magic IDLESCOPE)"));
   }
-  if (first.header().format_version() != kTraceFormatVersion) {
+  const uint32_t version = first.header().format_version();
+  if (version < kTraceFormatV1 || version > kTraceFormatVersion) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: unsupported trace format version %d (this idlescope reads version %d); "
+        "%s: unsupported trace format version %d (this idlescope reads versions %d to %d); "
         "use the idlescope that wrote it",
-        path, first.header().format_version(), kTraceFormatVersion));
+        path, version, kTraceFormatV1, kTraceFormatVersion));
   }
   reader->header_ = std::move(*first.mutable_header());
+  reader->expander_ = FormatExpander(version);
   return reader;
 }
 
@@ -321,8 +336,8 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
       return false;
     }
     if (tag != kPacketTag) {
-      // Another Trace field: unknown to format v1, skipped and counted (readers ignore unknown
-      // fields, proto/trace.proto "Compatibility").
+      // Another Trace field: unknown to formats v1 and v2, skipped and counted (readers ignore
+      // unknown fields, proto/trace.proto "Compatibility").
       pos_ += total;
       stats_.bytes_read += total;
       stats_.good_end_offset = offset + total;
@@ -330,9 +345,17 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
       ++stats_.unknown_fields;
       continue;
     }
-    if (!packet->ParseFromArray(buf_.data() + pos_ + at, static_cast<int>(length))) {
+    if (!ParsePacket(buf_.data() + pos_ + at, static_cast<size_t>(length), packet)) {
       StopAt(TailProblem::kUnparseablePacket,
              absl::StrFormat("a packet of %d bytes at offset %d does not parse", length, offset));
+      return false;
+    }
+    // Counted before expansion: a v2 run's own messages disappear in it.
+    const uint64_t unknown = CountUnknownFields(*packet);
+    std::string error;
+    if (!expander_.Expand(packet, &error)) {
+      StopAt(TailProblem::kUnparseablePacket,
+             absl::StrFormat("a packet of %d bytes at offset %d: %s", length, offset, error));
       return false;
     }
     pos_ += total;
@@ -340,11 +363,44 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
     stats_.bytes_read += total;
     stats_.good_end_offset = offset + total;
     ++stats_.packets;
-    stats_.unknown_fields += CountUnknownFields(*packet);
+    stats_.unknown_fields += unknown;
+    stats_.launch_runs = expander_.launch_runs();
+    stats_.run_launches = expander_.run_launches();
+    stats_.kernel_runs = expander_.kernel_runs();
+    stats_.run_kernels = expander_.run_kernels();
+    stats_.undefined_comm_ids = expander_.undefined_comm_ids();
     if (packet->data_case() == Packet::kFooter) stats_.footer_seen = true;
     return true;
   }
   return false;
+}
+
+bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packet) {
+  // A Packet that is one batch: the tag of Packet.events (0x1a) or Packet.gpu (0x22), a varint
+  // length, the batch to the end.
+  const uint8_t tag = length >= 2 ? static_cast<uint8_t>(data[0]) : 0;
+  if (tag == 0x1a || tag == 0x22) {
+    uint64_t batch_length = 0;
+    size_t at = 1;
+    for (int shift = 0; at < length && shift < 35; shift += 7) {
+      const uint8_t byte = static_cast<uint8_t>(data[at++]);
+      batch_length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        if (at + batch_length != length) break;  // more fields: the general way below
+        const int size = static_cast<int>(batch_length);
+        if (!UnknownFieldsOf(*packet).empty()) packet->Clear();
+        if (tag == 0x1a) {
+          if (!events_.ParseFromArray(data + at, size)) return false;
+          packet->mutable_events()->Swap(&events_);
+        } else {
+          if (!gpu_.ParseFromArray(data + at, size)) return false;
+          packet->mutable_gpu()->Swap(&gpu_);
+        }
+        return true;
+      }
+    }
+  }
+  return packet->ParseFromArray(data, static_cast<int>(length));
 }
 
 uint64_t CountUnknownFields(const Packet& packet) {

@@ -1,4 +1,4 @@
-// Streaming reader of one idlescope trace file (proto/trace.proto, format v1).
+// Streaming reader of one idlescope trace file (proto/trace.proto, format v1 or v2).
 //
 // A trace file is a stream of `Trace.packet` fields: tag 0x0a, varint length, Packet bytes
 // (Perfetto's framing). The reader reads the file in chunks and decodes one Packet at a time,
@@ -8,6 +8,9 @@
 // packet, stops at the first packet it cannot decode, and reports the rest in stats(): the offset
 // where the good data ends, how many bytes were dropped and why. That is never an error: only a
 // file that cannot be opened, is empty, or does not start with an idlescope Header is.
+//
+// Packets of a v2 file come out in v1's shape (analyzer/trace/trace_format.h): one Event per call,
+// absolute correlation ids, communicator hashes. Callers never look at the version.
 //
 // Typical use:
 //   ASSIGN_OR_RETURN(auto reader, TraceFileReader::Open(path));
@@ -24,12 +27,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/trace/trace_format.h"
 #include "trace.pb.h"
 
 namespace idlescope {
 
-// The format version this reader understands (Header.format_version).
-inline constexpr uint32_t kTraceFormatVersion = 1;
 // Header.magic.
 inline constexpr char kTraceMagic[] = "IDLESCOPE";
 // File name suffix of trace files written by the recorder.
@@ -46,7 +48,8 @@ enum class TailProblem {
   kCutInFraming,       // the file ends inside a packet's tag or length prefix
   kOversizedPacket,    // a length prefix above kMaxPacketBytes
   kBadFraming,         // bytes that are not a Trace field (wrong tag/wire type)
-  kUnparseablePacket,  // a complete packet whose bytes are not a valid Packet
+  kUnparseablePacket,  // a complete packet whose bytes are not a valid Packet (or a v2 batch
+                       // whose launch runs are inconsistent)
   kReadError,          // read(2) failed
 };
 
@@ -59,6 +62,11 @@ struct TraceReadStats {
   uint64_t unknown_fields = 0;   // unknown fields seen (Trace, Packet and message levels)
   uint64_t skipped_trace_fields = 0;  // Trace-level fields other than `packet` (skipped)
   bool footer_seen = false;
+  uint64_t launch_runs = 0;         // v2 LaunchRuns expanded into their launches
+  uint64_t run_launches = 0;        // the launches they held
+  uint64_t kernel_runs = 0;         // v2 KernelRuns expanded into their kernel records
+  uint64_t run_kernels = 0;         // the kernel records they held
+  uint64_t undefined_comm_ids = 0;  // v2 communicator ids used without an InternedComm (comm 0)
   TailProblem tail = TailProblem::kNone;
   std::string tail_detail;  // extra detail for the tail problem (e.g. the length prefix)
 
@@ -75,7 +83,8 @@ class TraceFileReader {
 
   // Opens `path` and reads its Header packet. Errors (one line each, naming the file):
   // cannot open (strerror), not a regular file, empty file, "not an idlescope trace" (the first
-  // packet is not a Header with magic IDLESCOPE), header cut short, unsupported format_version.
+  // packet is not a Header with magic IDLESCOPE), header cut short, unsupported format_version
+  // (not 1 or 2).
   static absl::StatusOr<std::unique_ptr<TraceFileReader>> Open(
       const std::string& path, size_t chunk_bytes = kDefaultChunkBytes);
 
@@ -88,6 +97,7 @@ class TraceFileReader {
   bool Next(Packet* packet);
 
   const Header& header() const { return header_; }
+  uint32_t format_version() const { return header_.format_version(); }
   const TraceReadStats& stats() const { return stats_; }
   const std::string& path() const { return path_; }
   // File offset of the packet most recently returned by Next() (its tag byte).
@@ -105,6 +115,12 @@ class TraceFileReader {
   bool ReadVarint(size_t* at, uint64_t* value, bool* cut);
   // Reads the next framed packet into `packet`; false (with stats_.tail set) when none.
   bool ReadPacket(Packet* packet);
+  // Parses one packet's bytes into `packet`. Event and GPU batches (nearly every packet) are
+  // parsed into events_ / gpu_ and swapped into `packet`: libprotobuf frees a oneof member when
+  // it clears its message, so parsing into `packet` would allocate every Event (and every v2
+  // run) of every batch anew; this way the message objects go back and forth between the reader
+  // and the caller's packet and are reused.
+  bool ParsePacket(const char* data, size_t length, Packet* packet);
   void StopAt(TailProblem problem, std::string detail);
 
   std::string path_;
@@ -118,6 +134,9 @@ class TraceFileReader {
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
   uint64_t last_packet_offset_ = 0;
   Header header_;
+  EventBatch events_;
+  GpuBatch gpu_;
+  FormatExpander expander_{kTraceFormatV1};
   TraceReadStats stats_;
 };
 
@@ -134,7 +153,8 @@ void DescribeUnknownFields(const Packet& packet, std::vector<std::string>* out);
 absl::StatusOr<std::vector<std::string>> ListTraceFiles(const std::string& dir);
 
 // Absolute timestamps (trace clock, ns) of a batch's events / activities, undoing the delta
-// encoding: the first `ts` is absolute, each later one relative to the previous start.
+// encoding: the first `ts` is absolute, each later one relative to the previous start. For a v2
+// batch, after the reader expanded it (each launch of a run is one Event).
 std::vector<int64_t> EventStartTimes(const EventBatch& batch);
 std::vector<int64_t> GpuActivityStartTimes(const GpuBatch& batch);
 

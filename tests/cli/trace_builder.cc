@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "analyzer/trace/trace_format.h"
 #include "gtest/gtest.h"
 
 namespace idlescope::testing {
@@ -245,6 +246,27 @@ TraceBytes MakeSampleTrace(bool footer) {
     trace.Add(p);
   }
   return trace;
+}
+
+TraceBytes CompactToV2(const TraceBytes& v1) {
+  TraceBytes v2;
+  FormatCompactor compactor;
+  for (const Packet& original : v1.packets) {
+    Packet p = original;
+    Interned comms;
+    compactor.Compact(&p, &comms);
+    if (comms.comms_size() > 0) {
+      Packet defs;
+      *defs.mutable_interned() = comms;
+      v2.Add(defs);
+      v2.read_back.push_back(defs);
+    }
+    v2.Add(p);
+    Packet expected = original;
+    if (expected.has_header()) expected.mutable_header()->set_format_version(kTraceFormatVersion);
+    v2.read_back.push_back(expected);
+  }
+  return v2;
 }
 
 void WriteFile(const std::string& path, const std::string& bytes) {

@@ -17,6 +17,11 @@ struct TraceBytes {
   std::vector<uint64_t> packet_ends;    // packet_ends[i] = offset just past packet i
   std::vector<uint64_t> framing_bytes;  // tag + length prefix size of packet i
   std::vector<Packet> packets;          // as written (packet 0 is the header)
+  // CompactToV2 only: per packet, what a reader gives back (v1's shape; the header says v2).
+  std::vector<Packet> read_back;
+
+  // What a reader gives back for packet i: read_back[i], or the packet itself (v1).
+  const Packet& Expected(size_t i) const { return read_back.empty() ? packets[i] : read_back[i]; }
 
   void Add(const Packet& packet);
   // Appends `payload` as a framed packet without parsing it (for unknown or corrupt payloads).
@@ -34,6 +39,11 @@ TraceBytes MakeSampleTrace(bool footer = true);
 // An EventBatch of `n` events of a typical mix, for benchmarks; ids refer to MakeSampleTrace's
 // interned data.
 EventBatch MakeEventBatch(uint32_t tid, uint64_t seq, int n, uint64_t seed);
+
+// The same trace in format v2, as the recorder writes it: every packet through FormatCompactor
+// (analyzer/trace/trace_format.h), an Interned packet of communicator ids before a batch that
+// uses new ones. `read_back` holds the v1 packets (an inserted Interned packet reads back as is).
+TraceBytes CompactToV2(const TraceBytes& v1);
 
 // Varint encoding of `v` appended to `out`.
 void AppendVarint(uint64_t v, std::string* out);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/trace/trace_format.h"
 #include "trace.pb.h"
 
 namespace fs = std::filesystem;
@@ -115,7 +116,11 @@ Trace ReadTrace(const fs::path& file) {
   ss << in.rdbuf();
   idlescope::Trace proto;
   EXPECT_TRUE(proto.ParseFromString(ss.str())) << file;
-  for (const auto& p : proto.packet()) {
+  idlescope::FormatExpander expander(idlescope::kTraceFormatV1);  // the header says which version
+  for (auto& p : *proto.mutable_packet()) {
+    if (p.has_header()) expander = idlescope::FormatExpander(p.header().format_version());
+    std::string error;
+    EXPECT_TRUE(expander.Expand(&p, &error)) << file << ": " << error;
     if (p.has_header()) t.header = p.header();
     if (p.has_footer()) {
       t.footer = p.footer();

@@ -51,6 +51,15 @@ python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["before"]["steps"]
 "$idlescope" diff --per-run "$work/bad" "$work/fixed" | grep -q "normalization: per run" ||
   fail "--per-run ignored"
 
+# A trace written in format v1 (older idlescope) against the same job in v2: nothing changes, and
+# a gate on any growth holds.
+"$gen" --out "$work/bad_v1" --events 20000 --causes pageable,checkpoint --format 1 >/dev/null ||
+  fail gen bad_v1
+out=$("$idlescope" diff --fail-if-slower 0.001 --fail-if-cause-grows host_gpu_transfer:0.001 \
+      "$work/bad_v1" "$work/bad") || fail "diff v1 v2 exited $?"
+grep -q "^speedup: 1.00x" <<<"$out" || fail "v1 and v2 of one job differ: $out"
+grep -Eq "^ +host_gpu_transfer .* \+0\.000 s +\+0\.0%" <<<"$out" || fail "v1/v2 cause differs: $out"
+
 # Usage errors: 2. Unreadable input: 1.
 "$idlescope" diff "$work/bad" >/dev/null 2>&1; [ $? -eq 2 ] || fail "one input: expected 2"
 "$idlescope" diff --fail-if-cause-grows disk:5 "$work/bad" "$work/fixed" >/dev/null 2>&1

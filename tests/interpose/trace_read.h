@@ -1,5 +1,7 @@
 // Reads a trace file back with libprotobuf (tests only; the production reader is analyzer/trace/).
-// A file is a stream of Trace.packet fields: tag 0x0a, varint length, Packet bytes.
+// A file is a stream of Trace.packet fields: tag 0x0a, varint length, Packet bytes. Packets of a
+// format-v2 file are expanded into v1's one-Event-per-call shape, as the analyzer reads them
+// (analyzer/trace/trace_format.h), unless ParseTrace is asked for them as written.
 #pragma once
 
 #include <dirent.h>
@@ -11,13 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/trace/trace_format.h"
 #include "trace.pb.h"
 
 namespace idlescope::testing {
 
 struct ReadTrace {
   std::vector<idlescope::Packet> packets;
-  bool truncated = false;  // the file ends inside a packet
+  bool truncated = false;    // the file ends inside a packet
+  bool corrupt_run = false;  // a v2 batch whose launch runs do not expand (stops the read)
   size_t bytes = 0;
 };
 
@@ -39,9 +43,10 @@ inline bool ReadVarint(const std::string& s, size_t* pos, uint64_t* v) {
   return false;
 }
 
-inline ReadTrace ParseTrace(const std::string& data) {
+inline ReadTrace ParseTrace(const std::string& data, bool expand = true) {
   ReadTrace t;
   t.bytes = data.size();
+  idlescope::FormatExpander expander(idlescope::kTraceFormatV1);  // the header says which
   size_t pos = 0;
   while (pos < data.size()) {
     uint64_t tag, len;
@@ -53,6 +58,12 @@ inline ReadTrace ParseTrace(const std::string& data) {
     idlescope::Packet p;
     if (!p.ParseFromArray(data.data() + pos, static_cast<int>(len))) {
       t.truncated = true;
+      break;
+    }
+    if (p.has_header()) expander = idlescope::FormatExpander(p.header().format_version());
+    std::string error;
+    if (expand && !expander.Expand(&p, &error)) {
+      t.corrupt_run = true;
       break;
     }
     t.packets.push_back(std::move(p));

@@ -1,14 +1,18 @@
 // Issue 2, Done-when 6: the hand-written encoder (interpose/wire.h, trace_encoder.cc) produces
 // exactly libprotobuf's bytes for every message of proto/trace.proto, with non-trivial values
-// (large and negative numbers, empty and non-UTF-8 bytes, packed/repeated fields, nesting).
+// (large and negative numbers, empty and non-UTF-8 bytes, packed/repeated fields, nesting), and
+// its format-v2 batches (launch runs, correlation deltas, communicator ids) are exactly what the
+// libprotobuf-side FormatCompactor makes of the same events, and expand back to them.
 #include "interpose/wire.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "analyzer/trace/trace_format.h"
 #include "interpose/trace_encoder.h"
 #include "trace.pb.h"
 
@@ -176,6 +180,7 @@ TEST(WireTest, InternedPacketWithEveryKind) {
   in.stack_nodes = {{1, 0, 1}, {2, 1, 2}, {1ull << 33, 2, 1ull << 40}};
   in.streams = {{1, 0, 0}, {2, 0x7f00deadbeef, 3}, {3, 2, -1}};
   in.threads = {{4242, "pt_data_worker"}, {1, ""}};
+  in.comms = {{1, 0x9e3779b97f4a7c15ull}, {2, 1}};
   Buffer b;
   trace::WriteInternedPacket(b, in);
 
@@ -212,6 +217,11 @@ TEST(WireTest, InternedPacketWithEveryKind) {
     x->set_tid(t.tid);
     x->set_name(t.name);
   }
+  for (const auto& c : in.comms) {
+    auto* x = pi->add_comms();
+    x->set_id(c.id);
+    x->set_comm(c.comm);
+  }
   EXPECT_EQ(Bytes(b), Framed(p));
 
   // Each submessage alone, too.
@@ -230,13 +240,16 @@ TEST(WireTest, InternedPacketWithEveryKind) {
   one.clear();
   trace::EncodeInternedString(one, 2, kNotUtf8);
   EXPECT_EQ(Bytes(one), Serialize(pi->strings(1)));
+  one.clear();
+  trace::EncodeInternedComm(one, in.comms[0]);
+  EXPECT_EQ(Bytes(one), Serialize(pi->comms(0)));
 }
 
-// RawEvents of every family, as hooks fill them, and the Event libprotobuf should see.
+// RawEvents of every family, as hooks fill them, their references, and the (format v2) Event
+// libprotobuf should see.
 struct EventCase {
   RawEvent raw;
-  int64_t delta;
-  uint64_t stream_id;
+  trace::EventRefs refs;
   idlescope::Event expected;
 };
 
@@ -257,11 +270,12 @@ std::vector<EventCase> EventCases() {
     c.raw.u.cuda.copy_kind = ev::kH2D;
     c.raw.u.cuda.host_mem = ev::kPageable;
     c.raw.u.cuda.async = 1;
-    c.delta = 1795970313299887616ll;
-    c.stream_id = 2;
+    c.refs.ts_delta = 1795970313299887616ll;
+    c.refs.stream_id = 2;
+    c.refs.correlation_delta = 912;  // the batch's first correlation id
     auto& e = c.expected;
     e.set_type(idlescope::CUDA_MEMCPY);
-    e.set_ts(c.delta);
+    e.set_ts(c.refs.ts_delta);
     e.set_dur(1834221);
     e.set_api(3);
     e.set_stack(77);
@@ -271,7 +285,7 @@ std::vector<EventCase> EventCases() {
     e.set_copy_kind(idlescope::COPY_H2D);
     e.set_host_mem(idlescope::MEM_PAGEABLE);
     e.set_async(true);
-    e.set_correlation(912);
+    e.set_correlation_delta(912);
     cases.push_back(c);
   }
   {  // failed device allocation, negative delta
@@ -284,7 +298,9 @@ std::vector<EventCase> EventCases() {
     c.raw.result = 2;  // cudaErrorMemoryAllocation
     c.raw.u.cuda.ptr = 0x7f0000000000;
     c.raw.u.cuda.device = 0;
-    c.delta = -4096;
+    c.raw.u.cuda.correlation = 7;  // a correlation id repeated: a present zero delta
+    c.refs.ts_delta = -4096;
+    c.refs.correlation_delta = 0;
     auto& e = c.expected;
     e.set_type(idlescope::CUDA_MALLOC);
     e.set_ts(-4096);
@@ -293,6 +309,7 @@ std::vector<EventCase> EventCases() {
     e.set_bytes(~0ull);
     e.set_result(2);
     e.set_ptr(0x7f0000000000);
+    e.set_correlation_delta(0);
     cases.push_back(c);
   }
   {  // NCCL all-reduce in a group, rooted peer -1
@@ -314,9 +331,11 @@ std::vector<EventCase> EventCases() {
     c.raw.u.nccl.dtype = 7;
     c.raw.u.nccl.redop = 0;
     c.raw.u.nccl.group_depth = 2;
-    c.delta = 250;
-    c.stream_id = 4;
-    auto& e = c.expected;
+    c.refs.ts_delta = 250;
+    c.refs.stream_id = 4;
+    c.refs.comm_id = 1;
+    c.refs.parent_comm_id = 300;
+    auto& e = c.expected;  // `async` is implied by the type
     e.set_type(idlescope::NCCL_COLLECTIVE);
     e.set_ts(250);
     e.set_dur(7000);
@@ -324,17 +343,40 @@ std::vector<EventCase> EventCases() {
     e.set_stack(3);
     e.set_bytes(4 << 20);
     e.set_stream(4);
-    e.set_async(true);
     e.set_count(1 << 20);
     e.set_nccl_op(idlescope::NCCL_ALL_REDUCE);
     e.set_nccl_dtype(7);
     e.set_peer(-1);
-    e.set_comm(0xabcdef0123456789ull);
     e.set_rank(3);
     e.set_nranks(8);
     e.set_seq(1001);
     e.set_group_depth(2);
-    e.set_parent_comm(17);
+    e.set_comm_id(1);
+    e.set_parent_comm_id(300);
+    cases.push_back(c);
+  }
+  {  // a failed launch (a plain Event, not a run): `async` implied, negative correlation delta
+    EventCase c{};
+    c.raw.dur = 4100;
+    c.raw.api = 2;
+    c.raw.result = 98;  // cudaErrorInvalidDeviceFunction
+    c.raw.type = ev::kCudaLaunch;
+    c.raw.u.cuda.stream = 1;
+    c.raw.u.cuda.correlation = 3;
+    c.raw.u.cuda.device = 2;
+    c.raw.u.cuda.async = 1;
+    c.refs.ts_delta = 7;
+    c.refs.stream_id = 1;
+    c.refs.correlation_delta = -1000;
+    auto& e = c.expected;
+    e.set_type(idlescope::CUDA_LAUNCH);
+    e.set_ts(7);
+    e.set_dur(4100);
+    e.set_api(2);
+    e.set_stream(1);
+    e.set_device(2);
+    e.set_result(98);
+    e.set_correlation_delta(-1000);
     cases.push_back(c);
   }
   {  // checkpoint write burst with an errno result
@@ -350,7 +392,7 @@ std::vector<EventCase> EventCases() {
     c.raw.u.io.path = 13;
     c.raw.u.io.fd = 1005;
     c.raw.u.io.fs_type = 3;
-    c.delta = 1;
+    c.refs.ts_delta = 1;
     auto& e = c.expected;
     e.set_type(idlescope::FILE_WRITE);
     e.set_ts(1);
@@ -374,7 +416,6 @@ std::vector<EventCase> EventCases() {
     c.raw.u.io.path = 20;
     c.raw.u.io.fd = -1;
     c.raw.u.io.net_scope = 3;
-    c.delta = 0;
     auto& e = c.expected;
     e.set_type(idlescope::NET_RECV);
     e.set_dur(99);
@@ -391,7 +432,7 @@ std::vector<EventCase> EventCases() {
     c.raw.u.proc.child_pid = 4194304;
     c.raw.u.proc.path = 30;
     c.raw.u.proc.argv = 31;
-    c.delta = 10;
+    c.refs.ts_delta = 10;
     auto& e = c.expected;
     e.set_type(idlescope::PROC_SPAWN);
     e.set_ts(10);
@@ -405,7 +446,7 @@ std::vector<EventCase> EventCases() {
     EventCase c{};
     c.raw.type = ev::kProcExit;
     c.raw.result = -9;
-    c.delta = 2;
+    c.refs.ts_delta = 2;
     c.expected.set_type(idlescope::PROC_EXIT);
     c.expected.set_ts(2);
     c.expected.set_result(-9);
@@ -414,7 +455,7 @@ std::vector<EventCase> EventCases() {
     m.raw.type = ev::kMark;
     m.raw.stack = 1;
     m.raw.u.io.path = 5;
-    m.delta = 3;
+    m.refs.ts_delta = 3;
     m.expected.set_type(idlescope::MARK);
     m.expected.set_ts(3);
     m.expected.set_stack(1);
@@ -427,7 +468,7 @@ std::vector<EventCase> EventCases() {
 TEST(WireTest, EventsOfEveryFamily) {
   for (const EventCase& c : EventCases()) {
     Buffer b;
-    trace::EncodeEvent(b, c.raw, c.delta, c.stream_id);
+    trace::EncodeEvent(b, c.raw, c.refs);
     EXPECT_EQ(Bytes(b), Serialize(c.expected)) << c.expected.DebugString();
   }
 }
@@ -440,7 +481,7 @@ TEST(WireTest, EventBatchPacket) {
     trace::EncodeEventBatchHeader(b, 4194303, 77, 12345);
     for (const EventCase& c : cases) {
       size_t t = b.BeginNested(trace::kEventBatchEventField);
-      trace::EncodeEvent(b, c.raw, c.delta, c.stream_id);
+      trace::EncodeEvent(b, c.raw, c.refs);
       b.EndNested(t);
     }
   }
@@ -461,6 +502,318 @@ TEST(WireTest, EventBatchPacket) {
   idlescope::Packet pe;
   pe.mutable_events();
   EXPECT_EQ(Bytes(e), Framed(pe));
+}
+
+TEST(WireTest, LaunchRunAndSite) {
+  trace::LaunchRun r;
+  r.ts = {1795970313299887616ll, 4000, -12, 0};
+  r.dur = {3100, 0, 1ull << 40, 2500};
+  r.correlation_delta = {1000001, 1, 0, -5};
+  r.site = {0, 1, 1, 0};
+  r.sites = {{1, 1, 0, 0}, {300, 2, 7, 1ull << 33}};
+  Buffer b;
+  trace::EncodeLaunchRun(b, r);
+  idlescope::LaunchRun p;
+  for (int64_t v : r.ts) p.add_ts(v);
+  for (uint64_t v : r.dur) p.add_dur(v);
+  for (int64_t v : r.correlation_delta) p.add_correlation_delta(v);
+  for (uint32_t v : r.site) p.add_site(v);
+  for (const trace::LaunchSite& s : r.sites) {
+    auto* x = p.add_sites();
+    x->set_api(s.api);
+    x->set_stream(s.stream);
+    x->set_device(s.device);
+    x->set_stack(s.stack);
+  }
+  EXPECT_EQ(Bytes(b), Serialize(p));
+  Buffer one;
+  trace::EncodeLaunchSite(one, r.sites[1]);
+  EXPECT_EQ(Bytes(one), Serialize(p.sites(1)));
+
+  // One site and no correlation ids: those columns are absent, an empty site is present.
+  r.correlation_delta.clear();
+  r.site.clear();
+  r.sites = {{}};
+  p.clear_correlation_delta();
+  p.clear_site();
+  p.clear_sites();
+  p.add_sites();
+  b.clear();
+  trace::EncodeLaunchRun(b, r);
+  EXPECT_EQ(Bytes(b), Serialize(p));
+}
+
+// Format v2 by hand: the same batch, expected message by message.
+RawEvent Launch(uint64_t ts, uint64_t dur, uint32_t api, uint64_t correlation) {
+  RawEvent e;
+  e.ts = ts;
+  e.dur = dur;
+  e.api = api;
+  e.type = ev::kCudaLaunch;
+  e.u.cuda.stream = 0x5555aa00;
+  e.u.cuda.correlation = correlation;
+  e.u.cuda.async = 1;
+  return e;
+}
+
+TEST(WireTest, EventBatchEncoderWritesRunsDeltasAndIds) {
+  std::vector<RawEvent> raw;
+  std::vector<uint64_t> stream_ids;
+  auto add = [&](const RawEvent& e, uint64_t stream_id) {
+    raw.push_back(e);
+    stream_ids.push_back(stream_id);
+  };
+  add(Launch(1000000, 3000, 5, 100), 1);
+  add(Launch(1005000, 3100, 5, 101), 1);
+  add(Launch(1009000, 3200, 6, 103), 2);  // another site: cudaLaunchKernel_ptsz, stream 2
+  RawEvent copy;
+  copy.ts = 1020000;
+  copy.dur = 9000;
+  copy.api = 7;
+  copy.stack = 4;
+  copy.bytes = 4 << 20;
+  copy.type = ev::kCudaMemcpy;
+  copy.u.cuda.stream = 0x5555aa00;
+  copy.u.cuda.correlation = 104;
+  copy.u.cuda.copy_kind = ev::kH2D;
+  copy.u.cuda.host_mem = ev::kPinned;
+  copy.u.cuda.async = 1;
+  add(copy, 1);
+  add(Launch(1030000, 2900, 5, 106), 1);  // alone: a plain Event
+  RawEvent nccl;
+  nccl.ts = 1040000;
+  nccl.dur = 15000;
+  nccl.api = 8;
+  nccl.type = ev::kNcclCollective;
+  nccl.u.nccl.comm = 0x9e3779b97f4a7c15ull;
+  nccl.u.nccl.seq = 1;
+  nccl.u.nccl.nranks = 8;
+  add(nccl, 3);
+  add(Launch(1050000, 2800, 5, 0), 1);  // CUPTI not attached: no correlation ids
+  add(Launch(1054000, 2700, 5, 0), 1);
+
+  trace::CommIds comms;
+  trace::Interned interned;
+  Buffer b;
+  {
+    trace::PacketScope p(b, trace::kEvents);
+    trace::EncodeEventBatchHeader(b, 77, 3, 0);
+    trace::EventBatchEncoder events(b, comms, interned);
+    for (size_t i = 0; i < raw.size(); ++i) events.Add(raw[i], stream_ids[i]);
+    events.Finish();
+  }
+  ASSERT_EQ(interned.comms.size(), 1u);
+  EXPECT_EQ(interned.comms[0].id, 1u);
+  EXPECT_EQ(interned.comms[0].comm, 0x9e3779b97f4a7c15ull);
+
+  idlescope::Packet p;
+  auto* batch = p.mutable_events();
+  batch->set_tid(77);
+  batch->set_seq(3);
+  auto* run = batch->add_events()->add_launches();
+  for (int64_t v : {1000000, 5000, 4000}) run->add_ts(v);
+  for (uint64_t v : {3000, 3100, 3200}) run->add_dur(v);
+  for (int64_t v : {100, 1, 2}) run->add_correlation_delta(v);
+  for (uint32_t v : {0, 0, 1}) run->add_site(v);
+  auto* site = run->add_sites();
+  site->set_api(5);
+  site->set_stream(1);
+  site = run->add_sites();
+  site->set_api(6);
+  site->set_stream(2);
+  auto* e = batch->add_events();
+  e->set_type(idlescope::CUDA_MEMCPY);
+  e->set_ts(11000);
+  e->set_dur(9000);
+  e->set_api(7);
+  e->set_stack(4);
+  e->set_bytes(4 << 20);
+  e->set_stream(1);
+  e->set_copy_kind(idlescope::COPY_H2D);
+  e->set_host_mem(idlescope::MEM_PINNED);
+  e->set_async(true);
+  e->set_correlation_delta(1);
+  e = batch->add_events();
+  e->set_type(idlescope::CUDA_LAUNCH);
+  e->set_ts(10000);
+  e->set_dur(2900);
+  e->set_api(5);
+  e->set_stream(1);
+  e->set_correlation_delta(2);
+  e = batch->add_events();
+  e->set_type(idlescope::NCCL_COLLECTIVE);
+  e->set_ts(10000);
+  e->set_dur(15000);
+  e->set_api(8);
+  e->set_stream(3);
+  e->set_nranks(8);
+  e->set_seq(1);
+  e->set_comm_id(1);
+  run = batch->add_events()->add_launches();
+  for (int64_t v : {10000, 4000}) run->add_ts(v);
+  for (uint64_t v : {2800, 2700}) run->add_dur(v);
+  site = run->add_sites();
+  site->set_api(5);
+  site->set_stream(1);
+  EXPECT_EQ(Bytes(b), Framed(p));
+}
+
+// The v1 Event of a RawEvent (what the reader must give back), written out independently of the
+// encoder, for the families the round trip below uses.
+idlescope::Event V1Event(const RawEvent& r, int64_t ts_delta, uint64_t stream_id) {
+  idlescope::Event e;
+  e.set_type(static_cast<idlescope::EventType>(r.type));
+  e.set_ts(ts_delta);
+  e.set_dur(r.dur);
+  e.set_api(r.api);
+  e.set_stack(r.stack);
+  e.set_bytes(r.bytes);
+  e.set_stream(stream_id);
+  e.set_result(r.result);
+  e.set_count(r.count);
+  if (r.type == ev::kNcclCollective) {
+    e.set_async(true);
+    e.set_comm(r.u.nccl.comm);
+    e.set_seq(r.u.nccl.seq);
+    e.set_rank(r.u.nccl.rank);
+    e.set_nranks(r.u.nccl.nranks);
+  } else if (r.type == ev::kFileWrite) {
+    e.set_path(r.u.io.path);
+    e.set_fd(r.u.io.fd);
+  } else {
+    e.set_device(r.u.cuda.device);
+    e.set_copy_kind(static_cast<idlescope::CopyKind>(r.u.cuda.copy_kind));
+    e.set_host_mem(static_cast<idlescope::MemKind>(r.u.cuda.host_mem));
+    e.set_async(r.u.cuda.async != 0);
+    e.set_correlation(r.u.cuda.correlation);
+  }
+  return e;
+}
+
+// A long random mix, as threads record it: the recorder's batch (hand encoder) is byte for byte
+// the libprotobuf serialization of what FormatCompactor makes of the v1 events, and
+// FormatExpander turns it back into exactly those v1 events.
+TEST(WireTest, EventBatchEncoderMatchesCompactorAndExpandsBack) {
+  uint64_t seed = 42;
+  auto next = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  std::vector<RawEvent> raw;
+  std::vector<uint64_t> stream_ids;
+  uint64_t ts = 5'000'000'000, correlation = 1'000'000;
+  for (int i = 0; i < 3000; ++i) {
+    RawEvent e;
+    uint64_t stream_id = 0;
+    const uint64_t kind = next(20);
+    if (i >= 1000 && i < 1300) {  // 300 launches from 300 call sites: more than a run can hold
+      e = Launch(0, 3000 + next(500), 5, ++correlation);
+      e.stack = static_cast<uint32_t>(i);
+      stream_id = 1;
+    } else if (kind < 13) {
+      e = Launch(0, 2000 + next(3000), next(4) == 0 ? 6 : 5, 0);
+      if (next(10) != 0) e.u.cuda.correlation = correlation += 1 + next(30);  // else: none
+      if (next(50) == 0) e.result = 700;                                      // failed
+      e.u.cuda.device = static_cast<uint32_t>(next(2));
+      stream_id = 1 + next(3);
+    } else if (kind < 15) {
+      e.type = ev::kCudaMemcpy;
+      e.api = 7;
+      e.stack = 4;
+      e.dur = 9000 + next(1000);
+      e.bytes = 4 << 20;
+      e.u.cuda.copy_kind = ev::kH2D;
+      e.u.cuda.host_mem = ev::kPinned;
+      e.u.cuda.async = static_cast<uint8_t>(next(2));
+      e.u.cuda.correlation = next(4) == 0 ? 0 : (correlation += 2);
+      stream_id = 1;
+    } else if (kind < 17) {
+      e.type = ev::kCudaSync;
+      e.api = 9;
+      e.dur = 4'000'000 + next(100000);
+      e.u.cuda.correlation = next(2) == 0 ? 0 : ++correlation;
+    } else if (kind < 19) {
+      e.type = ev::kNcclCollective;
+      e.api = 8;
+      e.dur = 15000;
+      e.bytes = 100 << 20;
+      e.count = 25 << 20;
+      e.u.nccl.comm = 0x9e3779b97f4a7c15ull + next(3);
+      e.u.nccl.seq = static_cast<uint64_t>(i);
+      e.u.nccl.rank = 3;
+      e.u.nccl.nranks = 8;
+      stream_id = 4;
+    } else {
+      e.type = ev::kFileWrite;
+      e.api = 10;
+      e.dur = 2'000'000;
+      e.bytes = 64 << 20;
+      e.count = 64;
+      e.u.io.path = 11;
+      e.u.io.fd = 7;
+    }
+    ts += 500 + next(5000);
+    e.ts = next(100) == 0 ? ts - 200000 : ts;  // now and then out of order
+    raw.push_back(e);
+    stream_ids.push_back(stream_id);
+  }
+
+  // The recorder's way, in batches of up to 1024 events; one CommIds for the file.
+  trace::CommIds comms;
+  idlescope::FormatCompactor compactor;
+  idlescope::FormatExpander expander(idlescope::kTraceFormatVersion);
+  size_t runs = 0;
+  for (size_t begin = 0; begin < raw.size(); begin += 1024) {
+    const size_t end = std::min(raw.size(), begin + 1024);
+    trace::Interned interned;
+    Buffer b;
+    {
+      trace::PacketScope p(b, trace::kEvents);
+      trace::EncodeEventBatchHeader(b, 4242, begin / 1024, 0);
+      trace::EventBatchEncoder events(b, comms, interned);
+      for (size_t i = begin; i < end; ++i) events.Add(raw[i], stream_ids[i]);
+      events.Finish();
+    }
+    idlescope::Packet v1;
+    v1.mutable_events()->set_tid(4242);
+    v1.mutable_events()->set_seq(begin / 1024);
+    uint64_t prev = 0;
+    for (size_t i = begin; i < end; ++i) {
+      *v1.mutable_events()->add_events() =
+          V1Event(raw[i], static_cast<int64_t>(raw[i].ts - prev), stream_ids[i]);
+      prev = raw[i].ts;
+    }
+
+    idlescope::Packet compacted = v1;
+    idlescope::Interned new_comms;
+    compactor.Compact(&compacted, &new_comms);
+    ASSERT_EQ(Bytes(b), Framed(compacted)) << "batch at " << begin;
+    ASSERT_EQ(static_cast<int>(interned.comms.size()), new_comms.comms_size());
+    for (size_t k = 0; k < interned.comms.size(); ++k) {
+      EXPECT_EQ(interned.comms[k].id, new_comms.comms(static_cast<int>(k)).id());
+      EXPECT_EQ(interned.comms[k].comm, new_comms.comms(static_cast<int>(k)).comm());
+    }
+    for (const idlescope::Event& e : compacted.events().events()) runs += e.launches_size();
+
+    idlescope::Packet comm_packet;
+    *comm_packet.mutable_interned() = new_comms;
+    std::string error;
+    ASSERT_TRUE(expander.Expand(&comm_packet, &error)) << error;
+    idlescope::Trace t;
+    ASSERT_TRUE(t.ParseFromArray(b.data(), static_cast<int>(b.size())));
+    idlescope::Packet read = t.packet(0);
+    ASSERT_TRUE(expander.Expand(&read, &error)) << error;
+    ASSERT_EQ(read.events().events_size(), v1.events().events_size());
+    for (int i = 0; i < v1.events().events_size(); ++i) {
+      ASSERT_EQ(read.events().events(i).SerializeAsString(),
+                v1.events().events(i).SerializeAsString())
+          << "event " << begin + static_cast<size_t>(i) << ":\n"
+          << read.events().events(i).DebugString() << "expected\n"
+          << v1.events().events(i).DebugString();
+    }
+  }
+  EXPECT_GT(runs, 50u);  // the mix does form runs
+  EXPECT_EQ(expander.undefined_comm_ids(), 0u);
 }
 
 TEST(WireTest, GpuBatchPacket) {
@@ -494,7 +847,9 @@ TEST(WireTest, GpuBatchPacket) {
     int64_t prev = 0;
     for (const RawGpuActivity* a : {&k, &m}) {
       size_t t = b.BeginNested(trace::kGpuBatchActivityField);
-      trace::EncodeGpuActivity(b, *a, static_cast<int64_t>(a->start) - prev);
+      std::optional<int64_t> correlation;
+      if (a->correlation != 0) correlation = static_cast<int64_t>(a->correlation);
+      trace::EncodeGpuActivity(b, *a, static_cast<int64_t>(a->start) - prev, correlation);
       b.EndNested(t);
       prev = static_cast<int64_t>(a->start);
     }
@@ -508,7 +863,7 @@ TEST(WireTest, GpuBatchPacket) {
   pk->set_dur(52000);
   pk->set_device(7);
   pk->set_stream(13);
-  pk->set_correlation(912);
+  pk->set_correlation_delta(912);
   pk->set_name(40);
   pk->set_grid(1ull << 31);
   pk->set_block(1024);
@@ -528,6 +883,156 @@ TEST(WireTest, GpuBatchPacket) {
   pm->set_dst_device(2);
   g->set_dropped(3);
   EXPECT_EQ(Bytes(b), Framed(p));
+}
+
+TEST(WireTest, KernelRunAndSite) {
+  trace::KernelRun r;
+  r.start = {1795970313299887616ll, 7000, -300000, 0};
+  r.dur = {52000, 0, 1ull << 40, 9};
+  r.correlation_delta = {1000001, 12, 0, -5};
+  r.site = {0, 1, 1, 0};
+  r.sites = {{0, 7, 40, 132, 256, false, 0, 0, 0},
+             {3, 13, 1ull << 33, 1ull << 31, 1024, true, 2, 49152, 255}};
+  Buffer b;
+  trace::EncodeKernelRun(b, r);
+  idlescope::KernelRun p;
+  for (int64_t v : r.start) p.add_start(v);
+  for (uint64_t v : r.dur) p.add_dur(v);
+  for (int64_t v : r.correlation_delta) p.add_correlation_delta(v);
+  for (uint32_t v : r.site) p.add_site(v);
+  for (const trace::KernelSite& s : r.sites) {
+    auto* x = p.add_sites();
+    x->set_device(s.device);
+    x->set_stream(s.stream);
+    x->set_name(s.name);
+    x->set_grid(s.grid);
+    x->set_block(s.block);
+    x->set_nccl(s.nccl);
+    x->set_graph(s.graph);
+    x->set_shared_mem(s.shared_mem);
+    x->set_registers(s.registers);
+  }
+  EXPECT_EQ(Bytes(b), Serialize(p));
+  Buffer one;
+  trace::EncodeKernelSite(one, r.sites[1]);
+  EXPECT_EQ(Bytes(one), Serialize(p.sites(1)));
+
+  r.correlation_delta.clear();
+  r.site.clear();
+  r.sites.resize(1);
+  p.clear_correlation_delta();
+  p.clear_site();
+  p.mutable_sites()->RemoveLast();
+  b.clear();
+  trace::EncodeKernelRun(b, r);
+  EXPECT_EQ(Bytes(b), Serialize(p));
+}
+
+// CUPTI's records as the writer gets them: kernels of a few configurations on two streams (out
+// of start order across streams), copies, syncs and overhead records between them, some without
+// correlation ids. The hand encoder's batches are what FormatCompactor makes of the v1 records,
+// byte for byte, and expand back to them.
+TEST(WireTest, GpuBatchEncoderMatchesCompactorAndExpandsBack) {
+  uint64_t seed = 7;
+  auto next = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  std::vector<RawGpuActivity> raw;
+  uint64_t start = 9'000'000'000, correlation = 500;
+  for (int i = 0; i < 5000; ++i) {
+    RawGpuActivity a;
+    const uint64_t kind = next(30);
+    if (i >= 2000 && i < 2200) {  // 200 distinct configurations: more than a run can hold
+      a.kind = 1;
+      a.name = 100 + static_cast<uint32_t>(i);
+      a.correlation = correlation += 12;
+    } else if (kind < 26) {
+      a.kind = 1;
+      a.name = 40 + static_cast<uint32_t>(next(6));
+      a.grid = next(3) == 0 ? 132 : 4096;
+      a.block = 256;
+      a.stream = next(4) == 0 ? 14 : 13;
+      a.registers = a.name == 41 ? 255 : 32;
+      a.shared_mem = a.name == 42 ? 49152 : 0;
+      a.nccl = a.name == 45;
+      a.graph = next(40) == 0 ? 3 : 0;
+      if (next(20) != 0) a.correlation = correlation += 1 + next(30);
+    } else if (kind < 28) {
+      a.kind = 2;
+      a.bytes = 4 << 20;
+      a.copy_kind = 1;
+      a.src_kind = 2;
+      a.dst_kind = 3;
+      a.stream = 7;
+      a.correlation = correlation += 3;
+    } else if (kind < 29) {
+      a.kind = 4;
+      a.name = 50;
+      a.correlation = next(2) == 0 ? 0 : ++correlation;
+    } else {
+      a.kind = 5;
+      a.name = 51;
+    }
+    start += 1000 + next(20000);
+    a.start = next(10) == 0 ? start - 300000 : start;
+    a.dur = 2000 + next(400000);
+    a.device = static_cast<uint32_t>(next(8) == 0);
+    raw.push_back(a);
+  }
+
+  idlescope::FormatCompactor compactor;
+  idlescope::FormatExpander expander(idlescope::kTraceFormatVersion);
+  idlescope::Interned unused;
+  for (size_t begin = 0; begin < raw.size(); begin += 2048) {
+    const size_t end = std::min(raw.size(), begin + 2048);
+    Buffer b;
+    {
+      trace::PacketScope p(b, trace::kGpu);
+      trace::GpuBatchEncoder activities(b);
+      for (size_t i = begin; i < end; ++i) activities.Add(raw[i]);
+      activities.Finish();
+      trace::EncodeGpuBatchDropped(b, begin);
+    }
+    idlescope::Packet v1;
+    uint64_t prev = 0;
+    for (size_t i = begin; i < end; ++i) {  // the v1 record, written out field by field
+      const RawGpuActivity& r = raw[i];
+      idlescope::GpuActivity* a = v1.mutable_gpu()->add_activities();
+      a->set_kind(static_cast<idlescope::GpuActivityKind>(r.kind));
+      a->set_start(static_cast<int64_t>(r.start - prev));
+      prev = r.start;
+      a->set_dur(r.dur);
+      a->set_device(r.device);
+      a->set_stream(r.stream);
+      a->set_correlation(r.correlation);
+      a->set_name(r.name);
+      a->set_grid(r.grid);
+      a->set_block(r.block);
+      a->set_bytes(r.bytes);
+      a->set_copy_kind(static_cast<idlescope::CopyKind>(r.copy_kind));
+      a->set_src_kind(static_cast<idlescope::MemKind>(r.src_kind));
+      a->set_dst_kind(static_cast<idlescope::MemKind>(r.dst_kind));
+      a->set_nccl(r.nccl != 0);
+      a->set_graph(r.graph);
+      a->set_shared_mem(r.shared_mem);
+      a->set_registers(r.registers);
+    }
+    v1.mutable_gpu()->set_dropped(begin);
+
+    idlescope::Packet compacted = v1;
+    compactor.Compact(&compacted, &unused);
+    ASSERT_EQ(Bytes(b), Framed(compacted)) << "batch at " << begin;
+    idlescope::Trace t;
+    ASSERT_TRUE(t.ParseFromArray(b.data(), static_cast<int>(b.size())));
+    idlescope::Packet read = t.packet(0);
+    std::string error;
+    ASSERT_TRUE(expander.Expand(&read, &error)) << error;
+    ASSERT_EQ(read.SerializeAsString(), v1.SerializeAsString()) << "batch at " << begin;
+  }
+  EXPECT_EQ(unused.comms_size(), 0);
+  EXPECT_GT(expander.kernel_runs(), 100u);
+  EXPECT_GT(expander.run_kernels(), 3000u);
 }
 
 TEST(WireTest, DeviceInfoPacket) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analyzer/trace/trace_format.h"
 #include "google/protobuf/io/coded_stream.h"
 
 extern char** environ;
@@ -38,6 +39,7 @@ TraceFile ReadTraceFile(const std::string& path) {
   google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(data.data()),
                                                 static_cast<int>(data.size()));
   stream.SetTotalBytesLimit(INT32_MAX);
+  FormatExpander expander(kTraceFormatV1);  // the header says which version
   for (;;) {
     uint32_t tag = stream.ReadTag();
     if (tag != 0x0a) break;
@@ -47,6 +49,9 @@ TraceFile ReadTraceFile(const std::string& path) {
     if (!stream.ReadString(&bytes, static_cast<int>(len))) break;  // cut last packet
     Packet packet;
     if (!packet.ParseFromString(bytes)) break;
+    if (packet.has_header()) expander = FormatExpander(packet.header().format_version());
+    std::string error;
+    if (!expander.Expand(&packet, &error)) break;  // v2 launch runs: one Event per launch
     switch (packet.data_case()) {
       case Packet::kHeader:
         file.header = packet.header();

@@ -1,5 +1,6 @@
 // Test support: run a program under the preload library and read the trace files it wrote back
-// with libprotobuf (framing: repeated Trace.packet, tag 0x0a + varint length + Packet).
+// with libprotobuf (framing: repeated Trace.packet, tag 0x0a + varint length + Packet), format-v2
+// batches expanded into one Event per call as the analyzer reads them.
 #pragma once
 
 #include <cstdint>
