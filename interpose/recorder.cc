@@ -49,6 +49,7 @@ std::atomic<bool> g_recorder_active{false};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
+__thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 }  // namespace detail
 
 namespace internal {
@@ -122,13 +123,10 @@ struct Ring {
   // The final flush's copy of the pending event (below), written after the ring's events.
   bool final_pending = false;
   RawEvent final_pending_event;
-  // The owner's pending event (SetPendingEvent). Only the owner writes it, inside the seqlock
-  // `pending_seq` (odd while it writes); the head store that appends it to the ring is inside the
-  // same seqlock, so a reader that sees an even, unchanged count has a (head, pending) pair of
-  // one instant: an open pending event is then not among the slots below that head.
-  alignas(64) std::atomic<uint32_t> pending_seq{0};
-  std::atomic<bool> pending_open{false};
-  RawEvent pending;
+  // The owner's pending event (SetPendingEvent, recorder.h). A reader that sees an even, unchanged
+  // `pending.seq` has a (head, pending event) pair of one instant: an open pending event is then
+  // not among the slots below that head.
+  alignas(64) detail::PendingSlot pending;
 };
 
 constexpr uint32_t kMaxRings = 8192;
@@ -177,8 +175,8 @@ void ResetRing(Ring* r, uint32_t tid) {
   r->name[0] = '\0';
   r->tid = tid;
   r->final_pending = false;
-  r->pending_seq.store(0, std::memory_order_relaxed);
-  r->pending_open.store(false, std::memory_order_relaxed);
+  r->pending.seq.store(0, std::memory_order_relaxed);
+  r->pending.open.store(false, std::memory_order_relaxed);
 }
 
 // Puts one event into the owner's ring (owner thread only); counts a drop when it is full.
@@ -222,8 +220,8 @@ void LoadEventWords(RawEvent* dst, const RawEvent& src) {
 // the odd count is ordered before the data stores by the release fence, the even one after them
 // by its release store.
 inline uint32_t PendingWriteBegin(Ring* r) {
-  uint32_t seq = r->pending_seq.load(std::memory_order_relaxed);
-  r->pending_seq.store(seq + 1, std::memory_order_relaxed);
+  uint32_t seq = r->pending.seq.load(std::memory_order_relaxed);
+  r->pending.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   return seq + 2;
 }
@@ -231,11 +229,11 @@ inline uint32_t PendingWriteBegin(Ring* r) {
 // Owner thread: the pending event goes into the ring, in the same seqlock section as its closing.
 void AppendPending(Ring* r) {
   uint32_t done = PendingWriteBegin(r);
-  if (r->pending_open.load(std::memory_order_relaxed)) {
-    Push(r, r->pending);
-    r->pending_open.store(false, std::memory_order_relaxed);
+  if (r->pending.open.load(std::memory_order_relaxed)) {
+    Push(r, r->pending.event);
+    r->pending.open.store(false, std::memory_order_relaxed);
   }
-  r->pending_seq.store(done, std::memory_order_release);
+  r->pending.seq.store(done, std::memory_order_release);
   detail::t_pending_open = false;
 }
 
@@ -245,16 +243,16 @@ void AppendPending(Ring* r) {
 void SnapshotWithPending(Ring* r) {
   r->final_pending = false;
   for (int attempt = 0; attempt < 2000; ++attempt) {
-    uint32_t seq = r->pending_seq.load(std::memory_order_acquire);
+    uint32_t seq = r->pending.seq.load(std::memory_order_acquire);
     if (seq & 1u) {
       sched_yield();
       continue;
     }
     uint64_t head = r->head.load(std::memory_order_acquire);
-    bool open = r->pending_open.load(std::memory_order_relaxed);
-    if (open) LoadEventWords(&r->final_pending_event, r->pending);
+    bool open = r->pending.open.load(std::memory_order_relaxed);
+    if (open) LoadEventWords(&r->final_pending_event, r->pending.event);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (r->pending_seq.load(std::memory_order_relaxed) != seq) continue;
+    if (r->pending.seq.load(std::memory_order_relaxed) != seq) continue;
     r->snap_head = head;
     r->final_pending = open;
     return;
@@ -1073,9 +1071,10 @@ void SetPendingEvent(const RawEvent& event) {
     }
   }
   uint32_t done = PendingWriteBegin(r);
-  StoreEventWords(&r->pending, event);
-  r->pending_open.store(true, std::memory_order_relaxed);
-  r->pending_seq.store(done, std::memory_order_release);
+  StoreEventWords(&r->pending.event, event);
+  r->pending.open.store(true, std::memory_order_relaxed);
+  r->pending.seq.store(done, std::memory_order_release);
+  detail::t_pending_slot = &r->pending;
   detail::t_pending_open = true;
 }
 

@@ -25,6 +25,7 @@ using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
 using idlescope::io::Libc;
+using idlescope::io::MergeBurstCall;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
 using idlescope::io::ResolveFd;
@@ -99,11 +100,12 @@ Ret BurstHook(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, ui
   if (!guard.active()) return call();
   uint64_t t0 = idlescope::io::CallTicks();
   Ret r = call();
-  int err = errno;
   uint64_t t1 = idlescope::io::CallTicks();
   bool failed = false;
   uint64_t bytes = bytes_of(r, &failed);
-  RecordBurstCall(file_type, net_type, api(), fd, t0, t1, bytes, failed, err, offset);
+  if (!failed && MergeBurstCall(file_type, net_type, fd, t0, t1, bytes)) return r;
+  int err = errno;
+  RecordBurstCall(file_type, net_type, api, fd, t0, t1, bytes, failed, err, offset);
   errno = err;
   return r;
 }
@@ -137,8 +139,10 @@ Ret StdioHook(uint8_t type, uint32_t (*api)(), FILE* fp, Call&& call, Bytes&& by
   if (fd >= 0) {
     bool failed = false;
     uint64_t bytes = bytes_of(r, &failed);
-    RecordBurstCall(type, type == ev::kFileWrite ? ev::kNetSend : ev::kNetRecv, api(), fd, t0, t1,
-                    bytes, failed, err, 0);
+    uint8_t net_type = type == ev::kFileWrite ? ev::kNetSend : ev::kNetRecv;
+    if (failed || !MergeBurstCall(type, net_type, fd, t0, t1, bytes)) {
+      RecordBurstCall(type, net_type, api, fd, t0, t1, bytes, failed, err, 0);
+    }
   }
   errno = err;
   return r;

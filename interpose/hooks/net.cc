@@ -22,6 +22,7 @@ using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
 using idlescope::io::Libc;
+using idlescope::io::MergeBurstCall;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
 namespace ev = idlescope::ev;
@@ -41,10 +42,12 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   if (!guard.active()) return call();
   uint64_t t0 = idlescope::io::CallTicks();
   ssize_t r = call();
-  int err = errno;
   uint64_t t1 = idlescope::io::CallTicks();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
-  RecordBurstCall(0, type, api(), fd, t0, t1, r > 0 ? static_cast<uint64_t>(r) : 0, r < 0, err, 0);
+  uint64_t bytes = r > 0 ? static_cast<uint64_t>(r) : 0;
+  if (r >= 0 && MergeBurstCall(0, type, fd, t0, t1, bytes)) return r;
+  int err = errno;
+  RecordBurstCall(0, type, api, fd, t0, t1, bytes, r < 0, err, 0);
   errno = err;
   return r;
 }

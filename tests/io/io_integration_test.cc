@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -320,6 +321,26 @@ INSTANTIATE_TEST_SUITE_P(
                       Ending{"ThreadEnds", "thread-ends", 0, 3000, true},
                       Ending{"SigtermInOtherThread", "sigterm-other", 128 + SIGTERM, 4000, true}),
     [](const ::testing::TestParamInfo<Ending>& info) { return std::string(info.param.name); });
+
+// Another thread makes the fd of this thread's open burst name another file (dup2 onto it): the
+// next writes are that file's (a new burst), not more of the old one. Each file's size says how
+// many bytes went to it; the trace may put one or two writes on the wrong side (a write under way
+// while the number changes is attributed after it returns).
+TEST_F(IoTraceTest, FdNumberReusedByAnotherThreadStartsANewBurst) {
+  std::string a = work_ + "/first", b = work_ + "/second";
+  ASSERT_EQ(RunTraced({Program("fd_reused_by_other_thread"), a, b}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  struct stat sa, sb;
+  ASSERT_EQ(stat(a.c_str(), &sa), 0);
+  ASSERT_EQ(stat(b.c_str(), &sb), 0);
+  ASSERT_GE(sb.st_size, 100'000);
+  Totals wa = Sum(f, FILE_WRITE, a), wb = Sum(f, FILE_WRITE, b);
+  EXPECT_EQ(wa.bytes + wb.bytes, static_cast<uint64_t>(sa.st_size + sb.st_size));
+  EXPECT_NEAR(static_cast<double>(wa.bytes), static_cast<double>(sa.st_size), 2000);
+  EXPECT_NEAR(static_cast<double>(wb.bytes), static_cast<double>(sb.st_size), 2000);
+}
 
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
   constexpr uint64_t kBytes = 3 << 20;
