@@ -283,7 +283,19 @@ void FlushNow();
 void BeforeExec();
 void AfterExecFailed();
 
-// True when `fd` is the trace file (close/dup2 hooks may protect it, see docs/architecture.md).
+// True when `fd`, a descriptor of the program's table, is the trace file (close/dup2 hooks may
+// protect it, see docs/architecture.md).
 bool IsTraceFd(int fd);
+
+namespace detail {
+// Set on the writer thread once it has a descriptor table of its own (docs/architecture.md,
+// "Writer thread").
+extern __thread bool t_own_fd_table __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+// True on a thread whose file descriptor table is not the program's (the recorder's writer): the
+// descriptor numbers it opens, closes or duplicates name other files than the program's, so hooks
+// that keep per-fd state must not update it from there.
+inline bool OwnFdTable() { return detail::t_own_fd_table; }
 
 }  // namespace idlescope

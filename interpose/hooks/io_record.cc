@@ -110,6 +110,18 @@ using detail::t_limits;
 
 FdTable& Fds() { return detail::g_hot.fds; }
 
+void ForgetFd(int fd) {
+  if (!OwnFdTable()) Fds().Clear(fd);
+}
+
+void ForgetFds(unsigned first, unsigned last) {
+  if (!OwnFdTable()) Fds().ClearRange(first, last);
+}
+
+void CopyFd(int from, int to) {
+  if (!OwnFdTable()) Fds().Copy(from, to);
+}
+
 FdInfo ResolveFd(int fd) {
   FdInfo info = Fds().Get(fd);
   if (info.state != FdState::kUnknown) return info;

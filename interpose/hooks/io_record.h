@@ -16,6 +16,13 @@ namespace idlescope::io {
 
 FdTable& Fds();
 
+// After a call that closed or duplicated descriptors (also when not recording): forget `fd` /
+// [first, last], or copy `from`'s entry to `to`. No-ops on a thread with a descriptor table of its
+// own (the recorder's writer, recorder.h OwnFdTable()): its numbers are not the program's.
+void ForgetFd(int fd);
+void ForgetFds(unsigned first, unsigned last);
+void CopyFd(int from, int to);
+
 // What `fd` is: from the table, or resolved now (fstat, readlink /proc/self/fd, fstatfs,
 // getpeername) and remembered. The recorder's own trace file comes back kIgnored.
 FdInfo ResolveFd(int fd);

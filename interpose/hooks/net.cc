@@ -21,6 +21,7 @@ using idlescope::NowNs;
 using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
+using idlescope::io::ForgetFd;
 using idlescope::io::Libc;
 using idlescope::io::MergeBurstCall;
 using idlescope::io::RecordBurstCall;
@@ -55,7 +56,7 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
 // accept: a new socket whose number may be a closed file's: forget the old entry, the first
 // I/O resolves the peer.
 int AfterAccept(int fd) {
-  if (fd >= 0) Fds().Clear(fd);
+  if (fd >= 0) ForgetFd(fd);
   return fd;
 }
 
@@ -64,7 +65,7 @@ int AfterAccept(int fd) {
 IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) {
-    Fds().Clear(fd);
+    ForgetFd(fd);
     return Libc().connect(fd, addr, len);
   }
   uint64_t t0 = NowNs();
@@ -83,7 +84,7 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   if (r == 0 || err == EINPROGRESS) {
     Fds().Set(fd, info);
   } else {
-    Fds().Clear(fd);
+    ForgetFd(fd);
   }
   RecordFdEvent(ev::kNetConnect, NET_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;

@@ -2,6 +2,8 @@
 // with libprotobuf (framing: repeated Trace.packet, tag 0x0a + varint length + Packet).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -50,5 +52,19 @@ int RunWithCli(const std::string& cli, const std::vector<std::string>& argv,
 
 // Same, without the preload library.
 int RunBare(const std::vector<std::string>& argv);
+
+// A traced program started and not yet waited for, its stdout and stderr each a pipe (read ends
+// here). Unlike RunTraced, IDLESCOPE_QUIET is not set: the tracer's own messages reach stderr.
+struct TracedChild {
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+};
+TracedChild StartTraced(const std::vector<std::string>& argv, const std::string& out_dir,
+                        const std::vector<std::string>& extra_env = {});
+// Everything left on `fd` until EOF; closes it.
+std::string ReadAll(int fd);
+// Exit status of `pid` (or 128+signal).
+int Wait(pid_t pid);
 
 }  // namespace idlescope::testing
