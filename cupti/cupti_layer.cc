@@ -421,15 +421,33 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 std::mutex& g_flush_mu = *new std::mutex;
 std::condition_variable& g_flush_cv = *new std::condition_variable;
 bool g_flush_stop = false;
+// A forced flush asked of this thread by the recorder's writer
+// (idlescope_cupti_flush_on_cupti_thread) and its completion; under g_flush_mu.
+bool g_forced_requested = false;
+bool g_forced_done = false;
+// The process whose flush thread runs (0: none; a forked child has none).
+std::atomic<pid_t> g_flush_thread_pid{0};
 
 void* FlushLoop(void*) {
   const uint64_t interval_ms = EnvU64("IDLESCOPE_CUPTI_FLUSH_MS", 500);
   for (;;) {
+    bool forced;
     {
       std::unique_lock<std::mutex> lock(g_flush_mu);
       g_flush_cv.wait_for(lock, std::chrono::milliseconds(interval_ms),
-                          [] { return g_flush_stop; });
+                          [] { return g_flush_stop || g_forced_requested; });
       if (g_flush_stop) return nullptr;
+      forced = g_forced_requested;
+    }
+    if (forced) {
+      Flush();
+      {
+        std::lock_guard<std::mutex> lock(g_flush_mu);
+        g_forced_requested = false;
+        g_forced_done = true;
+      }
+      g_flush_cv.notify_all();
+      continue;
     }
     // Not FORCED: only completed buffers, so an idle GPU costs nothing. No lock held here.
     const Api* api = g_loaded.load(std::memory_order_acquire);
@@ -451,6 +469,7 @@ void StartFlushThread() {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   if (pthread_create(&thread, &attr, FlushLoop, nullptr) == 0) {
     pthread_setname_np(thread, "idlescope-cupti");
+    g_flush_thread_pid.store(getpid(), std::memory_order_release);
   }
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -602,6 +621,19 @@ void Flush() {
 }  // namespace idlescope::cupti
 
 extern "C" void idlescope_cupti_flush() { idlescope::cupti::Flush(); }
+
+extern "C" void idlescope_cupti_flush_on_cupti_thread() {
+  using namespace idlescope::cupti;  // NOLINT
+  // The recorder's writer, at a final flush on a signal: its descriptor table is its own, without
+  // the CUDA driver's descriptors, so CUPTI is flushed by the flush thread, which shares the
+  // program's. Bounded: the signal handler waits for the whole final flush for 3 s.
+  if (g_flush_thread_pid.load(std::memory_order_acquire) != getpid()) return;
+  std::unique_lock<std::mutex> lock(g_flush_mu);
+  g_forced_done = false;
+  g_forced_requested = true;
+  g_flush_cv.notify_all();
+  g_flush_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_forced_done; });
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   // libcuda calls this at cuInit when CUDA_INJECTION64_PATH names us. Our library constructor has

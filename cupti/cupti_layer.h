@@ -33,6 +33,10 @@ void Flush();
 // For the recorder's shutdown (exit, _exit, signals): flush CUPTI before the footer is written.
 // Safe to call when CUPTI was never started, and more than once.
 extern "C" void idlescope_cupti_flush();
+// The same, run on the CUPTI layer's flush thread and waited for (at most 2 s): for the recorder's
+// writer, whose descriptor table lacks the CUDA driver's descriptors. No-op when that thread does
+// not run in this process.
+extern "C" void idlescope_cupti_flush_on_cupti_thread();
 
 // CUDA_INJECTION64_PATH entry point, called by libcuda at cuInit.
 extern "C" int InitializeInjection(void);

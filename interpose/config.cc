@@ -1,5 +1,7 @@
 // IDLESCOPE_* environment variables. getenv only: this runs in the library constructor, before
 // the program's main, and must not allocate through anything hooked.
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
 namespace idlescope::internal {
@@ -21,6 +24,21 @@ static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
 bool g_quiet = false;
 
 void Warn(const std::string& text) { Say(text.c_str()); }
+
+// The program's stderr, for a thread with a descriptor table of its own (the writer, which keeps
+// no copy of it: a copy would hold a pipe open after the program closed it): the same open file,
+// taken from the program's table with pidfd_getfd (Linux 5.6), else reopened through /proc. -1 if
+// neither works (the message is lost). /proc/self is the thread group leader, whose table is the
+// program's.
+int ProgramStderr() {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (pidfd >= 0) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, STDERR_FILENO, 0));
+    close(pidfd);
+    if (fd >= 0) return fd;
+  }
+  return open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_CLOEXEC);
+}
 
 // Unsigned integer in [lo, hi]; anything else keeps the default, with one warning.
 uint32_t ParseNumber(const char* name, uint32_t def, uint32_t lo, uint32_t hi) {
@@ -83,10 +101,15 @@ void Say(const char* text) {
   put(text);
   put("\n");
   int saved = errno;
-  ssize_t r;
-  do {
-    r = write(STDERR_FILENO, buf, n);
-  } while (r < 0 && errno == EINTR);
+  int fd = STDERR_FILENO;
+  if (OwnFdTable()) fd = ProgramStderr();  // the writer thread: its fd 2 is not the program's
+  if (fd >= 0) {
+    ssize_t r;
+    do {
+      r = write(fd, buf, n);
+    } while (r < 0 && errno == EINTR);
+    if (fd != STDERR_FILENO) close(fd);
+  }
   errno = saved;
 }
 

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -39,8 +40,10 @@
 #endif
 
 // The CUPTI layer (cupti/, only in builds with CUDA) delivers its pending activity buffers; weak so
-// the recorder links without it.
+// the recorder links without it. The second form runs the flush on the CUPTI layer's own thread
+// and waits for it (bounded): for the writer, whose descriptor table lacks the CUDA driver's.
 extern "C" __attribute__((weak)) void idlescope_cupti_flush();
+extern "C" __attribute__((weak)) void idlescope_cupti_flush_on_cupti_thread();
 
 namespace idlescope {
 
@@ -49,6 +52,8 @@ std::atomic<bool> g_recorder_active{false};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
+__thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread bool t_own_fd_table __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace detail
 
 namespace internal {
@@ -122,13 +127,10 @@ struct Ring {
   // The final flush's copy of the pending event (below), written after the ring's events.
   bool final_pending = false;
   RawEvent final_pending_event;
-  // The owner's pending event (SetPendingEvent). Only the owner writes it, inside the seqlock
-  // `pending_seq` (odd while it writes); the head store that appends it to the ring is inside the
-  // same seqlock, so a reader that sees an even, unchanged count has a (head, pending) pair of
-  // one instant: an open pending event is then not among the slots below that head.
-  alignas(64) std::atomic<uint32_t> pending_seq{0};
-  std::atomic<bool> pending_open{false};
-  RawEvent pending;
+  // The owner's pending event (SetPendingEvent, recorder.h). A reader that sees an even, unchanged
+  // `pending.seq` has a (head, pending event) pair of one instant: an open pending event is then
+  // not among the slots below that head.
+  alignas(64) detail::PendingSlot pending;
 };
 
 constexpr uint32_t kMaxRings = 8192;
@@ -177,8 +179,8 @@ void ResetRing(Ring* r, uint32_t tid) {
   r->name[0] = '\0';
   r->tid = tid;
   r->final_pending = false;
-  r->pending_seq.store(0, std::memory_order_relaxed);
-  r->pending_open.store(false, std::memory_order_relaxed);
+  r->pending.seq.store(0, std::memory_order_relaxed);
+  r->pending.open.store(false, std::memory_order_relaxed);
 }
 
 // Puts one event into the owner's ring (owner thread only); counts a drop when it is full.
@@ -222,8 +224,8 @@ void LoadEventWords(RawEvent* dst, const RawEvent& src) {
 // the odd count is ordered before the data stores by the release fence, the even one after them
 // by its release store.
 inline uint32_t PendingWriteBegin(Ring* r) {
-  uint32_t seq = r->pending_seq.load(std::memory_order_relaxed);
-  r->pending_seq.store(seq + 1, std::memory_order_relaxed);
+  uint32_t seq = r->pending.seq.load(std::memory_order_relaxed);
+  r->pending.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   return seq + 2;
 }
@@ -231,11 +233,11 @@ inline uint32_t PendingWriteBegin(Ring* r) {
 // Owner thread: the pending event goes into the ring, in the same seqlock section as its closing.
 void AppendPending(Ring* r) {
   uint32_t done = PendingWriteBegin(r);
-  if (r->pending_open.load(std::memory_order_relaxed)) {
-    Push(r, r->pending);
-    r->pending_open.store(false, std::memory_order_relaxed);
+  if (r->pending.open.load(std::memory_order_relaxed)) {
+    Push(r, r->pending.event);
+    r->pending.open.store(false, std::memory_order_relaxed);
   }
-  r->pending_seq.store(done, std::memory_order_release);
+  r->pending.seq.store(done, std::memory_order_release);
   detail::t_pending_open = false;
 }
 
@@ -245,16 +247,16 @@ void AppendPending(Ring* r) {
 void SnapshotWithPending(Ring* r) {
   r->final_pending = false;
   for (int attempt = 0; attempt < 2000; ++attempt) {
-    uint32_t seq = r->pending_seq.load(std::memory_order_acquire);
+    uint32_t seq = r->pending.seq.load(std::memory_order_acquire);
     if (seq & 1u) {
       sched_yield();
       continue;
     }
     uint64_t head = r->head.load(std::memory_order_acquire);
-    bool open = r->pending_open.load(std::memory_order_relaxed);
-    if (open) LoadEventWords(&r->final_pending_event, r->pending);
+    bool open = r->pending.open.load(std::memory_order_relaxed);
+    if (open) LoadEventWords(&r->final_pending_event, r->pending.event);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (r->pending_seq.load(std::memory_order_relaxed) != seq) continue;
+    if (r->pending.seq.load(std::memory_order_relaxed) != seq) continue;
     r->snap_head = head;
     r->final_pending = open;
     return;
@@ -347,7 +349,8 @@ constexpr size_t kMaxGpuQueue = 1 << 20;
 
 std::mutex g_flush_mu;
 Config* g_config;
-int g_fd = -1;
+int g_fd = -1;         // the trace file in the program's descriptor table
+int g_writer_fd = -1;  // the same file in the writer's own table (TakeOwnFdTable), or -1
 dev_t g_fd_dev = 0;
 ino_t g_fd_ino = 0;
 std::string* g_path;
@@ -381,6 +384,7 @@ trace::CommIds* g_comm_ids;
 // Writer thread and shutdown handshake.
 pthread_t g_writer;
 std::atomic<bool> g_writer_running{false};
+std::atomic<uint32_t> g_writer_ready{0};  // the writer has its descriptor table (StartWriter waits)
 std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
 int g_final_status = 0;
 bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself (signal handler)
@@ -393,9 +397,14 @@ uint32_t g_parent_pid = 0;
 // ---------------------------------------------------------------------------------------------
 // Writing.
 
+// The trace file's descriptor in the calling thread's table: the writer's own once it has one.
+// Program threads write too (exec's footer, FlushNow, a final flush without the writer).
+int& TraceFd() { return detail::t_own_fd_table ? g_writer_fd : g_fd; }
+
 bool FdStillOurs() {
   struct stat st;
-  if (g_fd < 0 || fstat(g_fd, &st) != 0) return false;
+  int fd = TraceFd();
+  if (fd < 0 || fstat(fd, &st) != 0) return false;
   return st.st_dev == g_fd_dev && st.st_ino == g_fd_ino;
 }
 
@@ -416,9 +425,10 @@ int MoveFdHigh(int fd) {
 }
 
 void AdoptFd(int fd) {
-  g_fd = MoveFdHigh(fd);
+  int& trace_fd = TraceFd();
+  trace_fd = MoveFdHigh(fd);
   struct stat st;
-  if (fstat(g_fd, &st) == 0) {
+  if (fstat(trace_fd, &st) == 0) {
     g_fd_dev = st.st_dev;
     g_fd_ino = st.st_ino;
   }
@@ -453,7 +463,7 @@ bool RecoverFd() {
 
 bool WriteAll(const uint8_t* p, size_t n) {
   while (n > 0) {
-    ssize_t w = write(g_fd, p, n);
+    ssize_t w = write(TraceFd(), p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       StopTracing("cannot write " + *g_path + ": " + strerror(errno) + "; tracing stopped");
@@ -593,7 +603,9 @@ bool OpenTraceFile() {
   int fd = -1;
   for (int i = 0; i < 10000 && fd < 0; ++i) {
     std::string path = base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope";
-    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // O_APPEND: the program's descriptor and the writer's may end up being two descriptions of
+    // the file (one side reopened it, RecoverFd); neither may write over the other's packets.
+    fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       *g_path = path;
     } else if (errno != EEXIST) {
@@ -808,16 +820,43 @@ void FinalFlush(trace::ExitReason reason, int status) {
 // ---------------------------------------------------------------------------------------------
 // The writer thread.
 
+// Gives the writer a descriptor table of its own holding only the trace file. While a second
+// thread shares the program's table, the kernel takes a reference on the file and its f_pos_lock
+// on every read/write of the program (fdget_pos; ~35 ns per call on the build VMs, 5% of a 4 KB
+// tmpfs write): a single-threaded program traced by us would pay that on every call, which an
+// untraced one does not. The copies of the program's other descriptors are closed at once, so we
+// never hold a pipe or socket open after the program closed it (a reader waiting for EOF gets it).
+// close_range (Linux 5.9) unshares and closes in one call; raw syscalls, since the close_range hook
+// would clear the program's fd table entries. Without it (older kernel, seccomp) the table stays
+// shared: slower, nothing else changes.
+void TakeOwnFdTable() {
+  std::lock_guard<std::mutex> lock(g_flush_mu);
+  int fd = g_fd;
+  if (fd < 0 ||
+      syscall(SYS_close_range, static_cast<unsigned>(fd) + 1, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+    return;
+  }
+  if (fd > 0) syscall(SYS_close_range, 0u, static_cast<unsigned>(fd) - 1, 0u);
+  g_writer_fd = fd;
+  detail::t_own_fd_table = true;
+}
+
 void* WriterMain(void*) {
   detail::t_hook_depth = 1;  // nothing this thread does is traced
   t_thread_dead = true;      // and it never records
+  TakeOwnFdTable();
+  g_writer_ready.store(1, std::memory_order_release);
+  Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   for (;;) {
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
     uint32_t request = g_final_request.load(std::memory_order_acquire);
     if (request != 0) {
       // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler
-      // cannot call into CUPTI; this thread can (bounded by the handler's wait).
-      if (g_final_flush_cupti) idlescope_cupti_flush();
+      // cannot call into CUPTI, and this thread must not (its descriptor table lacks the CUDA
+      // driver's): the CUPTI layer's thread does it (bounded, within the handler's wait).
+      if (g_final_flush_cupti && idlescope_cupti_flush_on_cupti_thread != nullptr) {
+        idlescope_cupti_flush_on_cupti_thread();
+      }
       FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
       g_final_done.store(1, std::memory_order_release);
       Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
@@ -850,6 +889,7 @@ bool StartWriter() {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   g_writer_running.store(true, std::memory_order_release);
+  g_writer_ready.store(0, std::memory_order_relaxed);
   int rc = pthread_create(&g_writer, &attr, WriterMain, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -859,6 +899,16 @@ bool StartWriter() {
     return false;
   }
   pthread_setname_np(g_writer, "idlescope-wr");
+  // The program starts once the writer has its own descriptor table: until then every read/write
+  // pays for the shared one, and on a loaded machine the new thread may wait milliseconds for a
+  // CPU. Bounded (100 ms): a writer that is that late costs time, never a hang.
+  uint64_t deadline = NowNs() + 100'000'000;
+  while (g_writer_ready.load(std::memory_order_acquire) == 0) {
+    uint64_t now = NowNs();
+    if (now >= deadline) break;
+    timespec ts{0, static_cast<long>(deadline - now)};
+    Futex(&g_writer_ready, FUTEX_WAIT_PRIVATE, 0, &ts);
+  }
   return true;
 }
 
@@ -1070,9 +1120,10 @@ void SetPendingEvent(const RawEvent& event) {
     }
   }
   uint32_t done = PendingWriteBegin(r);
-  StoreEventWords(&r->pending, event);
-  r->pending_open.store(true, std::memory_order_relaxed);
-  r->pending_seq.store(done, std::memory_order_release);
+  StoreEventWords(&r->pending.event, event);
+  r->pending.open.store(true, std::memory_order_relaxed);
+  r->pending.seq.store(done, std::memory_order_release);
+  detail::t_pending_slot = &r->pending;
   detail::t_pending_open = true;
 }
 

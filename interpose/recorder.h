@@ -188,6 +188,17 @@ namespace detail {
 // This thread has a pending event (SetPendingEvent) not yet in its ring. initial-exec TLS: Record()
 // tests it with one %fs-relative load and a branch.
 extern __thread bool t_pending_open __attribute__((tls_model("initial-exec")));
+
+// A thread's pending event where the final flush of another thread can read it: in the thread's
+// ring header (recorder.cc). Only the owner writes it, inside the seqlock `seq` (odd while it
+// writes); the head store that appends it to the ring is inside the same seqlock.
+struct PendingSlot {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<bool> open{false};
+  RawEvent event;
+};
+// The calling thread's slot; valid while t_pending_open (set by SetPendingEvent).
+extern __thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
 // Appends one event to the calling thread's buffer. Never blocks: when the buffer is full the
@@ -204,12 +215,29 @@ void Record(const RawEvent& event);
 //     SIGTERM/SIGINT append it before the final flush;
 //   - the final flush also takes the pending events of the other threads, still running, from a
 //     seqlock-published copy (docs/architecture.md, "Pending events").
-// SetPendingEvent() opens it or replaces its content (the hook publishes each growth step; a few
-// ns: a 96-byte copy between two counter stores). Call it from a hook (an active HookGuard):
-// hooks never record when nested, so a signal handler's Record never meets a half-written copy.
-// A hook checks PendingEventOpen() before extending its own state: the recorder may have closed
-// the event behind its back.
+// SetPendingEvent() opens it or replaces its content (a 96-byte copy between two counter
+// stores); UpdatePendingEvent() replaces only the three counters a growing burst changes at each
+// merged call (dur, bytes, count: three word stores between the counter stores). Call them from a
+// hook (an active HookGuard): hooks never record when nested, so a signal handler's Record never
+// meets a half-written copy. A hook checks PendingEventOpen() before extending its own state: the
+// recorder may have closed the event behind its back.
 void SetPendingEvent(const RawEvent& event);
+// Requires PendingEventOpen() (checked by the caller, which has just tested it). Inline: it runs
+// on every merged write/read, where each page the hook touches after the syscall costs a TLB miss
+// (~20 ns on the build VMs), so it writes the ring header's slot with no call.
+inline void UpdatePendingEvent(uint64_t dur, uint64_t bytes, uint64_t count) {
+  detail::PendingSlot* slot = detail::t_pending_slot;
+  // Seqlock writer side, as in recorder.cc (Boehm, "Can seqlocks get along with programming
+  // language memory models?"): the odd count is ordered before the data stores by the release
+  // fence, the even one after them by its release store.
+  uint32_t seq = slot->seq.load(std::memory_order_relaxed);
+  slot->seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&slot->event.dur, dur, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->event.bytes, bytes, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->event.count, count, __ATOMIC_RELAXED);
+  slot->seq.store(seq + 2, std::memory_order_release);
+}
 // Appends this thread's pending event now, if any (the hook ended it: other fd, close, fsync...).
 void RecordPendingEvent();
 inline bool PendingEventOpen() { return detail::t_pending_open; }
@@ -255,7 +283,19 @@ void FlushNow();
 void BeforeExec();
 void AfterExecFailed();
 
-// True when `fd` is the trace file (close/dup2 hooks may protect it, see docs/architecture.md).
+// True when `fd`, a descriptor of the program's table, is the trace file (close/dup2 hooks may
+// protect it, see docs/architecture.md).
 bool IsTraceFd(int fd);
+
+namespace detail {
+// Set on the writer thread once it has a descriptor table of its own (docs/architecture.md,
+// "Writer thread").
+extern __thread bool t_own_fd_table __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+// True on a thread whose file descriptor table is not the program's (the recorder's writer): the
+// descriptor numbers it opens, closes or duplicates name other files than the program's, so hooks
+// that keep per-fd state must not update it from there.
+inline bool OwnFdTable() { return detail::t_own_fd_table; }
 
 }  // namespace idlescope

@@ -21,10 +21,14 @@ using idlescope::HookGuard;
 using idlescope::InternString;
 using idlescope::NowNs;
 using idlescope::io::CloseBurst;
+using idlescope::io::CopyFd;
 using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
+using idlescope::io::ForgetFd;
+using idlescope::io::ForgetFds;
 using idlescope::io::Libc;
+using idlescope::io::MergeBurstCall;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
 using idlescope::io::ResolveFd;
@@ -99,11 +103,12 @@ Ret BurstHook(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, ui
   if (!guard.active()) return call();
   uint64_t t0 = idlescope::io::CallTicks();
   Ret r = call();
-  int err = errno;
   uint64_t t1 = idlescope::io::CallTicks();
   bool failed = false;
   uint64_t bytes = bytes_of(r, &failed);
-  RecordBurstCall(file_type, net_type, api(), fd, t0, t1, bytes, failed, err, offset);
+  if (!failed && MergeBurstCall(file_type, net_type, fd, t0, t1, bytes)) return r;
+  int err = errno;
+  RecordBurstCall(file_type, net_type, api, fd, t0, t1, bytes, failed, err, offset);
   errno = err;
   return r;
 }
@@ -137,8 +142,10 @@ Ret StdioHook(uint8_t type, uint32_t (*api)(), FILE* fp, Call&& call, Bytes&& by
   if (fd >= 0) {
     bool failed = false;
     uint64_t bytes = bytes_of(r, &failed);
-    RecordBurstCall(type, type == ev::kFileWrite ? ev::kNetSend : ev::kNetRecv, api(), fd, t0, t1,
-                    bytes, failed, err, 0);
+    uint8_t net_type = type == ev::kFileWrite ? ev::kNetSend : ev::kNetRecv;
+    if (failed || !MergeBurstCall(type, net_type, fd, t0, t1, bytes)) {
+      RecordBurstCall(type, net_type, api, fd, t0, t1, bytes, failed, err, 0);
+    }
   }
   errno = err;
   return r;
@@ -278,7 +285,7 @@ FILE* FreopenHook(uint32_t (*api)(), const char* path, const char* mode, FILE* f
   FILE* r = real(path, mode, fp);
   int err = errno;
   if (path != nullptr) {
-    Fds().Clear(old_fd);
+    ForgetFd(old_fd);
     AfterOpen(api(), AT_FDCWD, path, FileFd(r), err, t0, NowNs());
   }
   errno = err;
@@ -299,7 +306,7 @@ IDLESCOPE_HOOK FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 IDLESCOPE_HOOK int close(int fd) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) {
-    Fds().Clear(fd);
+    ForgetFd(fd);
     return Libc().close(fd);
   }
   FdInfo info = Fds().Get(fd);
@@ -307,7 +314,7 @@ IDLESCOPE_HOOK int close(int fd) {
   if (info.state == FdState::kTracked) CloseBurst();
   // Linux releases the fd even when close fails with EINTR/EIO: forget it first, so a racing
   // open() of the same number in another thread is not clobbered afterwards.
-  Fds().Clear(fd);
+  ForgetFd(fd);
   int r = Libc().close(fd);
   int err = errno;
   if (info.state == FdState::kTracked) {
@@ -324,14 +331,14 @@ IDLESCOPE_HOOK int fclose(FILE* fp) {
   errno = saved;
   HookGuard guard(Family::kIo);
   if (!guard.active()) {
-    Fds().Clear(fd);
+    ForgetFd(fd);
     return Libc().fclose(fp);
   }
   FdInfo info = Fds().Get(fd);
   uint64_t pending = PendingWriteBytes(fp);
   if (info.state == FdState::kTracked) CloseBurst();
   uint64_t t0 = NowNs();
-  Fds().Clear(fd);
+  ForgetFd(fd);
   int r = Libc().fclose(fp);
   int err = errno;
   if (info.state == FdState::kTracked) {
@@ -351,7 +358,7 @@ IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
   int r = Libc().close_range(first, last, flags);
   if (r == 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) {
     int saved = errno;
-    Fds().ClearRange(first, last);
+    ForgetFds(first, last);
     errno = saved;
   }
   return r;
@@ -359,19 +366,19 @@ IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
 
 IDLESCOPE_HOOK int dup(int fd) {
   int r = Libc().dup(fd);
-  if (r >= 0) Fds().Copy(fd, r);
+  if (r >= 0) CopyFd(fd, r);
   return r;
 }
 
 IDLESCOPE_HOOK int dup2(int fd, int fd2) {
   int r = Libc().dup2(fd, fd2);
-  if (r >= 0 && fd != fd2) Fds().Copy(fd, r);
+  if (r >= 0 && fd != fd2) CopyFd(fd, r);
   return r;
 }
 
 IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
   int r = Libc().dup3(fd, fd2, flags);
-  if (r >= 0) Fds().Copy(fd, r);
+  if (r >= 0) CopyFd(fd, r);
   return r;
 }
 

@@ -9,10 +9,6 @@
 #include "interpose/recorder.h"
 
 namespace idlescope::io {
-namespace detail {
-bool g_use_tsc = false;
-}  // namespace detail
-
 namespace {
 
 // Refresh a thread's anchor this often (in ns): bounds the error of a tick->ns conversion by
@@ -21,7 +17,6 @@ constexpr uint64_t kAnchorNs = 10'000'000;
 // Refine the global ratio once this much time has passed since the calibration origin.
 constexpr uint64_t kRefineNs = 100'000'000;
 
-std::atomic<double> g_ns_per_tick{1.0};
 uint64_t g_origin_ns = 0;
 uint64_t g_origin_ticks = 0;
 std::atomic<uint64_t> g_refined_at{0};
@@ -41,6 +36,12 @@ bool InvariantTsc() {
 }
 #endif
 
+// Sets the ratio from `ns` nanoseconds measured over `ticks` ticks.
+void SetRatio(uint64_t ns, uint64_t ticks) {
+  uint64_t q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / ticks);
+  detail::g_hot.ns_per_tick_q32.store(q32 == 0 ? 1 : q32, std::memory_order_relaxed);
+}
+
 __attribute__((constructor)) void CalibrateAtLoad() {
 #if defined(__x86_64__)
   if (!InvariantTsc()) return;
@@ -54,8 +55,8 @@ __attribute__((constructor)) void CalibrateAtLoad() {
   if (t1 <= t0) return;
   g_origin_ns = ns0;
   g_origin_ticks = t0;
-  g_ns_per_tick.store(static_cast<double>(ns1 - ns0) / static_cast<double>(t1 - t0));
-  detail::g_use_tsc = true;
+  SetRatio(ns1 - ns0, t1 - t0);
+  detail::g_hot.use_tsc = true;
 #endif
 }
 
@@ -65,12 +66,9 @@ void Reanchor(uint64_t ticks_now) {
   (void)ticks_now;
   uint64_t since = t_anchor.ns - g_origin_ns;
   uint64_t refined = g_refined_at.load(std::memory_order_relaxed);
-  if (detail::g_use_tsc && since >= kRefineNs && since >= 2 * refined &&
-      t_anchor.ticks > g_origin_ticks) {
+  if (UseTsc() && since >= kRefineNs && since >= 2 * refined && t_anchor.ticks > g_origin_ticks) {
     // Longer baselines, better ratio; refining at doubling intervals keeps this rare.
-    g_ns_per_tick.store(
-        static_cast<double>(since) / static_cast<double>(t_anchor.ticks - g_origin_ticks),
-        std::memory_order_relaxed);
+    SetRatio(since, t_anchor.ticks - g_origin_ticks);
     g_refined_at.store(since, std::memory_order_relaxed);
   }
 }
@@ -79,14 +77,15 @@ void Reanchor(uint64_t ticks_now) {
 
 uint64_t NowNsForClock() { return NowNs(); }
 
-uint64_t TickSpanNs(uint64_t ticks) {
-  if (!detail::g_use_tsc) return ticks;
-  return static_cast<uint64_t>(static_cast<double>(ticks) *
-                               g_ns_per_tick.load(std::memory_order_relaxed));
+uint64_t NsToTicks(uint64_t ns) {
+  if (!UseTsc()) return ns;
+  uint64_t q32 = detail::g_hot.ns_per_tick_q32.load(std::memory_order_relaxed);
+  uint64_t ticks = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / q32);
+  return ticks == 0 && ns > 0 ? 1 : ticks;
 }
 
 uint64_t TicksToNs(uint64_t ticks) {
-  if (!detail::g_use_tsc) return ticks;
+  if (!UseTsc()) return ticks;
   if (t_anchor.ns == 0 || ticks < t_anchor.ticks ||
       TickSpanNs(ticks - t_anchor.ticks) > kAnchorNs) {
     Reanchor(ticks);

@@ -109,12 +109,14 @@ void FdTable::Set(int fd, const FdInfo& info) {
   if (fd < 0 || fd >= kMaxFds) return;
   std::atomic<uint64_t>* chunk = ChunkFor(fd);
   if (chunk != nullptr) chunk[fd & (kChunkSize - 1)].store(info.Pack(), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 void FdTable::Clear(int fd) {
   if (fd < 0 || fd >= kMaxFds) return;
   std::atomic<uint64_t>* chunk = chunks_[fd >> kChunkBits].load(std::memory_order_acquire);
   if (chunk != nullptr) chunk[fd & (kChunkSize - 1)].store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 void FdTable::ClearRange(unsigned first, unsigned last) {
@@ -129,6 +131,7 @@ void FdTable::ClearRange(unsigned first, unsigned last) {
     if (end == last) break;
     fd = end + 1;
   }
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 }  // namespace idlescope::io

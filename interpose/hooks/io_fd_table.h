@@ -56,16 +56,23 @@ struct FdInfo {
   NetScope scope = kNetUnspecified;
   FdState state = FdState::kUnknown;
 
+  static constexpr int kFsShift = 32;
+  static constexpr int kStateShift = 48;
+  static FsType FsOf(uint64_t packed) { return static_cast<FsType>((packed >> kFsShift) & 0xff); }
+  static FdState StateOf(uint64_t packed) {
+    return static_cast<FdState>((packed >> kStateShift) & 0xff);
+  }
+
   uint64_t Pack() const {
-    return uint64_t{path} | uint64_t{fs} << 32 | uint64_t{scope} << 40 |
-           uint64_t{static_cast<uint8_t>(state)} << 48;
+    return uint64_t{path} | uint64_t{fs} << kFsShift | uint64_t{scope} << 40 |
+           uint64_t{static_cast<uint8_t>(state)} << kStateShift;
   }
   static FdInfo Unpack(uint64_t v) {
     FdInfo info;
     info.path = static_cast<uint32_t>(v);
-    info.fs = static_cast<FsType>((v >> 32) & 0xff);
+    info.fs = FsOf(v);
     info.scope = static_cast<NetScope>((v >> 40) & 0xff);
-    info.state = static_cast<FdState>((v >> 48) & 0xff);
+    info.state = StateOf(v);
     return info;
   }
 };
@@ -90,22 +97,30 @@ class FdTable {
   FdTable(const FdTable&) = delete;
   FdTable& operator=(const FdTable&) = delete;
 
-  FdInfo Get(int fd) const {
-    if (fd < 0 || fd >= kMaxFds) return {};
+  FdInfo Get(int fd) const { return FdInfo::Unpack(GetPacked(fd)); }
+  // The entry as FdInfo::Pack() wrote it (0: unknown): what the write/read hooks compare.
+  uint64_t GetPacked(int fd) const {
+    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return 0;
     const std::atomic<uint64_t>* chunk = chunks_[fd >> kChunkBits].load(std::memory_order_acquire);
-    if (chunk == nullptr) return {};
-    return FdInfo::Unpack(chunk[fd & (kChunkSize - 1)].load(std::memory_order_relaxed));
+    if (chunk == nullptr) return 0;
+    return chunk[fd & (kChunkSize - 1)].load(std::memory_order_relaxed);
   }
   void Set(int fd, const FdInfo& info);
   void Clear(int fd);
   // Clears [first, last], as close_range(2) closes them.
   void ClearRange(unsigned first, unsigned last);
+  // Changes with every Set/Clear/ClearRange/Copy (after the entries changed): a reader that saw
+  // an entry when the count was g and sees g again knows the entry is unchanged without reading
+  // it (the write/read hooks' fast path: each page touched costs a TLB miss there).
+  uint32_t Generation() const { return generation_.load(std::memory_order_acquire); }
   // dup/dup2/dup3: the new fd refers to the same open file.
   void Copy(int from, int to) { Set(to, Get(from)); }
 
  private:
   std::atomic<uint64_t>* ChunkFor(int fd);
   std::atomic<std::atomic<uint64_t>*> chunks_[kChunks] = {};
+  // Its own cache line: written at every open/close of the program, read by every merged call.
+  alignas(64) std::atomic<uint32_t> generation_{0};
 };
 
 }  // namespace idlescope::io

@@ -6,20 +6,19 @@
 
 namespace idlescope::io::detail {
 
-LibcFunctions g_libc;
-std::atomic<bool> g_libc_resolved{false};
+constinit HotPage g_hot;
 
 void ResolveLibc() {
   // A recursive mutex: should dlsym ever re-enter a hook on this thread, the nested call resolves
   // again (idempotent) instead of deadlocking.
   static std::recursive_mutex mutex;
   std::lock_guard<std::recursive_mutex> lock(mutex);
-  if (g_libc_resolved.load(std::memory_order_relaxed)) return;
+  if (g_hot.libc_resolved.load(std::memory_order_relaxed)) return;
 #define IDLESCOPE_LIBC(name, ret, params) \
-  g_libc.name = reinterpret_cast<ret(*) params>(dlsym(RTLD_NEXT, #name));
+  g_hot.libc.name = reinterpret_cast<ret(*) params>(dlsym(RTLD_NEXT, #name));
 #include "interpose/hooks/io.def"
 #undef IDLESCOPE_LIBC
-  g_libc_resolved.store(true, std::memory_order_release);
+  g_hot.libc_resolved.store(true, std::memory_order_release);
 }
 
 // Resolve before main: most hooks then never take the slow path.

@@ -14,6 +14,8 @@
 
 #include <atomic>
 
+#include "interpose/hooks/io_fd_table.h"
+
 // Exported hook (the library is built with hidden visibility).
 #define IDLESCOPE_HOOK extern "C" __attribute__((visibility("default")))
 
@@ -26,14 +28,25 @@ struct LibcFunctions {
 };
 
 namespace detail {
-extern LibcFunctions g_libc;
-extern std::atomic<bool> g_libc_resolved;
+// What the burst hooks (read/write/send/recv, stdio) read on every call, in one page: each distinct
+// page a hook touches after its syscall costs a TLB miss there (~20 ns on the build VMs, as much
+// as all of the hook's instructions; docs/architecture.md, "Measured overhead"), and where the
+// linker put three modules' globals was a matter of luck.
+struct alignas(4096) HotPage {
+  LibcFunctions libc;                        // Libc()
+  std::atomic<bool> libc_resolved{false};    // Libc()
+  bool use_tsc = false;                      // io_clock.h
+  std::atomic<uint64_t> ns_per_tick_q32{0};  // io_clock.h
+  FdTable fds;                               // io_record.h (Fds())
+};
+static_assert(sizeof(HotPage) == 4096, "the hooks' hot data must fit one page");
+extern HotPage g_hot;
 void ResolveLibc();
 }  // namespace detail
 
 inline const LibcFunctions& Libc() {
-  if (!detail::g_libc_resolved.load(std::memory_order_acquire)) detail::ResolveLibc();
-  return detail::g_libc;
+  if (!detail::g_hot.libc_resolved.load(std::memory_order_acquire)) detail::ResolveLibc();
+  return detail::g_hot.libc;
 }
 
 }  // namespace idlescope::io

@@ -28,19 +28,17 @@ constexpr uint64_t kStackIntervalNs = 50'000;
 // report shows for the idle time it explains (a blocking read right after a short write).
 constexpr uint64_t kAlwaysStackNs = 100'000;
 
-FdTable g_fds;
-
-// initial-exec: no __tls_get_addr call on the hot path (the recorder needs static TLS anyway).
-__thread Burst t_burst __attribute__((tls_model("initial-exec")));
 __thread uint64_t t_last_stack __attribute__((tls_model("initial-exec"))) = 0;
 
 // The open burst is the recorder's pending event of this thread (recorder.h): every growth step
-// is published there, and the recorder appends it before the thread's next event of any kind and
-// at every ending of the thread or process. t_burst keeps what merging needs (last_end...).
+// is published there (whole at its start, first error or stack; else only the counters, with
+// UpdatePendingEvent), and the recorder appends it before the thread's next event of any kind and
+// at every ending of the thread or process. t_burst keeps what merging needs (last_end...), in
+// call-clock ticks; the event gets trace-clock ns.
 void Publish(const Burst& b) {
   RawEvent e;
-  e.ts = b.start;
-  e.dur = b.dur;
+  e.ts = b.ts_ns;
+  e.dur = TickSpanNs(b.dur);
   e.bytes = b.bytes;
   e.count = b.count;
   e.api = b.api;
@@ -102,13 +100,33 @@ FdInfo Classify(int fd, const char* path, size_t path_len) {
 
 }  // namespace
 
-FdTable& Fds() { return g_fds; }
+namespace detail {
+__thread Burst t_burst __attribute__((tls_model("initial-exec")));
+__thread TickLimits t_limits __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+using detail::t_burst;
+using detail::t_limits;
+
+FdTable& Fds() { return detail::g_hot.fds; }
+
+void ForgetFd(int fd) {
+  if (!OwnFdTable()) Fds().Clear(fd);
+}
+
+void ForgetFds(unsigned first, unsigned last) {
+  if (!OwnFdTable()) Fds().ClearRange(first, last);
+}
+
+void CopyFd(int from, int to) {
+  if (!OwnFdTable()) Fds().Copy(from, to);
+}
 
 FdInfo ResolveFd(int fd) {
-  FdInfo info = g_fds.Get(fd);
+  FdInfo info = Fds().Get(fd);
   if (info.state != FdState::kUnknown) return info;
   info = Classify(fd, nullptr, 0);
-  if (info.state != FdState::kUnknown) g_fds.Set(fd, info);
+  if (info.state != FdState::kUnknown) Fds().Set(fd, info);
   return info;
 }
 
@@ -122,7 +140,7 @@ FdInfo TrackOpenedFd(int fd, int dirfd, const char* path) {
     (void)dirfd;
     info = Classify(fd, nullptr, 0);
   }
-  if (info.state != FdState::kUnknown) g_fds.Set(fd, info);
+  if (info.state != FdState::kUnknown) Fds().Set(fd, info);
   return info;
 }
 
@@ -133,41 +151,59 @@ uint32_t MaybeCaptureStack(uint64_t t0, uint64_t dur) {
   return CaptureStack(2);
 }
 
-void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t tick0,
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, uint64_t tick0,
                      uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset) {
-  FdInfo info = g_fds.Get(fd);
-  if (info.state == FdState::kUnknown) {
+  uint32_t gen = Fds().Generation();      // before the entry: a later change moves it
+  uint64_t packed = Fds().GetPacked(fd);  // unpacked only when a burst starts
+  if (__builtin_expect(FdInfo::StateOf(packed) == FdState::kUnknown, 0)) {
     if (failed && err == EBADF) return;  // not an fd: nothing to describe
-    info = ResolveFd(fd);
+    packed = ResolveFd(fd).Pack();
   }
-  if (info.state == FdState::kIgnored) return;
-  uint8_t type = info.fs == kFsSocket ? net_type : file_type;
+  if (FdInfo::StateOf(packed) == FdState::kIgnored) return;
+  uint8_t type = FdInfo::FsOf(packed) == kFsSocket ? net_type : file_type;
   if (type == 0) return;
-  uint64_t t0 = TicksToNs(tick0);
   IoCall call;
   call.type = type;
   call.fd = fd;
-  call.api = api;
-  call.ts = t0;
-  call.dur = TickSpanNs(tick1 - tick0);
+  call.fd_info = packed;
+  call.ts = tick0;
+  call.dur = tick1 - tick0;
   call.bytes = bytes;
   call.result = failed ? -err : 0;
   call.offset = offset;
   Burst& b = t_burst;
+  TickLimits& limits = t_limits;
   // The recorder closed it: this thread recorded another event (CUDA, NCCL, a mark) or forked.
   if (b.open && !PendingEventOpen()) b.open = false;
-  if (Extends(b, call, kPolicy)) {
-    Merge(b, call);
-    if (b.stack == 0 && call.dur >= kAlwaysStackNs) b.stack = MaybeCaptureStack(t0, call.dur);
-    Publish(b);
+  if (Extends(b, call, limits.policy)) {
+    // The common case, thousands of times per burst: no conversion to ns but the burst's total
+    // time, and only the counters are republished.
+    bool first_error = Merge(b, call);
+    b.fd_gen = gen;
+    if (__builtin_expect(b.stack == 0 && call.dur >= limits.always_stack, 0)) {
+      b.stack = MaybeCaptureStack(TicksToNs(tick0), TickSpanNs(call.dur));
+      first_error = true;  // republish whole
+    }
+    if (__builtin_expect(first_error, 0)) {
+      Publish(b);
+    } else {
+      UpdatePendingEvent(TickSpanNs(b.dur), b.bytes, b.count);
+    }
     return;
   }
   if (b.open) CloseBurst();
+  // The limits follow the tick ratio as it is refined (once per burst: two divisions).
+  limits.policy = kPolicy.InTicks(NsToTicks);
+  limits.always_stack = NsToTicks(kAlwaysStackNs);
+  call.api = api();
   Begin(b, call);
+  b.fd_gen = gen;
+  FdInfo info = FdInfo::Unpack(packed);
+  b.ts_ns = TicksToNs(tick0);
   b.path = info.path;
   b.fs = info.fs;
   b.scope = info.scope;
-  b.stack = MaybeCaptureStack(t0, call.dur);
+  b.stack = MaybeCaptureStack(b.ts_ns, TickSpanNs(call.dur));
   Publish(b);
 }
 

@@ -7,11 +7,21 @@
 
 #include <cstdint>
 
+#include "interpose/hooks/io_burst.h"
+#include "interpose/hooks/io_clock.h"
 #include "interpose/hooks/io_fd_table.h"
+#include "interpose/recorder.h"
 
 namespace idlescope::io {
 
 FdTable& Fds();
+
+// After a call that closed or duplicated descriptors (also when not recording): forget `fd` /
+// [first, last], or copy `from`'s entry to `to`. No-ops on a thread with a descriptor table of its
+// own (the recorder's writer, recorder.h OwnFdTable()): its numbers are not the program's.
+void ForgetFd(int fd);
+void ForgetFds(unsigned first, unsigned last);
+void CopyFd(int from, int to);
 
 // What `fd` is: from the table, or resolved now (fstat, readlink /proc/self/fd, fstatfs,
 // getpeername) and remembered. The recorder's own trace file comes back kIgnored.
@@ -22,10 +32,54 @@ FdInfo ResolveFd(int fd);
 FdInfo TrackOpenedFd(int fd, int dirfd, const char* path);
 
 // A call of a burst-merged kind (io_burst.h), timed with CallTicks() (io_clock.h) before and
-// after. `file_type`/`net_type`: the event type when the fd is a file / a socket (0 = not
-// recorded for that kind). `failed`/`err`: the call failed with errno `err`. `bytes`: moved.
-void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t api, int fd, uint64_t tick0,
+// after, that MergeBurstCall did not take. `file_type`/`net_type`: the event type when the fd is a
+// file / a socket (0 = not recorded for that kind). `api` gives the API's string id; it is called
+// only when the call starts a burst (a merged call keeps the first call's API). `failed`/`err`: the
+// call failed with errno `err`. `bytes`: moved.
+void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, uint64_t tick0,
                      uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset);
+
+// Limits of the burst policy and of the stack rule in call-clock ticks, set at each burst's start
+// (they follow the tick ratio as it is refined).
+struct TickLimits {
+  BurstPolicy policy;
+  uint64_t always_stack = 0;  // a call this long gets a stack (the slow path takes it)
+};
+
+namespace detail {
+// The calling thread's open burst (the recorder's pending event holds its published copy).
+// initial-exec: no __tls_get_addr call on the hot path (the recorder needs static TLS anyway).
+extern __thread Burst t_burst __attribute__((tls_model("initial-exec")));
+extern __thread TickLimits t_limits __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+// The common case of a burst-merged call, inline in the hook: a call that succeeded and extends
+// the thread's open burst (io_burst.h) is merged, only the event's counters are republished
+// (UpdatePendingEvent), and errno is not touched. Returns false when the call needs
+// RecordBurstCall: a new burst, a failed call, a long call (stack rule), another fd or kind.
+// Written for few pages touched: each costs a TLB miss after the syscall (~20 ns on the build
+// VMs, as much as the rest of this function); the fd table is read only when its generation moved.
+__attribute__((always_inline)) inline bool MergeBurstCall(uint8_t file_type, uint8_t net_type,
+                                                          int fd, uint64_t tick0, uint64_t tick1,
+                                                          uint64_t bytes) {
+  Burst& b = detail::t_burst;
+  if (!b.open || b.fd != fd || !PendingEventOpen()) return false;
+  IoCall call;
+  const FdTable& fds = detail::g_hot.fds;
+  uint32_t gen = fds.Generation();
+  call.fd_info = gen == b.fd_gen ? b.fd_info : fds.GetPacked(fd);
+  call.type = FdInfo::FsOf(call.fd_info) == kFsSocket ? net_type : file_type;
+  call.fd = fd;
+  call.ts = tick0;
+  call.dur = tick1 - tick0;
+  call.bytes = bytes;
+  const TickLimits& limits = detail::t_limits;
+  if (!Extends(b, call, limits.policy) || call.dur >= limits.always_stack) return false;
+  Merge(b, call);
+  b.fd_gen = gen;
+  UpdatePendingEvent(TickSpanNs(b.dur), b.bytes, b.count);
+  return true;
+}
 
 // Ends the calling thread's open burst, if any, and appends it to the trace: when the burst's fd
 // stops meaning the same file (close, dup2 onto it) or before fork/exec. Order with the thread's

@@ -21,7 +21,9 @@ using idlescope::NowNs;
 using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
+using idlescope::io::ForgetFd;
 using idlescope::io::Libc;
+using idlescope::io::MergeBurstCall;
 using idlescope::io::RecordBurstCall;
 using idlescope::io::RecordFdEvent;
 namespace ev = idlescope::ev;
@@ -41,10 +43,12 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   if (!guard.active()) return call();
   uint64_t t0 = idlescope::io::CallTicks();
   ssize_t r = call();
-  int err = errno;
   uint64_t t1 = idlescope::io::CallTicks();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
-  RecordBurstCall(0, type, api(), fd, t0, t1, r > 0 ? static_cast<uint64_t>(r) : 0, r < 0, err, 0);
+  uint64_t bytes = r > 0 ? static_cast<uint64_t>(r) : 0;
+  if (r >= 0 && MergeBurstCall(0, type, fd, t0, t1, bytes)) return r;
+  int err = errno;
+  RecordBurstCall(0, type, api, fd, t0, t1, bytes, r < 0, err, 0);
   errno = err;
   return r;
 }
@@ -52,7 +56,7 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
 // accept: a new socket whose number may be a closed file's: forget the old entry, the first
 // I/O resolves the peer.
 int AfterAccept(int fd) {
-  if (fd >= 0) Fds().Clear(fd);
+  if (fd >= 0) ForgetFd(fd);
   return fd;
 }
 
@@ -61,7 +65,7 @@ int AfterAccept(int fd) {
 IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) {
-    Fds().Clear(fd);
+    ForgetFd(fd);
     return Libc().connect(fd, addr, len);
   }
   uint64_t t0 = NowNs();
@@ -80,7 +84,7 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   if (r == 0 || err == EINPROGRESS) {
     Fds().Set(fd, info);
   } else {
-    Fds().Clear(fd);
+    ForgetFd(fd);
   }
   RecordFdEvent(ev::kNetConnect, NET_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;

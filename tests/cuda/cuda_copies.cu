@@ -1,9 +1,12 @@
 // The CUDA example traced by cuda_trace_test: pageable and pinned H2D/D2H copies (sync and async),
 // memsets, syncs and kernels. Each step is its own noinline function so the test can check that
 // the recorded call stack names it. Output is deterministic (the test compares it traced and
-// untraced). Built twice: default stream legacy, and --default-stream per-thread.
+// untraced). Built twice: default stream legacy, and --default-stream per-thread. With the argument
+// "sigterm" it ends by raising SIGTERM (default action: the process dies of it) once the device is
+// idle, instead of freeing and printing.
 #include <cuda_runtime.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,7 +60,7 @@ __attribute__((noinline)) void RunKernels(float* dev, cudaStream_t s) {
 __attribute__((noinline)) void WaitStream(cudaStream_t s) { CHECK(cudaStreamSynchronize(s)); }
 __attribute__((noinline)) void WaitDevice() { CHECK(cudaDeviceSynchronize()); }
 
-int main() {
+int main(int argc, char** argv) {
   const size_t n = kBytes / sizeof(float);
   std::vector<float> pageable(n, 1.0f), result(n, 0.0f);
   float* pinned = nullptr;
@@ -80,6 +83,7 @@ int main() {
   DownloadPinned(pinned, dev);
   ClearDevice(dev, stream);
   WaitDevice();
+  if (argc > 1 && std::strcmp(argv[1], "sigterm") == 0) std::raise(SIGTERM);
 
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += result[i] + pinned[i];

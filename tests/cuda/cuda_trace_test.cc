@@ -2,6 +2,7 @@
 // CUDA_INJECTION64_PATH), and the trace is read back with libprotobuf. Done-when 1-5 of issue 4.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,6 +269,30 @@ void CheckCopies(const std::string& exe, bool per_thread) {
 TEST(CudaTrace, LegacyStreamExampleFullyTraced) { CheckCopies(CUDA_COPIES, false); }
 
 TEST(CudaTrace, PerThreadDefaultStreamExampleFullyTraced) { CheckCopies(CUDA_COPIES_PTDS, true); }
+
+// SIGTERM (how schedulers end jobs): the final flush also delivers CUPTI's last buffers. The
+// signal handler cannot call CUPTI and the writer thread must not (its descriptor table is its
+// own, without the CUDA driver's): the CUPTI layer's flush thread does it for the writer. With
+// the periodic CUPTI flush far away, that forced flush is the only way GPU records get here.
+TEST(CudaTrace, SigtermFlushesCuptiOnTheCuptiThread) {
+  fs::path dir = FreshDir("sigterm");
+  RunResult r =
+      RunProgram({CUDA_COPIES, "sigterm"}, {SimgpuEnv(), std::string("LD_PRELOAD=") + PRELOAD_LIB,
+                                            "IDLESCOPE_OUT=" + dir.string(), "IDLESCOPE_QUIET=1",
+                                            "IDLESCOPE_CUPTI_FLUSH_MS=600000"});
+  EXPECT_EQ(r.status, 128 + SIGTERM);
+  Trace t = ReadTraceOf(dir, CUDA_COPIES);
+  ASSERT_TRUE(t.has_footer);
+  int kernels = 0, copies = 0, memsets = 0;
+  for (const auto& a : t.gpu) {
+    kernels += a.kind() == idlescope::GPU_KERNEL;
+    copies += a.kind() == idlescope::GPU_MEMCPY;
+    memsets += a.kind() == idlescope::GPU_MEMSET;
+  }
+  EXPECT_EQ(kernels, 3);
+  EXPECT_EQ(copies, 6);
+  EXPECT_EQ(memsets, 2);
+}
 
 // Done-when 3: libcudart loaded RTLD_LOCAL by a dlopen'ed plugin (dlsym(RTLD_NEXT) cannot see it).
 TEST(CudaTrace, PluginLoadingCudartLocallyIsTraced) {

@@ -318,6 +318,25 @@ TEST(RecorderTest, OpenPendingEventWaitsForItsEndAndIsWrittenOnce) {
   EXPECT_EQ(events[0].count(), 5u);
 }
 
+TEST(RecorderTest, UpdatedCountersGoWithTheRestOfThePendingEvent) {
+  uint32_t api = InternString("unit-pending-update");
+  uint64_t t0 = NowNs();
+  RawEvent e = BurstEvent(api, t0, 1);
+  e.dur = 10;
+  e.u.io.fd = 9;
+  SetPendingEvent(e);
+  UpdatePendingEvent(/*dur=*/20, /*bytes=*/2 * 4096, /*count=*/2);
+  UpdatePendingEvent(/*dur=*/35, /*bytes=*/3 * 4096, /*count=*/3);
+  RecordPendingEvent();
+  std::vector<idlescope::Event> events = EventsOf(Flatten(ReadOwnTrace()), Tid(), api);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type(), idlescope::FILE_WRITE);
+  EXPECT_EQ(events[0].count(), 3u);
+  EXPECT_EQ(events[0].bytes(), 3u * 4096);
+  EXPECT_EQ(events[0].dur(), 35u);
+  EXPECT_EQ(events[0].fd(), 9);
+}
+
 TEST(RecorderTest, PendingEventOfAnEndingThreadIsKept) {
   uint32_t api = InternString("unit-pending-thread-end");
   uint32_t tid = 0;

@@ -68,7 +68,7 @@ TEST(Burst, SpanLimitSplitsLongBursts) {
     bytes += b.bytes;
     count += b.count;
     dur += b.dur;
-    EXPECT_LE(b.last_end - b.start, BurstPolicy{}.max_span_ns);
+    EXPECT_LE(b.last_end - b.start, BurstPolicy{}.max_span);
   }
   EXPECT_EQ(bytes, 100ull << 20);
   EXPECT_EQ(count, 100u);
@@ -114,6 +114,34 @@ TEST(Burst, FirstErrorIsKept) {
   ASSERT_EQ(bursts.size(), 1u);
   EXPECT_EQ(bursts[0].result, -11);
   EXPECT_EQ(bursts[0].count, 3u);
+}
+
+TEST(Burst, FdNamingAnotherFileStartsANewBurst) {
+  // Another thread closed the fd and opened another file under the same number: its fd table
+  // entry changed (IoCall::fd_info), so the next write is that file's.
+  IoCall a = Call(kWrite, 5, 0, 10, 100);
+  a.fd_info = 0x1'0000'0007;
+  IoCall a2 = a;
+  a2.ts = 20;
+  IoCall b = Call(kWrite, 5, 40, 10, 100);
+  b.fd_info = 0x1'0000'0008;
+  auto bursts = Drive({a, a2, b});
+  ASSERT_EQ(bursts.size(), 2u);
+  EXPECT_EQ(bursts[0].count, 2u);
+  EXPECT_EQ(bursts[1].fd_info, b.fd_info);
+  EXPECT_EQ(bursts[1].count, 1u);
+}
+
+TEST(Burst, PolicyInTicks) {
+  // Limits in ns become ticks once; here 2.5 ticks per ns.
+  BurstPolicy ticks = BurstPolicy{}.InTicks([](uint64_t ns) { return ns * 5 / 2; });
+  EXPECT_EQ(ticks.max_gap, 2'500'000u);
+  EXPECT_EQ(ticks.max_span, 50'000'000u);
+  // The 1 ms gap is 2.5e6 ticks: 2e6 ticks between two calls keep the burst, 2.6e6 end it.
+  auto bursts = Drive({Call(kWrite, 5, 0, 100, 1), Call(kWrite, 5, 2'000'100, 100, 1)}, ticks);
+  EXPECT_EQ(bursts.size(), 1u);
+  bursts = Drive({Call(kWrite, 5, 0, 100, 1), Call(kWrite, 5, 2'600'100, 100, 1)}, ticks);
+  EXPECT_EQ(bursts.size(), 2u);
 }
 
 TEST(Burst, ClockGoingBackwardsStartsANewBurst) {

@@ -143,6 +143,37 @@ TEST_F(FdTableTest, DupCopiesTheEntry) {
   EXPECT_EQ(table_.Get(11).fs, kFsNfs);
 }
 
+// The write/read hooks skip reading an fd's entry while the generation has not moved: every kind
+// of change moves it, after the entry changed.
+TEST_F(FdTableTest, EveryChangeMovesTheGeneration) {
+  uint32_t g = table_.Generation();
+  table_.Set(10, Tracked(42, kFsNfs));
+  EXPECT_NE(table_.Generation(), g);
+  g = table_.Generation();
+  table_.Copy(10, 11);
+  EXPECT_NE(table_.Generation(), g);
+  g = table_.Generation();
+  table_.Clear(11);
+  EXPECT_NE(table_.Generation(), g);
+  g = table_.Generation();
+  table_.ClearRange(3, 20);
+  EXPECT_NE(table_.Generation(), g);
+  g = table_.Generation();
+  EXPECT_EQ(table_.Get(10).state, FdState::kUnknown);  // reads leave it alone
+  EXPECT_EQ(table_.GetPacked(10), 0u);
+  EXPECT_EQ(table_.Generation(), g);
+}
+
+TEST_F(FdTableTest, PackedEntryIsWhatGetUnpacks) {
+  table_.Set(7, Tracked(99, kFsSocket));
+  uint64_t packed = table_.GetPacked(7);
+  EXPECT_EQ(packed, Tracked(99, kFsSocket).Pack());
+  EXPECT_EQ(FdInfo::FsOf(packed), kFsSocket);
+  EXPECT_EQ(FdInfo::StateOf(packed), FdState::kTracked);
+  EXPECT_EQ(FdInfo::StateOf(table_.GetPacked(8)), FdState::kUnknown);
+  EXPECT_EQ(table_.GetPacked(-1), 0u);
+}
+
 // Readers never see a torn entry while writers replace it: every value read is one that was
 // written as a whole.
 TEST_F(FdTableTest, ConcurrentReadersSeeWholeEntries) {

@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -320,6 +323,70 @@ INSTANTIATE_TEST_SUITE_P(
                       Ending{"ThreadEnds", "thread-ends", 0, 3000, true},
                       Ending{"SigtermInOtherThread", "sigterm-other", 128 + SIGTERM, 4000, true}),
     [](const ::testing::TestParamInfo<Ending>& info) { return std::string(info.param.name); });
+
+// Another thread makes the fd of this thread's open burst name another file (dup2 onto it): the
+// next writes are that file's (a new burst), not more of the old one. Each file's size says how
+// many bytes went to it; the trace may put one or two writes on the wrong side (a write under way
+// while the number changes is attributed after it returns).
+TEST_F(IoTraceTest, FdNumberReusedByAnotherThreadStartsANewBurst) {
+  std::string a = work_ + "/first", b = work_ + "/second";
+  ASSERT_EQ(RunTraced({Program("fd_reused_by_other_thread"), a, b}, out_), 0);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  struct stat sa, sb;
+  ASSERT_EQ(stat(a.c_str(), &sa), 0);
+  ASSERT_EQ(stat(b.c_str(), &sb), 0);
+  ASSERT_GE(sb.st_size, 100'000);
+  Totals wa = Sum(f, FILE_WRITE, a), wb = Sum(f, FILE_WRITE, b);
+  EXPECT_EQ(wa.bytes + wb.bytes, static_cast<uint64_t>(sa.st_size + sb.st_size));
+  EXPECT_NEAR(static_cast<double>(wa.bytes), static_cast<double>(sa.st_size), 2000);
+  EXPECT_NEAR(static_cast<double>(wb.bytes), static_cast<double>(sb.st_size), 2000);
+}
+
+// The writer thread's descriptor table is its own and holds only the trace file: the program's
+// pipes are not kept open by it (the reader of a closed stdout sees EOF while the program runs).
+TEST_F(IoTraceTest, WriterHoldsNoDescriptorOfTheProgram) {
+  TracedChild child = StartTraced({Program("writer_fd_table"), "close-stdout"}, out_);
+  ASSERT_GT(child.pid, 0);
+  auto start = std::chrono::steady_clock::now();
+  std::string out = ReadAll(child.out);  // EOF when the program closes stdout (it then sleeps 3 s)
+  double eof_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(out, "closing\n");
+  EXPECT_LT(eof_s, 2.0);
+  // While it sleeps: the writer thread's table is the trace file alone.
+  std::string task_dir = "/proc/" + std::to_string(child.pid) + "/task";
+  int writers = 0;
+  for (const auto& task : std::filesystem::directory_iterator(task_dir)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "idlescope-wr") continue;
+    ++writers;
+    std::vector<std::string> targets;
+    for (const auto& fd : std::filesystem::directory_iterator(task.path() / "fd")) {
+      targets.push_back(std::filesystem::read_symlink(fd.path()).string());
+    }
+    ASSERT_EQ(targets.size(), 1u);
+    EXPECT_EQ(targets[0].rfind(out_ + "/", 0), 0u) << targets[0];
+  }
+  EXPECT_EQ(writers, 1);
+  EXPECT_EQ(Wait(child.pid), 0);
+  ReadAll(child.err);
+}
+
+// A message of the writer thread (here: the trace file hits RLIMIT_FSIZE) reaches the program's
+// stderr, which is not in the writer's own descriptor table.
+TEST_F(IoTraceTest, WriterMessagesReachTheProgramsStderr) {
+  TracedChild child =
+      StartTraced({Program("writer_fd_table"), "fsize-limit"}, out_, {"IDLESCOPE_FLUSH_MS=10"});
+  ASSERT_GT(child.pid, 0);
+  ReadAll(child.out);
+  std::string err = ReadAll(child.err);
+  EXPECT_EQ(Wait(child.pid), 0);
+  EXPECT_NE(err.find("idlescope: cannot write "), std::string::npos) << err;
+  EXPECT_NE(err.find("tracing stopped"), std::string::npos) << err;
+}
 
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
   constexpr uint64_t kBytes = 3 << 20;

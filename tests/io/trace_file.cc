@@ -1,11 +1,13 @@
 #include "tests/io/trace_file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -155,5 +157,62 @@ int RunWithCli(const std::string& cli, const std::vector<std::string>& argv,
 }
 
 int RunBare(const std::vector<std::string>& argv) { return Spawn(argv, CurrentEnv()); }
+
+TracedChild StartTraced(const std::vector<std::string>& argv, const std::string& out_dir,
+                        const std::vector<std::string>& extra_env) {
+  std::vector<std::string> env = CurrentEnv();
+  env.push_back(std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB);
+  env.push_back("IDLESCOPE_OUT=" + out_dir);
+  for (const auto& e : extra_env) env.push_back(e);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return {};
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return {};
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  TracedChild child;
+  pid_t pid;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) == 0) {
+    child = {pid, out[0], err[0]};
+  } else {
+    close(out[0]);
+    close(err[0]);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  close(err[1]);
+  return child;
+}
+
+std::string ReadAll(int fd) {
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    s.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return s;
+}
+
+int Wait(pid_t pid) {
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace idlescope::testing

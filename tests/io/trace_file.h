@@ -3,6 +3,8 @@
 // batches expanded into one Event per call as the analyzer reads them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,5 +53,19 @@ int RunWithCli(const std::string& cli, const std::vector<std::string>& argv,
 
 // Same, without the preload library.
 int RunBare(const std::vector<std::string>& argv);
+
+// A traced program started and not yet waited for, its stdout and stderr each a pipe (read ends
+// here). Unlike RunTraced, IDLESCOPE_QUIET is not set: the tracer's own messages reach stderr.
+struct TracedChild {
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+};
+TracedChild StartTraced(const std::vector<std::string>& argv, const std::string& out_dir,
+                        const std::vector<std::string>& extra_env = {});
+// Everything left on `fd` until EOF; closes it.
+std::string ReadAll(int fd);
+// Exit status of `pid` (or 128+signal).
+int Wait(pid_t pid);
 
 }  // namespace idlescope::testing
