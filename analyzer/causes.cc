@@ -118,15 +118,22 @@ bool IsModelCheckpointPath(std::string_view path) {
 }
 
 bool IsDataFilePath(std::string_view path) {
-  if (path.empty() || IsModelCheckpointPath(path)) return false;
-  for (std::string_view system : {"/proc/", "/sys/", "/dev/"}) {
-    if (path.starts_with(system)) return false;
-  }
+  return !path.empty() && !IsModelCheckpointPath(path) && !IsSystemPath(path) &&
+         !IsCodeFilePath(path);
+}
+
+bool IsSystemPath(std::string_view path) {
+  return path.starts_with("/proc/") || path.starts_with("/sys/") ||
+         path.starts_with("anon_inode:") ||  // eventfd, timerfd, epoll (driver threads' wakeups)
+         (path.starts_with("/dev/") && !path.starts_with("/dev/shm/"));  // shm holds data
+}
+
+bool IsCodeFilePath(std::string_view path) {
   std::string_view name = Basename(path);
   for (std::string_view code : {".py", ".pyc", ".so"}) {
-    if (name.ends_with(code)) return false;
+    if (name.ends_with(code)) return true;
   }
-  return name.find(".so.") == std::string_view::npos;  // libfoo.so.1
+  return name.find(".so.") != std::string_view::npos;  // libfoo.so.1
 }
 
 bool IsInstallerCommand(std::string_view program, std::string_view argv) {

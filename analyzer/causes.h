@@ -53,6 +53,14 @@ inline int Index(Cause cause) { return static_cast<int>(cause); }
 // .msgpack, .distcp), or a directory component naming checkpoints ("checkpoint", "ckpt").
 bool IsModelCheckpointPath(std::string_view path);
 
+// Program code: Python source or bytecode (.py, .pyc), a shared library (.so, .so.N). Reading it
+// is importing or loading a library, not loading data.
+bool IsCodeFilePath(std::string_view path);
+
+// Kernel and device state: /proc, /sys, /dev but /dev/shm (polling memory or GPU state, entropy),
+// anonymous inodes (eventfd, timerfd: wakeups of driver threads).
+bool IsSystemPath(std::string_view path);
+
 // A data file, as opposed to code or system state: not Python source or bytecode, not a shared
 // library, not under /proc, /sys or /dev, not a model checkpoint. A training thread that reads such
 // files between its kernels is loading (and preprocessing) data itself.

@@ -600,6 +600,13 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     c = {EventClass::kReadWorkerQueue, Cause::kDataLoading};
   }
   if (c.event_class == EventClass::kNone) return;
+  // Reading code is importing (Python modules, lazily loaded libraries), reading /proc or /sys is
+  // polling state: CPU work of the process, not data loading. It explains nothing (before the
+  // first kernel it is startup).
+  if ((c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote) &&
+      (IsCodeFilePath(e.path) || IsSystemPath(e.path))) {
+    return;
+  }
   Candidate candidate;
   candidate.when = {e.start, e.end};
   candidate.cause = c.cause;

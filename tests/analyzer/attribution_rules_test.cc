@@ -234,13 +234,16 @@ TEST(AttributionRules, CodeReadsOtherThreadsAndOtherGapsAreNotPreprocessing) {
   EXPECT_FALSE(IsDataFilePath("/x/__pycache__/a.cpython-311.pyc"));
   EXPECT_FALSE(IsDataFilePath("/usr/lib/libfoo.so.1"));
   EXPECT_FALSE(IsDataFilePath("/proc/self/status"));
+  EXPECT_FALSE(IsDataFilePath("anon_inode:[eventfd]"));
+  EXPECT_TRUE(IsDataFilePath("/dev/shm/batch-17"));
   EXPECT_FALSE(IsDataFilePath("/ckpt/model.pt"));  // loading a checkpoint
   {
     OneGap s;
     s.job.Io(s.p, kTid, FILE_READ, 101, 102, "/venv/lib/python3.11/site-packages/x/y.py");
     s.job.Io(s.p, kTid, FILE_READ, 110, 111, "/proc/meminfo");
     JobReport r = s.job.Finish();
-    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(98));
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));  // neither read is data loading either
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
   }
   {
     OneGap s;
@@ -256,6 +259,24 @@ TEST(AttributionRules, CodeReadsOtherThreadsAndOtherGapsAreNotPreprocessing) {
     EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
     EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
   }
+}
+
+// `import torch` before the first kernel: thousands of .py/.so reads (slow on NFS homes) are
+// startup, not data_loading; a dataset read at the same time still is.
+TEST(AttributionRules, ImportsBeforeTheFirstKernelAreStartup) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Io(p, kTid, FILE_READ, 10, 40, "/home/u/venv/lib/python3.11/site-packages/torch/nn/f.py",
+         FS_NFS);
+  job.Io(p, kTid, FILE_READ, 40, 70, "/home/u/venv/lib/libtorch_cuda.so", FS_NFS);
+  job.Io(p, kTid, FILE_READ, 70, 80, "/mnt/nfs/data/shard-0.tar", FS_NFS);
+  job.Kernel(p, 100, 200);
+  job.End(p, 200);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(10));
+  EXPECT_EQ(CauseNs(r, Cause::kStartup), Ms(90));
 }
 
 TEST(AttributionRules, WorkerReadingRemoteFsWhileLauncherWaitsOnQueue) {
