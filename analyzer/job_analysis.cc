@@ -312,6 +312,16 @@ struct JobAnalysis::ProcessState {
   uint32_t cached_device = 0;
   uint64_t last_launcher = ~uint64_t{0};
   uint32_t last_launcher_device = 0;
+  // What the process did before its first kernel launch (the startup cause's breakdown).
+  bool launched = false;
+  Ns first_launch = 0;            // start of its first kernel launch
+  Ns first_cuda = kForever;       // start of its first CUDA runtime call
+  Ns longest_cuda_ns = 0;         // the longest CUDA call before the first launch
+  uint64_t longest_cuda_api = 0;  // ... and its API's string id ("cudaMalloc": context creation)
+  uint64_t code_reads = 0;        // reads of .py/.pyc/.so files: imports, library loading
+  uint64_t code_read_bytes = 0;
+  Ns code_read_ns = 0;
+  uint64_t model_read_bytes = 0;  // model files read: loading weights
   // File reads (not pipes or sockets), for the worker processes of the host activity report.
   uint64_t reads = 0;
   uint64_t read_bytes = 0;
@@ -538,6 +548,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   ++host_events_;
   ProcessState& p = *processes_[e.process];
   p.last_seen = std::max(p.last_seen, e.end);
+  if (__builtin_expect(!p.launched, 0)) NoteStartupEvent(p, e);
   if (e.device >= 0 && IsLaunchEvent(e.type)) {
     uint64_t thread = ThreadKey(e.process, e.tid);
     uint32_t ordinal = static_cast<uint32_t>(e.device);
@@ -625,6 +636,74 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       IsDataFilePath(e.path);
   NoteSnapshotRun(candidate);
   AddCandidate(candidate);
+}
+
+void JobAnalysis::NoteStartupEvent(ProcessState& p, const HostEvent& e) {
+  if (e.type == CUDA_LAUNCH || e.type == CUDA_LAUNCH_SUMMARY || e.type == CUDA_GRAPH_LAUNCH) {
+    p.launched = true;
+    p.first_launch = e.start;
+    return;
+  }
+  if (e.type >= CUDA_MEMCPY && e.type <= CUDA_LAUNCH_SUMMARY) {
+    p.first_cuda = std::min(p.first_cuda, e.start);
+    if (e.end - e.start > p.longest_cuda_ns) {
+      p.longest_cuda_ns = e.end - e.start;
+      p.longest_cuda_api = e.api_id;
+    }
+    return;
+  }
+  if (e.type != FILE_READ) return;
+  if (IsCodeFilePath(e.path)) {
+    p.code_reads += std::max<uint64_t>(e.count, 1);
+    p.code_read_bytes += e.bytes;
+    p.code_read_ns += std::max<Ns>(e.end - e.start, 0);
+  } else if (IsModelCheckpointPath(e.path)) {
+    p.model_read_bytes += e.bytes;
+  }
+}
+
+void JobAnalysis::StartupNotes(const SymbolSource& symbols, std::vector<std::string>* notes) const {
+  // The launching process that took longest from its start to its first kernel (every rank
+  // starts alike; the slowest one is what the GPUs waited for).
+  const ProcessState* slowest = nullptr;
+  uint32_t index = 0;
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    const ProcessState& p = *processes_[i];
+    if (!p.launched || p.first_launch < p.info.start) continue;
+    if (slowest == nullptr ||
+        p.first_launch - p.info.start > slowest->first_launch - slowest->info.start) {
+      slowest = &p;
+      index = i;
+    }
+  }
+  if (slowest == nullptr) return;
+  const ProcessState& p = *slowest;
+  std::string who = absl::StrCat("pid ", p.info.pid);
+  if (p.info.rank >= 0) absl::StrAppend(&who, " (rank ", p.info.rank, ")");
+  notes->push_back(absl::StrFormat("%s launched its first kernel %s after it started", who,
+                                   Seconds(p.first_launch - p.info.start)));
+  Ns before_cuda = std::min(p.first_cuda, p.first_launch) - p.info.start;
+  std::string imports;
+  if (p.code_reads > 0) {
+    imports =
+        absl::StrFormat("; %d reads of code files (.py/.so: %.1f MB, %s blocked)", p.code_reads,
+                        static_cast<double>(p.code_read_bytes) / 1e6, Seconds(p.code_read_ns));
+  }
+  notes->push_back(absl::StrFormat("%s before its first CUDA call (imports, setup%s)",
+                                   Seconds(before_cuda), imports));
+  if (p.first_cuda < p.first_launch) {
+    std::string model;
+    if (p.model_read_bytes >= 1000000) {
+      model = absl::StrFormat("; %.1f MB of model files read",
+                              static_cast<double>(p.model_read_bytes) / 1e6);
+    }
+    std::string api = symbols.String(index, p.longest_cuda_api);
+    if (!api.empty()) api += " ";
+    notes->push_back(absl::StrFormat(
+        "%s from its first CUDA call to its first kernel (CUDA context, model construction%s); "
+        "longest CUDA call: %s%s",
+        Seconds(p.first_launch - p.first_cuda), model, api, Seconds(p.longest_cuda_ns)));
+  }
 }
 
 void JobAnalysis::NoteSnapshotRun(Candidate& c) {
@@ -1737,6 +1816,9 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         all("all of it: the GPUs are not needed");
         break;
       case Cause::kStartup:
+        r.saving_basis = "no estimate: no specific fix";
+        StartupNotes(symbols, &r.notes);
+        break;
       case Cause::kUnknown:
         r.saving_basis = "no estimate: no specific fix";
         break;

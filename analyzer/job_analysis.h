@@ -94,6 +94,10 @@ class JobAnalysis {
   // in_open_gap: the slice is in the device's open gap (not a late event's closed slice).
   void CreditCause(DeviceState& device, const Candidate& candidate, Ns length, bool in_open_gap);
   // Checkpoint snapshots (docs/attribution.md, "Checkpoint snapshots").
+  // Before a process's first kernel launch: its first CUDA call, the longest one, the code and
+  // model files it read (the startup cause's breakdown, StartupNotes).
+  void NoteStartupEvent(ProcessState& p, const HostEvent& e);
+  void StartupNotes(const SymbolSource& symbols, std::vector<std::string>* notes) const;
   void NoteSnapshotRun(Candidate& candidate);
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void ReclaimResidual(const Candidate& candidate);

@@ -68,6 +68,7 @@ struct HostEvent {
   NetScope net_scope = NET_UNSPECIFIED;
   uint64_t stack = 0;    // per-process StackNode id (0: not captured)
   uint64_t path_id = 0;  // per-process string id of `path` (evidence key)
+  uint64_t api_id = 0;   // per-process string id of the intercepted function
   std::string_view api;
   std::string_view path;
   std::string_view argv;  // NUL-separated

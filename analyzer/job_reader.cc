@@ -236,6 +236,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         e.net_scope = ev.net_scope();
         e.stack = ev.stack();
         e.path_id = ev.path();
+        e.api_id = ev.api();
         if (NeedsStrings(ev.type())) {
           e.path = View(f.interned.String(ev.path()));
           e.argv = View(f.interned.String(ev.argv()));

@@ -279,6 +279,37 @@ TEST(AttributionRules, ImportsBeforeTheFirstKernelAreStartup) {
   EXPECT_EQ(CauseNs(r, Cause::kStartup), Ms(90));
 }
 
+// The startup cause says where the time before the first kernel went: before the first CUDA call
+// (imports: reads of code files), then CUDA (its longest call) and model construction.
+TEST(AttributionRules, StartupNotesBreakTheTimeBeforeTheFirstKernelDown) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 3, "python", "python train.py", "node0", /*start_ms=*/0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  HostEvent import = job.Event(p, kTid, FILE_READ, 100, 300, "/venv/lib/torch/__init__.py");
+  import.count = 40;
+  import.bytes = 2'000'000;
+  job.Add(import);
+  job.Io(p, kTid, FILE_READ, 600, 700, "/ckpt/model.safetensors", FS_LOCAL, 50'000'000);
+  HostEvent init = job.Event(p, kTid, CUDA_MALLOC, 500, 580);
+  init.device = 0;
+  init.api_id = job.Intern(p, "cudaMalloc");
+  job.Add(init);
+  job.Launch(p, kTid, 900);
+  job.Kernel(p, 900, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kStartup);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->notes.size(), 3u);
+  EXPECT_EQ(c->notes[0], "pid 100 (rank 3) launched its first kernel 0.900 s after it started");
+  EXPECT_EQ(c->notes[1],
+            "0.500 s before its first CUDA call (imports, setup; 40 reads of code files (.py/.so: "
+            "2.0 MB, 0.200 s blocked))");
+  EXPECT_EQ(c->notes[2],
+            "0.400 s from its first CUDA call to its first kernel (CUDA context, model "
+            "construction; 50.0 MB of model files read); longest CUDA call: cudaMalloc 0.080 s");
+}
+
 TEST(AttributionRules, WorkerReadingRemoteFsWhileLauncherWaitsOnQueue) {
   OneGap s;
   uint32_t worker = s.job.Process(101, 100);  // DataLoader worker, child of the launcher

@@ -121,6 +121,9 @@ class JobBuilder {
     }
     return e;
   }
+  // A string id of `process` (an API name, ...), as the trace's interned strings give it.
+  uint64_t Intern(uint32_t process, const std::string& s) { return symbols_.Intern(process, s); }
+
   void Add(HostEvent e) {
     std::string path;
     if (e.path_id != 0) path = symbols_.String(e.process, e.path_id);
