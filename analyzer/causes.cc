@@ -1,7 +1,6 @@
 #include "analyzer/causes.h"
 
 #include <array>
-#include <cctype>
 #include <string>
 
 namespace idlescope {
@@ -62,6 +61,25 @@ std::string_view Basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// `text` ends with / contains the lower-case `word`, ignoring the case of `text` (no copy: these
+// run for every file event the analyzer reads).
+bool EndsWithNoCase(std::string_view text, std::string_view word) {
+  if (text.size() < word.size()) return false;
+  text.remove_prefix(text.size() - word.size());
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (Lower(text[i]) != word[i]) return false;
+  }
+  return true;
+}
+bool ContainsNoCase(std::string_view text, std::string_view word) {
+  for (size_t at = 0; at + word.size() <= text.size(); ++at) {
+    if (EndsWithNoCase(text.substr(0, at + word.size()), word)) return true;
+  }
+  return false;
+}
+
 bool IsInstallerName(std::string_view name) {
   static constexpr std::string_view kInstallers[] = {"pip",        "pip3", "conda",   "mamba",
                                                      "micromamba", "apt",  "apt-get", "yum",
@@ -91,30 +109,26 @@ EventClassification ClassifySend(NetScope scope) {
 const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]; }
 
 bool IsModelCheckpointPath(std::string_view path) {
-  std::string lower(path);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static constexpr std::string_view kSuffixes[] = {
       ".pt",  ".pth",     ".ckpt",   ".safetensors", ".h5",   ".hdf5",   ".pkl",
       ".npz", ".msgpack", ".distcp", ".keras",       ".onnx", ".pt.tmp", ".pth.tmp"};
   for (std::string_view suffix : kSuffixes) {
-    if (std::string_view(lower).ends_with(suffix)) return true;
+    if (EndsWithNoCase(path, suffix)) return true;
   }
   // ".bin" is also the suffix of raw dataset shards (sample00001.bin): it names a model file
   // only with a model word in the name (pytorch_model.bin, adapter_model.bin, optimizer.bin).
-  if (std::string_view(lower).ends_with(".bin")) {
-    std::string_view name = Basename(lower);
+  if (EndsWithNoCase(path, ".bin")) {
+    std::string_view name = Basename(path);
     for (std::string_view word : {"model", "weight", "optim", "adapter", "ckpt", "checkpoint",
                                   "state", "rng", "scheduler"}) {
-      if (name.find(word) != std::string_view::npos) return true;
+      if (ContainsNoCase(name, word)) return true;
     }
   }
   // A directory component naming checkpoints: ckpt/, checkpoints/, checkpoint-500/, ...
-  std::string_view dir(lower);
-  size_t slash = dir.rfind('/');
+  size_t slash = path.rfind('/');
   if (slash == std::string_view::npos) return false;
-  dir = dir.substr(0, slash);
-  return dir.find("checkpoint") != std::string_view::npos ||
-         dir.find("ckpt") != std::string_view::npos;
+  std::string_view dir = path.substr(0, slash);
+  return ContainsNoCase(dir, "checkpoint") || ContainsNoCase(dir, "ckpt");
 }
 
 bool IsDataFilePath(std::string_view path) {

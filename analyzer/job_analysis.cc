@@ -614,10 +614,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   // Reading code is importing (Python modules, lazily loaded libraries), reading /proc or /sys is
   // polling state: CPU work of the process, not data loading. It explains nothing (before the
   // first kernel it is startup).
-  if ((c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote) &&
-      (IsCodeFilePath(e.path) || IsSystemPath(e.path))) {
-    return;
-  }
+  const bool file_read =
+      c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote;
+  if (file_read && (IsCodeFilePath(e.path) || IsSystemPath(e.path))) return;
   Candidate candidate;
   candidate.when = {e.start, e.end};
   candidate.cause = c.cause;
@@ -631,9 +630,8 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.object = e.path_id;
   candidate.bytes = e.bytes;
   candidate.directory = DirectoryOf(e);
-  candidate.data_read =
-      (c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote) &&
-      IsDataFilePath(e.path);
+  // Code and system paths returned above: what is left is data unless it is a model file.
+  candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
   NoteSnapshotRun(candidate);
   AddCandidate(candidate);
 }
