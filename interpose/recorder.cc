@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interpose/python/pystacks.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
 #include "interpose/wire.h"
@@ -563,6 +564,7 @@ trace::Header BuildHeader() {
   h.config.buffer_bytes = g_ring_slots * sizeof(RawEvent);
   h.config.stack_depth = g_config->stack_depth;
   h.config.families = g_config->families;
+  h.config.python_version = python::Version();
   return h;
 }
 
@@ -1020,6 +1022,7 @@ void Init() {
   pthread_key_create(&g_ring_key, OnThreadExit);
   detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
   stacks::Init(g_config->stack_depth);
+  python::Init(g_config->python_stacks && g_config->stack_depth > 0);
   bool ok;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);

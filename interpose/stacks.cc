@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interpose/python/pystacks.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
@@ -184,8 +185,14 @@ void Init(uint32_t depth) {
   g_depth = std::min<uint32_t>(depth, kMaxDepth);
 }
 
-void LockForFork() { g_insert_mu.lock(); }
-void UnlockAfterFork() { g_insert_mu.unlock(); }
+void LockForFork() {
+  g_insert_mu.lock();
+  python::LockForFork();
+}
+void UnlockAfterFork() {
+  python::UnlockAfterFork();
+  g_insert_mu.unlock();
+}
 
 void TakeNewNodes(std::vector<NewNode>* out) {
   if (g_nodes == nullptr) return;
@@ -418,6 +425,11 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   SymbolizerState& s = State();
   auto it = s.frame_ids.find(pc);
   if (it != s.frame_ids.end()) return it->second;
+  if (python::IsFrameKey(pc)) {
+    uint64_t id = python::FrameFor(pc, &s.next_frame, out);
+    s.frame_ids.emplace(pc, id);
+    return id;
+  }
   // Return addresses point after the call: look up the call instruction itself.
   uintptr_t addr = pc > 0 ? pc - 1 : 0;
   ModuleInfo* m = s.Find(addr);
@@ -454,6 +466,7 @@ void Symbolizer::Reset() {
   SymbolizerState& s = State();
   s.frame_ids.clear();
   s.next_frame = 1;
+  python::ResetFrames();
   for (auto& m : s.modules) m->emitted = false;
 }
 
@@ -493,6 +506,16 @@ uint32_t CaptureStack(int skip) {
   }
   int last = std::min(n, first + static_cast<int>(g_depth));
   uint32_t node = 0;
+  // A Python thread's own frames come first, outermost first (proto/trace.proto, StackNode).
+  uint64_t py[python::kMaxFrames];
+  for (int i = python::CaptureFrames(py, python::kMaxFrames) - 1; i >= 0; --i) {
+    uint32_t child = Child(node, py[i]);
+    if (child == 0) {
+      last = first;  // the trie is full: no native frames below a cut Python stack
+      break;
+    }
+    node = child;
+  }
   // Outermost frame first: the trie's root side is main(), so common prefixes are shared.
   for (int i = last - 1; i >= first; --i) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);

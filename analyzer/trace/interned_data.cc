@@ -1,6 +1,9 @@
 #include "analyzer/trace/interned_data.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -30,7 +33,9 @@ void InternedData::Add(const Interned& interned) {
         frames_, f.id(), f,
         [](const Frame& a, const Frame& b) {
           return a.function() == b.function() && a.module() == b.module() &&
-                 a.rel_pc() == b.rel_pc() && a.file() == b.file() && a.line() == b.line();
+                 a.rel_pc() == b.rel_pc() && a.file() == b.file() && a.line() == b.line() &&
+                 a.kind() == b.kind() && a.first_line() == b.first_line() &&
+                 a.python_entry() == b.python_entry();
         },
         &conflicting_ids_);
   }
@@ -91,7 +96,41 @@ std::vector<const Frame*> InternedData::Stack(uint64_t stack_id, bool* complete)
   return frames;
 }
 
+std::vector<const Frame*> InternedData::MergedStack(uint64_t stack_id, bool* complete) const {
+  std::vector<const Frame*> frames = Stack(stack_id, complete);
+  // Innermost first: the native frames, then the Python frames (their outermost part).
+  auto python = std::find_if(frames.begin(), frames.end(),
+                             [](const Frame* f) { return f->kind() == FRAME_PYTHON; });
+  if (python == frames.end()) return frames;
+  std::vector<const Frame*> merged;
+  merged.reserve(frames.size());
+  auto next_run = python;  // the innermost Python frame not placed yet
+  for (auto it = frames.begin(); it != python; ++it) {
+    absl::string_view function = String((*it)->function());
+    // "_PyEval_EvalFrameDefault", or a part of it split off by the compiler (".cold").
+    if (next_run != frames.end() && absl::StartsWith(function, "_PyEval_EvalFrameDefault")) {
+      // The run: Python frames up to and including the next entry frame.
+      while (next_run != frames.end()) {
+        const Frame* f = *next_run++;
+        merged.push_back(f);
+        if (f->python_entry()) break;
+      }
+    } else {
+      merged.push_back(*it);
+    }
+  }
+  merged.insert(merged.end(), next_run, frames.end());
+  return merged;
+}
+
 std::string InternedData::FormatFrame(const Frame& frame) const {
+  if (frame.kind() == FRAME_PYTHON) {
+    absl::string_view file = String(frame.file()), function = String(frame.function());
+    std::string out(file.empty() ? "?" : file);
+    if (frame.line() != 0) absl::StrAppend(&out, ":", frame.line());
+    absl::StrAppend(&out, " in ", function.empty() ? "?" : function);
+    return out;
+  }
   absl::string_view function = String(frame.function());
   absl::string_view module = String(frame.module());
   // Only the module's file name: full paths make stacks unreadable and the path is in ModuleMap.
