@@ -506,21 +506,24 @@ uint32_t CaptureStack(int skip) {
   }
   int last = std::min(n, first + static_cast<int>(g_depth));
   uint32_t node = 0;
-  // A Python thread's own frames come first, outermost first (proto/trace.proto, StackNode).
-  uint64_t py[python::kMaxFrames];
-  for (int i = python::CaptureFrames(py, python::kMaxFrames) - 1; i >= 0; --i) {
-    uint32_t child = Child(node, py[i]);
-    if (child == 0) {
-      last = first;  // the trie is full: no native frames below a cut Python stack
-      break;
-    }
-    node = child;
-  }
   // Outermost frame first: the trie's root side is main(), so common prefixes are shared.
+  bool full = false;
   for (int i = last - 1; i >= first; --i) {
     uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
     if (pc >= g_self_lo && pc < g_self_hi) continue;  // e.g. our __libc_start_main wrapper
     uint32_t child = Child(node, pc);
+    if (child == 0) {
+      full = true;
+      break;
+    }
+    node = child;
+  }
+  // A Python thread's own frames, outermost first, below the native ones (proto/trace.proto,
+  // StackNode): few native stacks lead to many Python ones, which then share the native path.
+  uint64_t py[python::kMaxFrames];
+  const int python_frames = full ? 0 : python::CaptureFrames(pcs, n, py, python::kMaxFrames);
+  for (int i = python_frames - 1; i >= 0; --i) {
+    uint32_t child = Child(node, py[i]);
     if (child == 0) break;
     node = child;
   }

@@ -1,7 +1,5 @@
 #include "analyzer/trace/interned_data.h"
 
-#include <algorithm>
-
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -98,28 +96,29 @@ std::vector<const Frame*> InternedData::Stack(uint64_t stack_id, bool* complete)
 
 std::vector<const Frame*> InternedData::MergedStack(uint64_t stack_id, bool* complete) const {
   std::vector<const Frame*> frames = Stack(stack_id, complete);
-  // Innermost first: the native frames, then the Python frames (their outermost part).
-  auto python = std::find_if(frames.begin(), frames.end(),
-                             [](const Frame* f) { return f->kind() == FRAME_PYTHON; });
-  if (python == frames.end()) return frames;
+  // Innermost first, each kind in its order (the recorder stores the Python frames as the inner
+  // part of the path: they come first here).
+  std::vector<const Frame*> native, python;
+  for (const Frame* f : frames) (f->kind() == FRAME_PYTHON ? python : native).push_back(f);
+  if (python.empty()) return frames;
   std::vector<const Frame*> merged;
   merged.reserve(frames.size());
-  auto next_run = python;  // the innermost Python frame not placed yet
-  for (auto it = frames.begin(); it != python; ++it) {
-    absl::string_view function = String((*it)->function());
+  auto next_run = python.begin();  // the innermost Python frame not placed yet
+  for (const Frame* f : native) {
+    absl::string_view function = String(f->function());
     // "_PyEval_EvalFrameDefault", or a part of it split off by the compiler (".cold").
-    if (next_run != frames.end() && absl::StartsWith(function, "_PyEval_EvalFrameDefault")) {
+    if (next_run != python.end() && absl::StartsWith(function, "_PyEval_EvalFrameDefault")) {
       // The run: Python frames up to and including the next entry frame.
-      while (next_run != frames.end()) {
-        const Frame* f = *next_run++;
-        merged.push_back(f);
-        if (f->python_entry()) break;
+      while (next_run != python.end()) {
+        const Frame* p = *next_run++;
+        merged.push_back(p);
+        if (p->python_entry()) break;
       }
     } else {
-      merged.push_back(*it);
+      merged.push_back(f);
     }
   }
-  merged.insert(merged.end(), next_run, frames.end());
+  merged.insert(merged.end(), next_run, python.end());
   return merged;
 }
 

@@ -1,11 +1,7 @@
 #include "interpose/python/code_cache.h"
 
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <new>
 
@@ -16,24 +12,14 @@ namespace {
 constexpr size_t kChunkBytes = 1 << 20;
 constexpr size_t kMaxArenaBytes = 64u << 20;
 
-void* MapZeroed(size_t bytes) {
+// `populate`: the pages are made now, not at their first write by a hooked thread. The slot table's
+// entries land on random pages, so without it nearly every first-seen code object of a process's
+// first few hundred paid a page fault (5-7 us each on the build VMs, where the copy itself takes
+// 1-3 us: tests/python/pystacks_bench.cc). 2.5 MiB per Python process.
+void* MapZeroed(size_t bytes, bool populate = false) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE), -1, 0);
   return p == MAP_FAILED ? nullptr : p;
-}
-
-// Reads `n` bytes at `addr` of our own memory without faulting on an unmapped address
-// (process_vm_readv checks the range in the kernel). -1: the address is not readable; 0: the
-// call itself is refused here (seccomp), the caller may read directly.
-int SafeRead(uintptr_t addr, void* out, size_t n) {
-  iovec local{out, n};
-  iovec remote{reinterpret_cast<void*>(addr), n};
-  int saved = errno;
-  ssize_t r = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
-  int err = errno;
-  errno = saved;
-  if (r == static_cast<ssize_t>(n)) return 1;
-  return r < 0 && (err == ENOSYS || err == EPERM) ? 0 : -1;
 }
 
 size_t PutUtf8(uint32_t c, char* out, size_t left) {
@@ -98,9 +84,9 @@ int CopyUnicode(uintptr_t obj, const Layout& layout, uintptr_t unicode_type, cha
 bool CodeCache::Init(const Layout& layout, const ObjectTypes& types) {
   layout_ = layout;
   types_ = types;
-  slots_ = static_cast<Slot*>(MapZeroed(sizeof(Slot) * kSlots));
+  slots_ = static_cast<Slot*>(MapZeroed(sizeof(Slot) * kSlots, true));
   infos_ = static_cast<std::atomic<const CodeInfo*>*>(
-      MapZeroed(sizeof(std::atomic<const CodeInfo*>) * (kMaxCodes + 1)));
+      MapZeroed(sizeof(std::atomic<const CodeInfo*>) * (kMaxCodes + 1), true));
   return slots_ != nullptr && infos_ != nullptr;
 }
 
@@ -124,18 +110,12 @@ void CodeCache::Commit(size_t bytes) {
   chunk_left_ -= bytes;
 }
 
-CodeInfo* CodeCache::Copy(const uint8_t* head) {
-  auto field = [&](uint32_t offset) {
-    uintptr_t v;
-    memcpy(&v, head + offset, sizeof(v));
-    return v;
-  };
-  if (field(layout_.ob_type) != types_.code) return nullptr;
-  const uintptr_t filename = field(layout_.code_filename), name = field(layout_.code_name),
-                  table = field(layout_.code_linetable);
-  int32_t first_line;
-  memcpy(&first_line, head + layout_.code_firstlineno, sizeof(first_line));
-  // From here on the objects are those of a code object whose type we have seen.
+CodeInfo* CodeCache::Copy(uintptr_t code) {
+  if (Load<uintptr_t>(code + layout_.ob_type) != types_.code) return nullptr;
+  const uintptr_t filename = Load<uintptr_t>(code + layout_.code_filename),
+                  name = Load<uintptr_t>(code + layout_.code_name),
+                  table = Load<uintptr_t>(code + layout_.code_linetable);
+  const int32_t first_line = Load<int32_t>(code + layout_.code_firstlineno);
   if (table == 0 || (table & 7) != 0 || Load<uintptr_t>(table + layout_.ob_type) != types_.bytes) {
     return nullptr;
   }
@@ -164,38 +144,30 @@ CodeInfo* CodeCache::Copy(const uint8_t* head) {
 
 uint32_t CodeCache::Insert(uintptr_t code) {
   if (slots_ == nullptr || code == 0 || (code & 7) != 0) return 0;
-  // The one read that is checked: the frame's code pointer. A frame being pushed when a signal
-  // handler's I/O (CPython's own wakeup-fd write, for one) reached our hook could still hold a
-  // stale pointer; everything read after this comes from an object whose type we have seen.
-  uint8_t head[512];
-  const size_t head_bytes = layout_.code_bytes;
-  if (head_bytes > sizeof(head)) return 0;
   std::lock_guard<std::mutex> lock(insert_mu_);
+  const uint32_t check = Check(code);
   uint32_t i = Hash(code);
   for (uint32_t probes = 0; probes < kSlots; i = (i + 1) & (kSlots - 1), ++probes) {
-    const Slot& s = slots_[i];
-    const uintptr_t at = s.code.load(std::memory_order_relaxed);  // only inserters write
-    if (at == 0) break;
-    if (at == code && Matches(s, code)) return s.id;  // inserted by another thread meanwhile
+    const uintptr_t at = slots_[i].code.load(std::memory_order_relaxed);  // only inserters write
+    if (at == 0 || at == code) break;
+  }
+  Slot& s = slots_[i];
+  const bool reused = s.code.load(std::memory_order_relaxed) == code;
+  if (reused) {
+    const uint64_t entry = s.entry.load(std::memory_order_relaxed);
+    if (static_cast<uint32_t>(entry >> 32) == check) return static_cast<uint32_t>(entry);
+  } else if (s.code.load(std::memory_order_relaxed) != 0) {
+    return 0;  // the table is full
   }
   const uint32_t id = next_id_.load(std::memory_order_relaxed);
-  if (id > kMaxCodes || slots_[i].code.load(std::memory_order_relaxed) != 0) return 0;
-  if (safe_reads_) {
-    int r = SafeRead(code, head, head_bytes);
-    if (r < 0) return 0;
-    if (r == 0) safe_reads_ = false;
-  }
-  if (!safe_reads_) memcpy(head, reinterpret_cast<const void*>(code), head_bytes);
-  CodeInfo* info = Copy(head);
+  if (id > kMaxCodes) return 0;
+  CodeInfo* info = Copy(code);
   if (info == nullptr) return 0;
   infos_[id].store(info, std::memory_order_release);
   next_id_.store(id + 1, std::memory_order_relaxed);
-  Slot& s = slots_[i];
-  memcpy(&s.filename, head + layout_.code_filename, sizeof(s.filename));
-  memcpy(&s.name, head + layout_.code_name, sizeof(s.name));
-  s.first_line = info->first_line;
-  s.id = id;
-  s.code.store(code, std::memory_order_release);
+  // The id's copy is published before the entry that hands the id out.
+  s.entry.store(uint64_t{check} << 32 | id, std::memory_order_release);
+  if (!reused) s.code.store(code, std::memory_order_release);
   return id;
 }
 

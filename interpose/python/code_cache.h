@@ -6,7 +6,9 @@
 //
 // An address can be reused by another code object after the first one is freed (code compiled at
 // run time: exec, torch.fx, dataclasses); an entry therefore matches only when the code object
-// still has the same file and name objects and first line, read on every lookup.
+// still has the same file and name objects and first line (a 32-bit hash of them, read on every
+// lookup), and a new code object at a known address takes over that address's entry, so that
+// functions made again and again (and freed) do not pile up entries that every lookup would probe.
 #pragma once
 
 #include <atomic>
@@ -43,15 +45,21 @@ class CodeCache {
   bool Init(const Layout& layout, const ObjectTypes& types);
 
   // The id (>= 1) of the code object at `code`, read and copied when first seen; 0 when it cannot
-  // be read (not a code object, unreadable memory) or the cache is full. Lock-free when the code
-  // object is known; a new one takes the insertion mutex.
+  // be read (not a code object: its type, and that of its strings and line table, are checked) or
+  // the cache is full. Lock-free when the code object is known; a new one takes the insertion
+  // mutex.
   uint32_t Id(uintptr_t code) {
     for (uint32_t i = Hash(code), probes = 0; probes < kSlots;
          i = (i + 1) & (kSlots - 1), ++probes) {
       const Slot& s = slots_[i];
       const uintptr_t at = s.code.load(std::memory_order_acquire);
       if (at == 0) break;
-      if (at == code && Matches(s, code)) return s.id;
+      if (at != code) continue;
+      // One load: the check and the id it belongs to come together, even while an insertion
+      // replaces them.
+      const uint64_t entry = s.entry.load(std::memory_order_acquire);
+      if (static_cast<uint32_t>(entry >> 32) == Check(code)) return static_cast<uint32_t>(entry);
+      break;  // a new code object at this address
     }
     return Insert(code);
   }
@@ -65,8 +73,8 @@ class CodeCache {
   void LockForFork() { insert_mu_.lock(); }
   void UnlockAfterFork() { insert_mu_.unlock(); }
 
-  // Reads of the interpreter's memory on the hot path. The objects are those of the calling
-  // thread's live frames: alive and mapped (see pystacks.cc for the one case that is validated).
+  // Reads of the interpreter's memory. The objects are those of the calling thread's live frames,
+  // alive and mapped (pystacks.cc: why, and the one case where a frame could be half made).
   template <typename T>
   static T Load(uintptr_t addr) {
     T v;
@@ -76,27 +84,27 @@ class CodeCache {
 
  private:
   static constexpr uint32_t kSlotBits = 17;
-  static constexpr uint32_t kSlots = 1u << kSlotBits;  // kMaxCodes at most half full
+  static constexpr uint32_t kSlots = 1u << kSlotBits;  // kMaxCodes at most half full: 2 MiB
   struct Slot {
-    std::atomic<uintptr_t> code;  // published last (release), 0 = empty
-    uintptr_t filename, name;
-    int32_t first_line;
-    uint32_t id;
+    std::atomic<uintptr_t> code;  // the address; 0 = empty (set once, after `entry`)
+    std::atomic<uint64_t> entry;  // Check() << 32 | id
   };
 
   static uint32_t Hash(uintptr_t code) {
     return static_cast<uint32_t>(((code >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
   }
-  // The entry's code object is still the one it copied (same file and name objects, first line).
-  bool Matches(const Slot& s, uintptr_t code) const {
-    return Load<uintptr_t>(code + layout_.code_filename) == s.filename &&
-           Load<uintptr_t>(code + layout_.code_name) == s.name &&
-           Load<int32_t>(code + layout_.code_firstlineno) == s.first_line;
+  // What tells code objects at one address apart: their file and name objects and first line.
+  uint32_t Check(uintptr_t code) const {
+    const uint64_t h = Load<uintptr_t>(code + layout_.code_filename) * 0x9E3779B97F4A7C15ull ^
+                       Load<uintptr_t>(code + layout_.code_name) * 0xC2B2AE3D27D4EB4Full ^
+                       static_cast<uint64_t>(Load<uint32_t>(code + layout_.code_firstlineno)) *
+                           0x165667B19E3779F9ull;
+    return static_cast<uint32_t>(h >> 32);
   }
   uint32_t Insert(uintptr_t code);
-  // Copies the code object at `code` (its first layout_.code_bytes bytes already in `head`) into
-  // a new CodeInfo; nullptr when it is not a code object or the arena is full.
-  CodeInfo* Copy(const uint8_t* head);
+  // Copies the code object at `code` into a new CodeInfo; nullptr when it is not a code object or
+  // the arena is full.
+  CodeInfo* Copy(uintptr_t code);
   // Arena: room for `bytes` (8-aligned), then Commit() what was used of it.
   uint8_t* Reserve(size_t bytes);
   void Commit(size_t bytes);
@@ -110,7 +118,6 @@ class CodeCache {
   // Arena of CodeInfos (insertion mutex held): mmap'ed chunks, never freed.
   uint8_t* chunk_ = nullptr;
   size_t chunk_left_ = 0, arena_bytes_ = 0;
-  bool safe_reads_ = true;  // process_vm_readv works here (seccomp may forbid it)
 };
 
 // UTF-8 of a compact str object at `obj` (`layout`'s offsets), at most `max` bytes (cut at a

@@ -1,6 +1,9 @@
 #include "interpose/python/pystacks.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <gnu/libc-version.h>
+#include <link.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -39,7 +42,7 @@ ThreadStateFn g_this_thread_state = nullptr;
 FinalizingFn g_is_finalizing = nullptr;
 std::atomic<bool> g_active{false};
 char g_version[32] = "";
-std::atomic<uint64_t> g_unreadable{0}, g_foreign_tstate{0};
+std::atomic<uint64_t> g_unreadable{0}, g_foreign_tstate{0}, g_in_signal_handler{0};
 
 void* Symbol(const char* name) { return dlsym(RTLD_DEFAULT, name); }
 
@@ -51,6 +54,40 @@ bool ParseVersionString(const char* s, uint32_t* major, uint32_t* minor, uint32_
   *minor = b;
   *micro = c;
   return true;
+}
+
+// The signal return trampolines (see InSignalHandler): 16-byte aligned occurrences of
+// __restore_rt's code in the executable segment of libc (found through a libc function no hook
+// replaces). Usually exactly one.
+constexpr unsigned char kSigreturnCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+constexpr int kMaxTrampolines = 4;
+uintptr_t g_trampoline[kMaxTrampolines];
+int g_trampolines = 0;
+
+void FindSignalTrampolines() {
+  struct Search {
+    uintptr_t probe;
+  } search{reinterpret_cast<uintptr_t>(&gnu_get_libc_version)};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* arg) -> int {
+        const uintptr_t probe = static_cast<Search*>(arg)->probe;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (probe < lo || probe >= hi) continue;
+          for (uintptr_t at = (lo + 15) & ~uintptr_t{15};
+               at + sizeof(kSigreturnCode) <= hi && g_trampolines < kMaxTrampolines; at += 16) {
+            if (memcmp(reinterpret_cast<const void*>(at), kSigreturnCode, sizeof(kSigreturnCode)) ==
+                0) {
+              g_trampoline[g_trampolines++] = at;
+            }
+          }
+          return 1;
+        }
+        return 0;
+      },
+      &search);
 }
 
 void SayUnsupported(const std::string& why) {
@@ -112,6 +149,12 @@ void Init(bool wanted) {
     SayUnsupported(name + ": its type objects are not exported");
     return;
   }
+  FindSignalTrampolines();
+  if (g_trampolines == 0) {
+    // Without it a hook in a signal handler could walk a frame being pushed.
+    SayUnsupported(name + ": the signal return trampoline was not found in libc");
+    return;
+  }
   auto* cache = new CodeCache();  // never freed: hooks may use it until the process ends
   if (!cache->Init(layout, types)) return;
   g_layout = layout;
@@ -154,10 +197,36 @@ T Load(uintptr_t addr) {
   return CodeCache::Load<T>(addr);
 }
 
+// Why the frames can be read as they are: the thread is inside our hook, called (through C code)
+// by its innermost Python frame, so every frame of its chain is complete and linked, and holds its
+// code object, which holds its name, file and line table. No other thread changes them, GIL or not:
+// frames belong to their thread (a generator's frame runs on one thread at a time).
+//
+// The exception is a hook reached from a signal handler: CPython's own C handler writes to the
+// wakeup fd (asyncio sets one), and the interrupted interpreter may be half-way through pushing a
+// frame, whose code and previous pointers are then whatever the stack memory held. Such a hook is
+// recognized by the kernel's signal return trampoline among its native frames (the unwinders walk
+// through signal frames, and the handler returns to it): on x86-64 glibc's __restore_rt,
+// "mov $15, %rax; syscall" (the bytes libgcc's unwinder itself looks for). Init finds it in libc's
+// code once, so a capture compares addresses and reads no memory.
+bool InSignalHandler(void* const* pcs, int n) {
+  for (int i = 0; i < n; ++i) {
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
+    for (int t = 0; t < g_trampolines; ++t) {
+      if (pc == g_trampoline[t]) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-int CaptureFrames(uint64_t* keys, int max) {
+int CaptureFrames(void* const* native_pcs, int native_count, uint64_t* keys, int max) {
   if (!g_active.load(std::memory_order_relaxed)) return 0;
+  if (InSignalHandler(native_pcs, native_count)) {
+    g_in_signal_handler.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
   if (g_is_finalizing != nullptr && g_is_finalizing() != 0) return 0;
   const uintptr_t tstate = reinterpret_cast<uintptr_t>(g_this_thread_state());
   if (tstate == 0 || (tstate & 7) != 0) return 0;
@@ -279,6 +348,7 @@ Stats GetStats() {
   s.codes = g_cache != nullptr ? g_cache->size() : 0;
   s.unreadable = g_unreadable.load(std::memory_order_relaxed);
   s.foreign_tstate = g_foreign_tstate.load(std::memory_order_relaxed);
+  s.in_signal_handler = g_in_signal_handler.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -7,7 +7,7 @@
 // conflict with torch.profiler.
 //
 // In the trace a Python frame is a Frame of kind FRAME_PYTHON, and a stack holds the thread's
-// Python frames as its outermost part, followed by its native frames (proto/trace.proto,
+// Python frames after its native frames, as the inner part of the trie path (proto/trace.proto,
 // StackNode). In the stack trie (stacks.cc) a Python frame is a node whose "pc" is a key with the
 // top bit set (no user-space address has it): the code object's id in the code cache, the
 // instruction offset, and whether a native evaluation loop started at this frame. A code object is
@@ -34,9 +34,11 @@ const char* Version();
 inline constexpr int kMaxFrames = 128;
 
 // The calling thread's Python frames, innermost first, as stack trie keys; 0 when Python stacks
-// are off or the thread runs no Python. Never fails otherwise: a frame that cannot be read ends
-// the walk there.
-int CaptureFrames(uint64_t* keys, int max);
+// are off, the thread runs no Python, or the hook runs in a signal handler (`native_pcs`, the
+// thread's native stack as just unwound, innermost first, holds the kernel's signal return
+// trampoline): the interrupted interpreter may be between two stores of a frame push. Never fails
+// otherwise: a frame whose code object cannot be read ends the walk there.
+int CaptureFrames(void* const* native_pcs, int native_count, uint64_t* keys, int max);
 
 inline bool IsFrameKey(uint64_t key) { return (key >> 63) != 0; }
 
@@ -53,9 +55,10 @@ void UnlockAfterFork();
 
 // Counters for tests and the benchmark.
 struct Stats {
-  uint64_t codes = 0;           // code objects in the cache
-  uint64_t unreadable = 0;      // walks ended at a frame whose code object could not be read
-  uint64_t foreign_tstate = 0;  // thread states that named another thread (not captured)
+  uint64_t codes = 0;              // code objects in the cache
+  uint64_t unreadable = 0;         // walks ended at a frame whose code object could not be read
+  uint64_t foreign_tstate = 0;     // thread states that named another thread (not captured)
+  uint64_t in_signal_handler = 0;  // captures in a signal handler (no Python frames taken)
 };
 Stats GetStats();
 

@@ -11,7 +11,8 @@
 namespace idlescope {
 namespace {
 
-// A stack built from frames given innermost first: native "name" or Python "py:name[:entry]".
+// A stack built from frames given innermost first, as the recorder stores them (its Python
+// frames, then its native frames): native "name" or Python "py:name[:entry]".
 class StackBuilder {
  public:
   uint64_t Stack(const std::vector<std::string>& innermost_first) {
@@ -69,8 +70,8 @@ TEST(MergedStack, RunsReplaceTheirEvaluationLoops) {
   // 3.11+: write_file and main ran in one loop (entry: main's caller <module>), and a second loop
   // started at cb (called from C by map()).
   uint64_t s =
-      b.Stack({"write", "_Py_write", kEval, "map_next", kEval, "PyEval_EvalCode", "Py_RunMain",
-               "main", "py:write_file", "py:cb:entry", "py:main", "py:<module>:entry"});
+      b.Stack({"py:write_file", "py:cb:entry", "py:main", "py:<module>:entry", "write", "_Py_write",
+               kEval, "map_next", kEval, "PyEval_EvalCode", "Py_RunMain", "main"});
   EXPECT_EQ(b.Merged(s),
             (std::vector<std::string>{"write", "_Py_write", "write_file", "cb", "map_next", "main",
                                       "<module>", "PyEval_EvalCode", "Py_RunMain", "main"}));
@@ -79,7 +80,7 @@ TEST(MergedStack, RunsReplaceTheirEvaluationLoops) {
 TEST(MergedStack, Python310HasALoopPerFrame) {
   StackBuilder b;
   uint64_t s =
-      b.Stack({"read", kEval, "call", kEval, "start", "py:read_file:entry", "py:worker:entry"});
+      b.Stack({"py:read_file:entry", "py:worker:entry", "read", kEval, "call", kEval, "start"});
   EXPECT_EQ(b.Merged(s),
             (std::vector<std::string>{"read", "read_file", "call", "worker", "start"}));
 }
@@ -88,10 +89,10 @@ TEST(MergedStack, LoopsBeyondTheNativeDepthFollowTheNativeFrames) {
   StackBuilder b;
   // The native stack was cut at its depth: only one loop is among its frames.
   uint64_t s =
-      b.Stack({"write", kEval, "call", "py:inner:entry", "py:outer:entry", "py:<module>:entry"});
+      b.Stack({"py:inner:entry", "py:outer:entry", "py:<module>:entry", "write", kEval, "call"});
   EXPECT_EQ(b.Merged(s), (std::vector<std::string>{"write", "inner", "call", "outer", "<module>"}));
   // None at all (stripped interpreter, or depth 1): the Python frames come after.
-  uint64_t t = b.Stack({"write", "py:f", "py:<module>:entry"});
+  uint64_t t = b.Stack({"py:f", "py:<module>:entry", "write"});
   EXPECT_EQ(b.Merged(t), (std::vector<std::string>{"write", "f", "<module>"}));
 }
 

@@ -120,6 +120,13 @@ TEST_P(PythonStacksTest, EventsNameTheScriptLines) {
     EXPECT_EQ(frames[1].entry, minor == 10);
   }
   {
+    SCOPED_TRACE("a generator's write");
+    auto writes = main->On(FILE_WRITE, data_ + "/gen.bin");
+    ASSERT_EQ(writes.size(), 1u);
+    ExpectFrames(*main, *writes[0],
+                 {{"gen_write", marks["gen-write"]}, {"main", marks["main-gen"]}});
+  }
+  {
     SCOPED_TRACE("a thread's write");
     auto writes = main->On(FILE_WRITE, data_ + "/thread.bin");
     ASSERT_EQ(writes.size(), 1u);
@@ -172,6 +179,40 @@ TEST_P(PythonStacksTest, EventsNameTheScriptLines) {
     EXPECT_EQ(main->interned.FormatFrame(*merged[first_python]),
               kScript + ":" + std::to_string(marks["write"]) + " in write_file");
   }
+}
+
+// CPython's C signal handler writes to the wakeup fd: our write hook then runs inside a signal
+// handler that may have interrupted a frame push. Such events take native frames only.
+TEST_P(PythonStacksTest, HooksInSignalHandlersTakeNoPythonFrames) {
+  const std::string script = SIGNAL_WAKEUP_PY;
+  TracedChild child = StartTraced({python_, script, "1.5"}, out_);
+  ASSERT_GT(child.pid, 0);
+  const std::string output = ReadAll(child.out);
+  const std::string errors = ReadAll(child.err);
+  ASSERT_EQ(Wait(child.pid), 0) << errors;
+  EXPECT_EQ(output, "signals received through the wakeup fd: True\n");
+  std::vector<PyTraceFile> files = ReadPyTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const PyTraceFile& f = files[0];
+  const uint32_t recv_line = Marks(script)["recv"];
+  size_t in_handler = 0, recvs = 0;
+  for (const PyEvent& e : f.events) {
+    if (e.stack == 0) continue;
+    if (e.type == NET_SEND) {
+      // The handler's writes: native frames (the handler, the signal trampoline, the interrupted
+      // code), no Python ones.
+      ++in_handler;
+      EXPECT_TRUE(f.PythonFrames(e.stack).empty()) << Describe(f.PythonFrames(e.stack));
+      EXPECT_GT(f.NativeFrames(e.stack), 0u);
+    } else if (e.type == NET_RECV) {
+      std::vector<PyFrame> frames = f.PythonFrames(e.stack);
+      ASSERT_FALSE(frames.empty());
+      EXPECT_EQ(frames[0].line, recv_line) << Describe(frames);
+      ++recvs;
+    }
+  }
+  EXPECT_GT(in_handler, 0u);
+  EXPECT_GT(recvs, 0u);
 }
 
 TEST_P(PythonStacksTest, OffWithTheVariable) {

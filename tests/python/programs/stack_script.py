@@ -33,6 +33,13 @@ def worker(path):
     read_file(path)  # MARK:worker-read
 
 
+def gen_write(path):
+    with open(path, "wb", buffering=0) as f:
+        time.sleep(STACK_INTERVAL_S)
+        f.write(b"g" * 512)  # MARK:gen-write
+        yield 1
+
+
 def copy_pageable():
     # simgpu's libcudart (first on LD_LIBRARY_PATH): a 1 MiB H2D copy from pageable memory. The
     # calls are looked up in the process's global scope, as a program's own calls are bound (a
@@ -52,6 +59,10 @@ def main(data, cuda):
     read_file(main_bin)  # MARK:main-read
     # Called from C (map): a native evaluation loop starts at write_file.
     list(map(write_file, [os.path.join(data, "map.bin")]))  # MARK:map-write
+
+    # A generator's frame (owned by the generator, not the thread's stack) resumed by a for loop.
+    for _ in gen_write(os.path.join(data, "gen.bin")):  # MARK:main-gen
+        pass
 
     thread = threading.Thread(target=thread_main, args=(os.path.join(data, "thread.bin"),))
     thread.start()
