@@ -170,6 +170,10 @@ bool DebugOffsetsLayout(const uint8_t* runtime, size_t size, uint64_t py_version
   l.code_firstlineno = static_cast<uint32_t>(w[kCodeFirstlineno]);
   l.code_linetable = static_cast<uint32_t>(w[kCodeLinetable]);
   l.code_adaptive = static_cast<int32_t>(w[kCodeAdaptive]);
+  // Not published, but fixed by cpython/code.h: `int _co_firsttraceable; void *co_extra;` right
+  // before co_code_adaptive. Needed to skip frames that have not started, such as the cleanup
+  // frame 3.13 pushes under an __init__ it calls (_Py_InitCleanup: file and name "__init__").
+  l.code_firsttraceable = l.code_adaptive - 16;
   l.ob_type = static_cast<uint32_t>(w[kPyObjectType]);
   l.bytes_size = static_cast<uint32_t>(w[kBytesObSize]);
   l.bytes_data = static_cast<uint32_t>(w[kBytesObSval]);

@@ -47,7 +47,7 @@ struct Layout {
   uint32_t code_firstlineno = 0;
   uint32_t code_linetable = 0;
   int32_t code_adaptive = -1;        // 3.11+: co_code_adaptive, the inline bytecode
-  int32_t code_firsttraceable = -1;  // 3.11-3.12: _co_firsttraceable; -1 unknown
+  int32_t code_firsttraceable = -1;  // 3.11+: _co_firsttraceable (int); -1 for 3.10
   uint32_t code_bytes = 0;           // the code object's prefix that holds all of the above
 
   // Objects (release builds: PyObject is refcount + type).

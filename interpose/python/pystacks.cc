@@ -275,9 +275,10 @@ int CaptureFrames(void* const* native_pcs, int native_count, uint64_t* keys, int
       g_unreadable.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    // A frame pushed but not started (3.11/3.12 "incomplete": before its first traceable
-    // instruction) is not shown by CPython's own tracebacks either. Its entry flag moves to
-    // the frame above (3.11), which then starts the loop's run of frames.
+    // A frame pushed but not started ("incomplete": before its first traceable instruction) is
+    // not shown by CPython's own tracebacks either; nor is 3.13's cleanup frame under an
+    // __init__ (_Py_InitCleanup, never past its first instructions). Its entry flag moves to the
+    // frame above, which then starts the loop's run of frames.
     if (l.code_firsttraceable >= 0 && owner != kOwnedByGenerator &&
         unit < Load<int32_t>(code + static_cast<uint32_t>(l.code_firsttraceable))) {
       if (entry && n > 0) keys[n - 1] |= kEntryBit;

@@ -44,7 +44,7 @@ int main(void) {
   FIELD("cframe_current_frame", -1);
   FIELD("frame_code", offsetof(_PyInterpreterFrame, f_executable));
   FIELD("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
-  FIELD("code_firsttraceable", -1);  // not published in _Py_DebugOffsets: not used for 3.13
+  FIELD("code_firsttraceable", offsetof(PyCodeObject, _co_firsttraceable));
 #endif
   FIELD("frame_previous", offsetof(_PyInterpreterFrame, previous));
   FIELD("frame_owner", offsetof(_PyInterpreterFrame, owner));

@@ -127,6 +127,15 @@ TEST_P(PythonStacksTest, EventsNameTheScriptLines) {
                  {{"gen_write", marks["gen-write"]}, {"main", marks["main-gen"]}});
   }
   {
+    SCOPED_TRACE("an __init__'s write, the call specialized");
+    auto writes = main->On(FILE_WRITE, data_ + "/init19.bin");
+    ASSERT_EQ(writes.size(), 1u);
+    // 3.10 has no qualified names (co_qualname): the function's own name.
+    ExpectFrames(*main, *writes[0],
+                 {{minor == 10 ? "__init__" : "Saver.__init__", marks["init-write"]},
+                  {"main", marks["main-init"]}});
+  }
+  {
     SCOPED_TRACE("a thread's write");
     auto writes = main->On(FILE_WRITE, data_ + "/thread.bin");
     ASSERT_EQ(writes.size(), 1u);

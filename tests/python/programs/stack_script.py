@@ -40,6 +40,13 @@ def gen_write(path):
         yield 1
 
 
+class Saver:
+    def __init__(self, path):
+        with open(path, "wb", buffering=0) as f:
+            time.sleep(STACK_INTERVAL_S)
+            f.write(b"i" * 64)  # MARK:init-write
+
+
 def copy_pageable():
     # simgpu's libcudart (first on LD_LIBRARY_PATH): a 1 MiB H2D copy from pageable memory. The
     # calls are looked up in the process's global scope, as a program's own calls are bound (a
@@ -63,6 +70,10 @@ def main(data, cuda):
     # A generator's frame (owned by the generator, not the thread's stack) resumed by a for loop.
     for _ in gen_write(os.path.join(data, "gen.bin")):  # MARK:main-gen
         pass
+
+    # Called often enough to be specialized: 3.13 then pushes a cleanup frame under __init__.
+    for i in range(20):
+        Saver(os.path.join(data, "init%d.bin" % i))  # MARK:main-init
 
     thread = threading.Thread(target=thread_main, args=(os.path.join(data, "thread.bin"),))
     thread.start()
