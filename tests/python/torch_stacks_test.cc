@@ -1,7 +1,7 @@
 // PyTorch jobs with Debian's python3-torch (/usr/bin/python3, CPU; skipped when absent): the
 // checkpoints torch.save writes in a training loop and the sample reads of the DataLoader's worker
-// processes carry the script lines that made them, and torch.profiler still records and exports
-// its trace (with its own Python stacks) inside a traced job.
+// processes (forked, and spawned) carry the script lines that made them, and torch.profiler still
+// records and exports its trace (with its own Python stacks) inside a traced job.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +41,31 @@ std::string Describe(const std::vector<PyFrame>& frames) {
   return s;
 }
 
+// The DataLoader workers of `files` (traces of origin `origin`) read every sample, and each read
+// names Dataset.__getitem__'s read line of `script`.
+void ExpectWorkerReads(const std::vector<PyTraceFile>& files, const std::string& data,
+                       const std::string& script, Origin origin) {
+  const uint32_t line = Marks(script)["dataset-read"];
+  size_t workers = 0, reads = 0;
+  for (const auto& f : files) {
+    if (f.header.origin() != origin) continue;
+    bool any = false;
+    for (const PyEvent& e : f.events) {
+      if (e.type != FILE_READ || e.path.rfind(data + "/sample", 0) != 0 || e.stack == 0) continue;
+      std::vector<PyFrame> frames = f.PythonFrames(e.stack);
+      ASSERT_FALSE(frames.empty()) << e.path;
+      EXPECT_EQ(frames[0].file, script) << Describe(frames);
+      EXPECT_EQ(frames[0].line, line) << Describe(frames);
+      EXPECT_EQ(frames[0].function, "FileDataset.__getitem__") << Describe(frames);
+      ++reads;
+      any = true;
+    }
+    workers += any;
+  }
+  EXPECT_GE(workers, 2u);
+  EXPECT_GE(reads, 8u);
+}
+
 TEST(TorchStacks, CheckpointsAndDataLoaderWorkersNameTheirLines) {
   if (!HasTorch()) GTEST_SKIP() << "no python3-torch for /usr/bin/python3: skipped";
   const std::string script = TORCH_STACKS_PY;
@@ -75,24 +100,21 @@ TEST(TorchStacks, CheckpointsAndDataLoaderWorkersNameTheirLines) {
   EXPECT_EQ(checkpoints, 4u);
 
   // DataLoader workers (forked): their sample reads name Dataset.__getitem__'s read line.
-  size_t workers = 0, reads = 0;
-  for (const auto& f : files) {
-    if (f.header.origin() != ORIGIN_FORK) continue;
-    bool any = false;
-    for (const PyEvent& e : f.events) {
-      if (e.type != FILE_READ || e.path.rfind(data + "/sample", 0) != 0 || e.stack == 0) continue;
-      std::vector<PyFrame> frames = f.PythonFrames(e.stack);
-      ASSERT_FALSE(frames.empty()) << e.path;
-      EXPECT_EQ(frames[0].file, script) << Describe(frames);
-      EXPECT_EQ(frames[0].line, marks["dataset-read"]) << Describe(frames);
-      EXPECT_EQ(frames[0].function, "FileDataset.__getitem__") << Describe(frames);
-      ++reads;
-      any = true;
-    }
-    workers += any;
+  ExpectWorkerReads(files, data, script, ORIGIN_FORK);
+  if (!HasFailure()) {
+    std::string cmd = "rm -rf '" + out + "' '" + data + "' '" + ckpt + "'";
+    (void)system(cmd.c_str());
   }
-  EXPECT_GE(workers, 2u);
-  EXPECT_GE(reads, 8u);
+}
+
+// Workers started by spawn: fresh interpreters (their own code cache) that import the script as
+// __mp_main__.
+TEST(TorchStacks, SpawnedDataLoaderWorkersNameTheirLines) {
+  if (!HasTorch()) GTEST_SKIP() << "no python3-torch for /usr/bin/python3: skipped";
+  const std::string script = TORCH_STACKS_PY;
+  const std::string out = MakeTempDir(), data = MakeTempDir(), ckpt = MakeTempDir();
+  ASSERT_EQ(RunTraced({kPython, script, data, ckpt, "--spawn"}, out), 0);
+  ExpectWorkerReads(ReadPyTraceDir(out), data, script, ORIGIN_PRELOAD);
   if (!HasFailure()) {
     std::string cmd = "rm -rf '" + out + "' '" + data + "' '" + ckpt + "'";
     (void)system(cmd.c_str());

@@ -1,7 +1,7 @@
 # A small PyTorch training loop (CPU) run under the tracer by tests/python/torch_stacks_test.cc:
 # DataLoader workers read sample files and the loop checkpoints with torch.save every step; the
 # test checks that those events carry the lines marked "MARK:name".
-# Usage: torch_stacks.py DATA_DIR CKPT_DIR
+# Usage: torch_stacks.py DATA_DIR CKPT_DIR [--spawn]  (--spawn: workers started by spawn, not fork)
 import os
 import sys
 import time
@@ -28,7 +28,7 @@ class FileDataset(Dataset):
         return torch.frombuffer(bytearray(data), dtype=torch.float32)
 
 
-def train(data_dir, ckpt_dir):
+def train(data_dir, ckpt_dir, context):
     paths = []
     for i in range(8):
         path = os.path.join(data_dir, "sample%d.bin" % i)
@@ -37,7 +37,8 @@ def train(data_dir, ckpt_dir):
         paths.append(path)
     model = torch.nn.Linear(256, 256)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(FileDataset(paths), batch_size=2, num_workers=2)
+    loader = DataLoader(FileDataset(paths), batch_size=2, num_workers=2,
+                        multiprocessing_context=context)
     for step, batch in enumerate(loader):
         optimizer.zero_grad()
         model(batch).sum().backward()
@@ -48,4 +49,4 @@ def train(data_dir, ckpt_dir):
 
 
 if __name__ == "__main__":
-    train(sys.argv[1], sys.argv[2])
+    train(sys.argv[1], sys.argv[2], "spawn" if "--spawn" in sys.argv[3:] else "fork")
