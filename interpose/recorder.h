@@ -136,6 +136,8 @@ namespace detail {
 // Set by the recorder once its file is open and its writer runs; cleared at shutdown or when
 // the trace cannot go on. Read on every hook call, hence inline below.
 extern std::atomic<bool> g_recorder_active;
+// The trace file's descriptor in the program's table, or -1 (where it is: IsTraceFd below).
+extern std::atomic<int> g_program_trace_fd;
 }  // namespace detail
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO, ~20 ns), inline so a
@@ -283,9 +285,18 @@ void FlushNow();
 void BeforeExec();
 void AfterExecFailed();
 
-// True when `fd`, a descriptor of the program's table, is the trace file (close/dup2 hooks may
-// protect it, see docs/architecture.md).
-bool IsTraceFd(int fd);
+// True when `fd`, a descriptor of the program's table, is the trace file. Only where the writer
+// could not get a descriptor table of its own (docs/architecture.md, "Files"); elsewhere the
+// program's table holds nothing of ours and this is false for every fd. The close/dup hooks
+// protect it with the two functions below.
+inline bool IsTraceFd(int fd) {
+  return fd >= 0 && fd == detail::g_program_trace_fd.load(std::memory_order_relaxed);
+}
+// The trace file's fd if it is in [first, last] of the program's table, else -1.
+int TraceFdIn(unsigned first, unsigned last);
+// Before the program dup2()s onto `fd`: if that is the trace file's number, the file moves to
+// another one first.
+void MoveTraceFdAwayFrom(int fd);
 
 namespace detail {
 // Set on the writer thread once it has a descriptor table of its own (docs/architecture.md,
