@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "interpose/hooks/process_env.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
@@ -197,6 +198,13 @@ Config ParseConfig() {
     mask &= ~ParseFamilies("IDLESCOPE_DISABLE", v);
   }
   c.family_mask = mask;
+  // Read by the process hooks themselves (process_env.h, captured before main); said here.
+  if (const char* v = getenv("IDLESCOPE_CHILDREN"); v != nullptr && *v != '\0') {
+    proc::ChildrenPolicy policy;
+    if (!proc::ParseChildrenPolicy(v, &policy)) {
+      Warn(std::string("IDLESCOPE_CHILDREN=") + v + " is not all, env or none; using all");
+    }
+  }
   for (uint32_t i = 0; i < static_cast<uint32_t>(Family::kCount); ++i) {
     if (mask & (1u << i)) c.families.push_back(kFamilyNames[i]);
   }

@@ -268,5 +268,137 @@ TEST_F(JobUnchangedTest, PythonSubprocessThroughVforkIsUnchanged) {
                     "print(open('/dev/null').fileno())\n"});
 }
 
+// ---------------------------------------------------------------------------------------------
+// Children's environment: IDLESCOPE_CHILDREN.
+
+// Trace files of the exec'd programs (not the launcher's own).
+int ExecdImagesTraced(const std::vector<TraceFile>& files, const std::string& exe) {
+  int n = 0;
+  for (const TraceFile& f : files) n += f.header.exe() == exe;
+  return n;
+}
+
+TEST_F(JobUnchangedTest, ChildrenPolicyDecidesWhichExecdProgramsAreTraced) {
+  struct Case {
+    std::string policy;
+    int traced_after_cleared_env;  // exec with an empty environment
+    int traced_after_kept_env;     // exec with the environment as it is (LD_PRELOAD kept)
+  };
+  for (const Case& c : {Case{"", 1, 1}, Case{"all", 1, 1}, Case{"env", 0, 1}, Case{"none", 0, 0}}) {
+    SCOPED_TRACE("IDLESCOPE_CHILDREN=" + c.policy);
+    std::vector<std::string> env;
+    if (!c.policy.empty()) env.push_back("IDLESCOPE_CHILDREN=" + c.policy);
+    std::string marker = work_ + "/marker";
+    Outcome cleared =
+        RunProgram({Program("exec_cleared_env"), Program("write_marker"), marker}, Traced(env));
+    EXPECT_EQ(cleared.status, 7) << cleared;
+    EXPECT_EQ(cleared.err, "") << cleared;
+    EXPECT_EQ(ExecdImagesTraced(ReadTraceDir(out_), Program("write_marker")),
+              c.traced_after_cleared_env);
+    ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
+    Outcome kept =
+        RunProgram({Program("vfork_memory"), "exec", Program("write_marker"), marker}, Traced(env));
+    EXPECT_EQ(kept.out, "x=42 status=7\n") << kept;
+    EXPECT_EQ(ExecdImagesTraced(ReadTraceDir(out_), Program("write_marker")),
+              c.traced_after_kept_env);
+    ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace files: never empty, never through someone else's name, under the user's umask.
+
+// Every trace file in `dir` starts with a whole header packet.
+void ExpectEveryFileHasItsHeader(const std::string& dir, size_t* files_seen) {
+  *files_seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++*files_seen;
+    TraceFile f = ReadTraceFile(entry.path().string());
+    EXPECT_EQ(f.header.magic(), "IDLESCOPE")
+        << entry.path() << ": " << std::filesystem::file_size(entry.path()) << " bytes";
+  }
+}
+
+// A scheduler cancelling a batch of jobs kills processes right after they started: a file named
+// before its header was in it stayed empty (42 of 51 in one try), and `report DIR` failed.
+TEST_F(JobUnchangedTest, ProcessesKilledRightAfterStartLeaveNoEmptyFile) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> env = Traced();
+  for (int i = 0; i < 60; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (const std::string& e : env) putenv(strdup(e.c_str()));
+      execl("/bin/sleep", "sleep", "5", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    pids.push_back(pid);
+    // Killed 0-4 ms in: inside the preload library's start, most of them.
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 5 * 1000));
+    kill(pid, SIGKILL);
+  }
+  for (pid_t pid : pids) Wait(pid);
+  size_t files = 0;
+  ExpectEveryFileHasItsHeader(out_, &files);
+  printf("%zu of 60 killed processes left a trace file\n", files);
+}
+
+// A full disk (here: RLIMIT_FSIZE below the header's size) leaves no file, and the program runs
+// as it does bare (the header was written by the program's own thread, which died of SIGXFSZ),
+// told once, at start, that nothing is traced.
+TEST_F(JobUnchangedTest, NoRoomForTheHeaderLeavesNoFileAndTheProgramAsItIs) {
+  auto small_files = [] {
+    struct rlimit rl = {64, 64};
+    setrlimit(RLIMIT_FSIZE, &rl);
+  };
+  auto [bare, traced] =
+      BareAndTraced({Program("fd_numbers"), "pipe"}, {}, Stdin::kDevNull, small_files);
+  EXPECT_EQ(bare.status, traced.status) << traced;
+  EXPECT_EQ(bare.out, traced.out) << traced;
+  EXPECT_EQ(traced.err,
+            "idlescope: cannot create a trace file in " + out_ + ": File too large; not tracing\n");
+  size_t files = 0;
+  ExpectEveryFileHasItsHeader(out_, &files);
+  EXPECT_EQ(files, 0u);
+}
+
+TEST_F(JobUnchangedTest, TraceFilesFollowTheUmask) {
+  for (mode_t umask_value : {mode_t{002}, mode_t{077}, mode_t{022}}) {
+    ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
+    Outcome o = RunProgram({Program("fd_numbers"), "pipe"}, Traced(), Stdin::kDevNull,
+                           [umask_value] { umask(umask_value); });
+    ASSERT_EQ(o.status, 0) << o;
+    auto files = ReadTraceDir(out_);
+    ASSERT_EQ(files.size(), 1u);
+    struct stat st;
+    ASSERT_EQ(stat(files[0].path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0666 & ~umask_value) << "umask " << std::oct << umask_value;
+  }
+}
+
+// A name planted in a shared directory (a symlink to the victim's file, at the name the next
+// process will use) is skipped, never opened.
+TEST_F(JobUnchangedTest, APlantedSymlinkIsNeverFollowed) {
+  std::string victim = work_ + "/victim";
+  std::string out = out_;
+  Outcome o = RunProgram({Program("fd_numbers"), "pipe"}, Traced(), Stdin::kDevNull, [&] {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::string name = out + "/" + host + "-" + std::to_string(getpid()) + ".idlescope";
+    if (symlink(victim.c_str(), name.c_str()) != 0) _exit(90);
+  });
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_FALSE(std::filesystem::exists(victim));
+  auto files = ReadTraceDir(out_);  // the symlink (dangling) and the -1 file
+  int traces = 0;
+  for (const TraceFile& f : files) {
+    if (std::filesystem::is_symlink(f.path)) continue;
+    ++traces;
+    EXPECT_NE(f.path.find("-1.idlescope"), std::string::npos) << f.path;
+    EXPECT_TRUE(f.has_footer);
+  }
+  EXPECT_EQ(traces, 1);
+}
+
 }  // namespace
 }  // namespace idlescope::testing
