@@ -359,7 +359,7 @@ std::string* g_path;
 uint32_t g_pid = 0;
 uint64_t g_file_bytes = 0;
 uint64_t g_footer_at = 0;  // file size before the footer (exec support)
-bool g_closed = false;     // footer written: nothing more goes into this file
+bool g_closed = true;      // no file open yet, or footer written: nothing goes into the file
 bool g_fd_lost_said = false;
 int g_exit_status = 0;
 bool g_exit_status_set = false;
@@ -984,12 +984,14 @@ void ServeJob() {
 // Bounded wait (a writer stuck on a slow filesystem costs time, never a hang); a job the writer
 // has not taken by then is withdrawn.
 void RunJob(WriterJob job) {
-  if (!FileInWriterTable()) {
+  // Here where the program's table holds the file (shared-table fallback) or no writer is left
+  // (then no file is open, or none this thread can reach: WritePackets finds out).
+  if (detail::g_program_trace_fd.load(std::memory_order_relaxed) >= 0 ||
+      !g_writer_running.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     DoJobLocked(job);
     return;
   }
-  if (!g_writer_running.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(g_job_mu);
   uint32_t done = g_jobs_done.load(std::memory_order_acquire);
   g_job.store(static_cast<uint32_t>(job), std::memory_order_release);
@@ -1017,13 +1019,14 @@ void* WriterMain(void*) {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     opened = OpenTraceFile();
   }
-  g_writer_ready.store(opened ? 1 : 2, std::memory_order_release);
-  Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   if (!opened) {
+    // Before the answer: whoever sees "failed" must not also see a writer to wait for.
     detail::g_recorder_active.store(false, std::memory_order_relaxed);
     g_writer_running.store(false, std::memory_order_release);
-    return nullptr;
   }
+  g_writer_ready.store(opened ? 1 : 2, std::memory_order_release);
+  Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  if (!opened) return nullptr;
   for (;;) {
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
     uint32_t request = g_final_request.load(std::memory_order_acquire);
@@ -1115,6 +1118,7 @@ void ForkChild() {
   g_flush_mu.unlock();
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
+  g_closed = true;  // the parent's file is not the child's: nothing is written until its own is
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
   t_ring_failed = false;           // the parent's other threads' rings are freed below
   detail::t_pending_open = false;  // the parent writes this thread's pending event, not the child

@@ -76,20 +76,6 @@ size_t WithoutOurLibrary(const char* value, const char* library_path, char* out)
 
 }  // namespace
 
-bool ParseChildrenPolicy(const char* value, ChildrenPolicy* out) {
-  if (value == nullptr) return false;
-  if (strcmp(value, "all") == 0) {
-    *out = ChildrenPolicy::kAll;
-  } else if (strcmp(value, "env") == 0) {
-    *out = ChildrenPolicy::kEnv;
-  } else if (strcmp(value, "none") == 0) {
-    *out = ChildrenPolicy::kNone;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 const char* PreservedEnv::Store(const char* s, size_t n) {
   if (used_ + n + 1 > kStorage) return nullptr;
   char* dst = storage_ + used_;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace idlescope::proc {
 
@@ -20,8 +21,21 @@ enum class ChildrenPolicy : uint8_t {
   kEnv,   // those whose environment still preloads our library (then missing IDLESCOPE_* added)
   kNone,  // none: our library is removed from their LD_PRELOAD
 };
-// "all", "env" or "none"; false (and *out untouched) for anything else.
-bool ParseChildrenPolicy(const char* value, ChildrenPolicy* out);
+// "all", "env" or "none"; false (and *out untouched) for anything else. Inline: the recorder's
+// configuration (config.cc, linked without the hooks into tests) warns about a bad value.
+inline bool ParseChildrenPolicy(const char* value, ChildrenPolicy* out) {
+  if (value == nullptr) return false;
+  if (strcmp(value, "all") == 0) {
+    *out = ChildrenPolicy::kAll;
+  } else if (strcmp(value, "env") == 0) {
+    *out = ChildrenPolicy::kEnv;
+  } else if (strcmp(value, "none") == 0) {
+    *out = ChildrenPolicy::kNone;
+  } else {
+    return false;
+  }
+  return true;
+}
 
 // What the process started with: our library's absolute path and every IDLESCOPE_* variable.
 // Captured once at load time, because the program may later change its own environ.
