@@ -198,6 +198,9 @@ Config ParseConfig() {
     mask &= ~ParseFamilies("IDLESCOPE_DISABLE", v);
   }
   c.family_mask = mask;
+  if (const char* bad = redact::BadValue(); *bad != '\0') {
+    Warn(std::string("IDLESCOPE_REDACT: unknown '") + bad + "' ignored (known: paths,cmdline,all)");
+  }
   // Read by the process hooks themselves (process_env.h, captured before main); said here.
   if (const char* v = getenv("IDLESCOPE_CHILDREN"); v != nullptr && *v != '\0') {
     proc::ChildrenPolicy policy;

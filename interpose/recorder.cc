@@ -580,9 +580,12 @@ trace::Header BuildHeader() {
   if (gethostname(host, sizeof(host) - 1) == 0) h.host = host;
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
-  if (n > 0) h.exe.assign(exe, static_cast<size_t>(n));
+  if (n > 0)
+    h.exe = redact::Path(std::string_view(exe, static_cast<size_t>(n)), redact::PathKind::kProgram);
   std::string cmdline;
   if (ReadFile("/proc/self/cmdline", &cmdline)) {
+    if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    cmdline = redact::Argv(cmdline);
     size_t pos = 0;
     while (pos < cmdline.size()) {
       size_t end = cmdline.find('\0', pos);
@@ -611,6 +614,8 @@ trace::Header BuildHeader() {
   h.config.buffer_bytes = g_ring_slots * sizeof(RawEvent);
   h.config.stack_depth = g_config->stack_depth;
   h.config.families = g_config->families;
+  if (redact::Paths()) h.config.redacted.push_back("paths");
+  if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
   return h;
 }
 
@@ -1187,6 +1192,7 @@ void Init() {
   if (!g_initialized.compare_exchange_strong(expected, true)) return;
   int saved_errno = errno;
   ++detail::t_hook_depth;
+  redact::Init();  // before the first path is interned (ParseConfig says what was wrong in it)
   g_config = new Config(ParseConfig());
   g_path = new std::string();
   EnsureStringTable();
@@ -1360,6 +1366,22 @@ uint32_t InternString(std::string_view s) {
   --detail::t_hook_depth;
   errno = saved;
   return id;
+}
+
+uint32_t InternPath(std::string_view path, redact::PathKind kind) {
+  if (!redact::Paths()) return InternString(path);
+  int saved = errno;
+  std::string kept = redact::Path(path, kind);
+  errno = saved;
+  return InternString(kept);
+}
+
+uint32_t InternArgv(std::string_view nul_separated) {
+  if (!redact::Paths() && !redact::Cmdline()) return InternString(nul_separated);
+  int saved = errno;
+  std::string kept = redact::Argv(nul_separated);
+  errno = saved;
+  return InternString(kept);
 }
 
 void RecordDeviceInfo(const RawDeviceInfo& info) {

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "interpose/redact.h"
+
 namespace idlescope {
 
 // Values mirror the enums of proto/trace.proto (EventType, CopyKind, MemKind, FsType, NcclOp,
@@ -252,6 +254,12 @@ void RecordGpuDropped(uint64_t records);
 // Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the file.
 // Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
 uint32_t InternString(std::string_view s);
+
+// Interns a path (a file, a program or module, a socket address): InternString of what the trace
+// keeps of it, the path itself unless IDLESCOPE_REDACT has "paths" (redact.h).
+uint32_t InternPath(std::string_view path, redact::PathKind kind);
+// Interns a NUL-separated command line as IDLESCOPE_REDACT keeps it.
+uint32_t InternArgv(std::string_view nul_separated);
 
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
 // or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the

@@ -401,7 +401,7 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   std::string fn = s.FunctionName(m, addr);
   if (!fn.empty()) f.function = InternString(fn);
   if (m != nullptr) {
-    f.module = InternString(m->path);
+    f.module = InternPath(m->path, redact::PathKind::kProgram);
     f.rel_pc = addr - m->bias;
   } else {
     f.rel_pc = addr;
@@ -417,7 +417,8 @@ void Symbolizer::TakeNewModules(std::vector<trace::Module>* out) {
   for (auto& m : s.modules) {
     if (m->emitted) continue;
     m->emitted = true;
-    out->push_back({InternString(m->path), m->bias, m->hi - m->lo, m->build_id});
+    out->push_back(
+        {InternPath(m->path, redact::PathKind::kProgram), m->bias, m->hi - m->lo, m->build_id});
   }
 }
 

@@ -64,7 +64,7 @@ void AfterOpen(uint32_t api, int dirfd, const char* path, int fd, int err, uint6
     info = TrackOpenedFd(fd, dirfd, path);
     if (info.state == FdState::kIgnored) return;
   } else if (path != nullptr) {
-    info.path = InternString(path);
+    info.path = idlescope::InternPath(path, idlescope::redact::PathKind::kFile);
   }
   RecordFdEvent(ev::kFileOpen, api, fd, info, t0, t1, 0, fd >= 0 ? 0 : -err);
 }
@@ -177,7 +177,8 @@ int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
   int err = errno;
   uint64_t t1 = NowNs();
   FdInfo info;
-  if (newpath != nullptr) info.path = InternString(newpath);
+  if (newpath != nullptr)
+    info.path = idlescope::InternPath(newpath, idlescope::redact::PathKind::kFile);
   RecordFdEvent(ev::kFileRename, api(), -1, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;
   return r;

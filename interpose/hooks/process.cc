@@ -68,6 +68,11 @@ __attribute__((constructor)) void CaptureEnvironment() {
   char first[32];
   snprintf(first, sizeof(first), "%d:0:0", static_cast<int>(getpid()));
   g_env.AddDefault("IDLESCOPE_STDERR", first);
+  // One redaction key for the whole job (interpose/redact.h).
+  idlescope::redact::Init();
+  if (*idlescope::redact::KeyHex() != '\0') {
+    g_env.AddDefault("IDLESCOPE_REDACT_KEY", idlescope::redact::KeyHex());
+  }
 }
 
 // What a vfork'ing thread's hooks are while its child borrows the thread (and its TLS): set by
@@ -151,7 +156,7 @@ uint32_t InternArgv(char* const* argv) {
     len += take;
     if (take < n) break;
   }
-  return len == 0 ? 0 : InternString(std::string_view(buf, len));
+  return len == 0 ? 0 : idlescope::InternArgv(std::string_view(buf, len));
 }
 
 void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t result,
@@ -164,7 +169,9 @@ void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t re
   e.result = result;
   e.stack = idlescope::CaptureStack(2);
   e.u.proc.child_pid = child;
-  e.u.proc.path = program != nullptr ? InternString(program) : 0;
+  e.u.proc.path = program != nullptr
+                      ? idlescope::InternPath(program, idlescope::redact::PathKind::kProgram)
+                      : 0;
   e.u.proc.argv = InternArgv(argv);
   idlescope::Record(e);
 }

@@ -400,5 +400,69 @@ TEST_F(JobUnchangedTest, APlantedSymlinkIsNeverFollowed) {
   EXPECT_EQ(traces, 1);
 }
 
+// ---------------------------------------------------------------------------------------------
+// IDLESCOPE_REDACT=paths,cmdline: no name of the job in its traces, one key for the whole job.
+
+// Every string a trace holds (its interned strings and the header's).
+std::string AllText(const TraceFile& f) {
+  std::string all = f.header.exe();
+  for (const std::string& a : f.header.cmdline()) all += "\n" + a;
+  for (const auto& [id, s] : f.strings) all += "\n" + s;
+  return all;
+}
+
+TEST_F(JobUnchangedTest, RedactedTracesHoldNoNameOfTheJob) {
+  std::string dir = work_ + "/secret-project";
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  std::string marker = dir + "/patient-records.csv";
+  for (const char* what : {"paths", "paths,cmdline"}) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
+    // The job's children get the cleared environment: the key reaches them all the same.
+    auto [bare, traced] = BareAndTraced(
+        {Program("exec_cleared_env"), Program("write_marker"), marker, "--token=hunter2"},
+        {std::string("IDLESCOPE_REDACT=") + what});
+    EXPECT_EQ(bare.status, traced.status) << traced;
+    EXPECT_EQ(bare.err, traced.err) << traced;
+    auto files = ReadTraceDir(out_);
+    ASSERT_EQ(files.size(), 2u);
+    std::vector<std::string> marker_paths;
+    for (const TraceFile& f : files) {
+      std::string text = AllText(f);
+      EXPECT_EQ(text.find("secret"), std::string::npos) << f.path;
+      EXPECT_EQ(text.find("patient"), std::string::npos) << f.path;
+      EXPECT_EQ(text.find("idlescope-io-"), std::string::npos) << f.path;  // the temp dir's name
+      std::vector<std::string> redacted(f.header.config().redacted().begin(),
+                                        f.header.config().redacted().end());
+      std::vector<std::string> expected = {"paths"};
+      if (std::string(what) != "paths") expected.push_back("cmdline");
+      EXPECT_EQ(redacted, expected);
+      EXPECT_TRUE(f.header.exe().ends_with("/exec_cleared_env") ||
+                  f.header.exe().ends_with("/write_marker"))
+          << f.header.exe();
+      for (const TraceEvent* e : f.OfType(FILE_WRITE)) {
+        std::string p = f.Str(e->event.path());
+        if (p.ends_with(".csv")) marker_paths.push_back(p);
+      }
+      bool cmdline = std::string(what) != "paths";
+      EXPECT_EQ(text.find("hunter2") == std::string::npos, cmdline) << f.path;
+      if (cmdline) {
+        EXPECT_EQ(f.header.cmdline_size(), 1);
+      }
+    }
+    ASSERT_EQ(marker_paths.size(), 1u);  // written by the exec'd program, redacted, .csv kept
+    // The directory's hash in the exec'd child is the one the parent's header would give it:
+    // the same key (a path in the clear header of the parent's argv, with paths only).
+    if (std::string(what) == "paths") {
+      for (const TraceFile& f : files) {
+        if (!f.header.exe().ends_with("/exec_cleared_env")) continue;
+        ASSERT_GE(f.header.cmdline_size(), 3);
+        EXPECT_EQ(f.header.cmdline(2), marker_paths[0]);
+      }
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(marker));
+}
+
 }  // namespace
 }  // namespace idlescope::testing
