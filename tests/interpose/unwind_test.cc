@@ -158,9 +158,7 @@ idlescope_test_bad_frame:
     movq %rsi, %rdi
     movq $0x10, %rbp
     .cfi_def_cfa %rbp, 16
-    subq $8, %rsp
     call *%rax
-    addq $8, %rsp
     popq %rbp
     .cfi_def_cfa %rsp, 8
     ret

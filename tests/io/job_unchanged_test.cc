@@ -268,6 +268,21 @@ TEST_F(JobUnchangedTest, PythonSubprocessThroughVforkIsUnchanged) {
                     "print(open('/dev/null').fileno())\n"});
 }
 
+// A failed exec: the writer wrote exec's footer, then took it off again; the trace goes on in the
+// same file and ends with the real footer.
+TEST_F(JobUnchangedTest, FailedExecGoesOnInTheSameFile) {
+  ExpectSameAsBare({Program("exec_cleared_env"), work_ + "/no-such-program"});
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  const TraceFile& f = files[0];
+  ASSERT_TRUE(f.has_footer);
+  EXPECT_EQ(f.footer.reason(), EXIT_NORMAL);
+  EXPECT_EQ(f.footer.exit_status(), 127);
+  auto execs = f.OfType(PROC_EXEC);
+  ASSERT_EQ(execs.size(), 2u);
+  EXPECT_EQ(execs[1]->event.result(), -ENOENT);  // recorded after the footer came off
+}
+
 // ---------------------------------------------------------------------------------------------
 // Children's environment: IDLESCOPE_CHILDREN.
 
