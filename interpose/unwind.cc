@@ -76,11 +76,16 @@ enum Kind : uint64_t {
   kStop = 3,       // no CFI for this pc, or CFI this walk does not follow
   kSignal = 4,     // the kernel's signal return trampoline: the interrupted context is above it
 };
-enum RbpRule : uint64_t { kRbpSame = 0, kRbpSaved = 1, kRbpUndefined = 2 };
+// Where the caller's rbp is: unchanged, saved at CFA + offset, unknown, or saved at rbp + offset
+// (the frames that realign their stack, below).
+enum RbpRule : uint64_t { kRbpSame = 0, kRbpSaved = 1, kRbpUndefined = 2, kRbpAtRbp = 3 };
 
 struct Rule {
   Kind kind = kStop;
   bool cfa_on_rbp = false;
+  // CFA = *(rbp + cfa_offset): a function that realigns its stack (GCC's DRAP: AVX kernels,
+  // -mstackrealign; 1.3% of libtorch_cpu's FDEs) keeps the incoming sp in memory below rbp.
+  bool cfa_deref = false;
   RbpRule rbp = kRbpSame;
   int8_t ra_offset = -8;
   int16_t rbp_offset = 0;
@@ -89,7 +94,7 @@ struct Rule {
 
 uint64_t Pack(const Rule& r) {
   return static_cast<uint64_t>(r.kind) | (r.cfa_on_rbp ? 8u : 0u) |
-         (static_cast<uint64_t>(r.rbp) << 4) |
+         (static_cast<uint64_t>(r.rbp) << 4) | (r.cfa_deref ? 64u : 0u) |
          (static_cast<uint64_t>(static_cast<uint8_t>(r.ra_offset)) << 8) |
          (static_cast<uint64_t>(static_cast<uint16_t>(r.rbp_offset)) << 16) |
          (static_cast<uint64_t>(static_cast<uint32_t>(r.cfa_offset)) << 32);
@@ -100,6 +105,7 @@ Rule Unpack(uint64_t v) {
   r.kind = static_cast<Kind>(v & 7);
   r.cfa_on_rbp = (v & 8) != 0;
   r.rbp = static_cast<RbpRule>((v >> 4) & 3);
+  r.cfa_deref = (v & 64) != 0;
   r.ra_offset = static_cast<int8_t>(static_cast<uint8_t>(v >> 8));
   r.rbp_offset = static_cast<int16_t>(static_cast<uint16_t>(v >> 16));
   r.cfa_offset = static_cast<int32_t>(static_cast<uint32_t>(v >> 32));
@@ -282,15 +288,28 @@ bool ParseCie(const uint8_t* at, const uint8_t* lo, const uint8_t* hi, Cie* cie)
 
 // The CFA and the rules of the two registers the walk restores, as a CFI program sets them.
 struct RegRule {
-  enum How : uint8_t { kUnspecified, kOffset, kUndefined, kOther } how = kUnspecified;
+  // kAtRbp: saved at rbp + offset (DW_CFA_expression DW_OP_breg6 offset).
+  enum How : uint8_t { kUnspecified, kOffset, kUndefined, kAtRbp, kOther } how = kUnspecified;
   int64_t offset = 0;
 };
 struct CfaState {
   uint64_t cfa_reg = 7;  // DWARF register numbers (psABI): 6 = rbp, 7 = rsp, 16 = return address
   int64_t cfa_offset = 8;
-  bool cfa_expression = false;
+  bool cfa_expression = false;  // an expression this walk does not follow
+  bool cfa_deref = false;       // CFA = *(cfa_reg + cfa_offset)
   RegRule rbp, ra;
 };
+
+constexpr uint8_t kOpBreg6 = 0x76, kOpDeref = 0x06;  // DW_OP_breg6 (rbp + sleb), DW_OP_deref
+
+// The offset of a DW_OP_breg6 expression [breg6 off] (deref = false) or [breg6 off; deref].
+bool RbpExpression(const uint8_t* p, uint64_t len, bool deref, int64_t* offset) {
+  Cursor e{p, p + len};
+  if (e.Fixed<uint8_t>() != kOpBreg6) return false;
+  *offset = e.Sleb();
+  if (deref && e.Fixed<uint8_t>() != kOpDeref) return false;
+  return e.ok && e.p == e.end;
+}
 
 constexpr uint64_t kDwarfRbp = 6, kDwarfRa = 16;
 
@@ -384,23 +403,37 @@ bool RunCfi(const uint8_t* p, const uint8_t* end, uint64_t loc, uint64_t target,
         case 0x0c:  // def_cfa
           s->cfa_reg = c.Uleb();
           s->cfa_offset = static_cast<int64_t>(c.Uleb());
-          s->cfa_expression = false;
+          s->cfa_expression = s->cfa_deref = false;
           continue;
         case 0x0d:  // def_cfa_register
           s->cfa_reg = c.Uleb();
-          s->cfa_expression = false;
+          s->cfa_expression = s->cfa_deref = false;
           continue;
         case 0x0e:  // def_cfa_offset
           s->cfa_offset = static_cast<int64_t>(c.Uleb());
           continue;
-        case 0x0f: {  // def_cfa_expression (PLT stubs, signal trampolines)
+        case 0x0f: {  // def_cfa_expression (realigned frames; PLT stubs, signal trampolines)
           uint64_t len = c.Uleb();
           if (!c.Has(len)) return false;
+          int64_t offset = 0;
+          bool drap = RbpExpression(c.p, len, /*deref=*/true, &offset);
           c.p += len;
-          s->cfa_expression = true;
+          s->cfa_expression = !drap;
+          s->cfa_deref = drap;
+          s->cfa_reg = kDwarfRbp;
+          s->cfa_offset = offset;
           continue;
         }
-        case 0x10:    // expression
+        case 0x10: {  // expression
+          uint64_t reg = c.Uleb();
+          uint64_t len = c.Uleb();
+          if (!c.Has(len)) return false;
+          int64_t offset = 0;
+          bool at_rbp = RbpExpression(c.p, len, /*deref=*/false, &offset);
+          c.p += len;
+          set(reg, at_rbp ? RegRule::kAtRbp : RegRule::kOther, offset);
+          continue;
+        }
         case 0x16: {  // val_expression
           uint64_t reg = c.Uleb();
           uint64_t len = c.Uleb();
@@ -417,7 +450,7 @@ bool RunCfi(const uint8_t* p, const uint8_t* end, uint64_t loc, uint64_t target,
         case 0x12:  // def_cfa_sf
           s->cfa_reg = c.Uleb();
           s->cfa_offset = c.Sleb() * cie.data_align;
-          s->cfa_expression = false;
+          s->cfa_expression = s->cfa_deref = false;
           continue;
         case 0x13:  // def_cfa_offset_sf
           s->cfa_offset = c.Sleb() * cie.data_align;
@@ -544,11 +577,15 @@ Rule ComputeRule(uintptr_t pc) {
     return r;
   }
   r.cfa_on_rbp = state.cfa_reg == kDwarfRbp;
+  r.cfa_deref = state.cfa_deref;
   r.cfa_offset = static_cast<int32_t>(state.cfa_offset);
   r.ra_offset = static_cast<int8_t>(state.ra.offset);
-  if (state.rbp.how == RegRule::kOffset && state.rbp.offset >= INT16_MIN &&
-      state.rbp.offset <= INT16_MAX) {
+  bool rbp_offset_fits = state.rbp.offset >= INT16_MIN && state.rbp.offset <= INT16_MAX;
+  if (state.rbp.how == RegRule::kOffset && rbp_offset_fits) {
     r.rbp = kRbpSaved;
+    r.rbp_offset = static_cast<int16_t>(state.rbp.offset);
+  } else if (state.rbp.how == RegRule::kAtRbp && rbp_offset_fits) {
+    r.rbp = kRbpAtRbp;
     r.rbp_offset = static_cast<int16_t>(state.rbp.offset);
   } else if (state.rbp.how != RegRule::kUnspecified) {
     r.rbp = kRbpUndefined;  // restored some way this walk does not follow: unknown from here
@@ -631,13 +668,16 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
       pcs[n++] = rip + 1;  // callers treat entries as return addresses (they look up pc - 1)
       continue;
     }
-    if (r.kind != kFrame || (r.cfa_on_rbp && !bp_known)) break;
+    if (r.kind != kFrame || ((r.cfa_on_rbp || r.rbp == kRbpAtRbp) && !bp_known)) break;
     uintptr_t cfa = (r.cfa_on_rbp ? bp : sp) + static_cast<intptr_t>(r.cfa_offset);
+    if (r.cfa_deref && !load(cfa, &cfa)) break;
     if (cfa <= sp || cfa > hi) break;
     uintptr_t ra;
     if (!load(cfa + r.ra_offset, &ra) || ra == 0) break;
     if (r.rbp == kRbpSaved) {
       if (!load(cfa + r.rbp_offset, &bp)) break;
+    } else if (r.rbp == kRbpAtRbp) {
+      if (!load(bp + r.rbp_offset, &bp)) break;
     } else if (r.rbp == kRbpUndefined) {
       bp_known = false;
     }

@@ -20,6 +20,13 @@ struct Walks {
   std::vector<uintptr_t> ours, gcc;
 };
 
+std::string FunctionOf(uintptr_t return_address) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(return_address - 1), &info) == 0 || info.dli_sname == nullptr)
+    return "";
+  return info.dli_sname;
+}
+
 _Unwind_Reason_Code GccStep(_Unwind_Context* ctx, void* arg) {
   auto* pcs = static_cast<std::vector<uintptr_t>*>(arg);
   if (pcs->size() >= 64) return _URC_END_OF_STACK;
@@ -104,17 +111,38 @@ TEST(Unwind, OtherThreadsToo) {
   ExpectSameFrames(w, 12);
 }
 
+// A function that realigns its stack and passes arguments on the stack (GCC's DRAP, as AVX kernels
+// do: force_align_arg_pointer here) gives its CFA as *(rbp - 8) and its rbp as saved at rbp.
+__attribute__((noinline)) int ManyArguments(Walks* w, int a, int b, int c, int d, int e, int f,
+                                            int g) {
+  int r = Recurse(6, w) + a + b + c + d + e + f + g;
+  asm volatile("" ::: "memory");
+  return r;
+}
+
+__attribute__((noinline, force_align_arg_pointer)) int Realigned(Walks* w, int a, int b, int c,
+                                                                 int d, int e, int f, int g) {
+  alignas(64) volatile char buf[128];
+  buf[0] = static_cast<char>(a);
+  int r = ManyArguments(w, a, b, c, d, e, f, g);
+  buf[1] = static_cast<char>(r + g);
+  return r + buf[1];
+}
+
+TEST(Unwind, ThroughFramesThatRealignTheirStack) {
+  Init();
+  Walks w;
+  Realigned(&w, 1, 2, 3, 4, 5, 6, 7);
+  ExpectSameFrames(w, 10);
+  int realigned = 0;
+  for (uintptr_t pc : w.ours) realigned += FunctionOf(pc).find("Realigned") != std::string::npos;
+  EXPECT_EQ(realigned, 1);
+}
+
 // A hook may run in a signal handler: the walk goes on past the kernel's signal frame into the
 // interrupted code, as libgcc's does.
 Walks* g_in_handler = nullptr;
 void OnSignal(int) { WalkBoth(g_in_handler); }
-
-std::string FunctionOf(uintptr_t return_address) {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(return_address - 1), &info) == 0 || info.dli_sname == nullptr)
-    return "";
-  return info.dli_sname;
-}
 
 __attribute__((noinline)) int RaiseHere(int depth) {
   if (depth == 0) {
