@@ -48,7 +48,7 @@ bool InTracedProcess();
 
 namespace idlescope::stacks {
 
-// Loads libunwind (dlopen, RTLD_LOCAL) when depth > 0. Called from Init.
+// Maps the stack trie and sets up the stack walk (unwind.h) when depth > 0. Called from Init.
 void Init(uint32_t depth);
 
 // A trie node whose definition has not been written to the current file yet.
