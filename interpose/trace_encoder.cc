@@ -42,7 +42,8 @@ void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m) {
   b.OptU64(2, m.buffer_bytes);
   b.OptU64(3, m.stack_depth);
   for (const std::string& f : m.families) b.Bytes(4, f);
-  b.OptBytes(5, m.python_version);
+  for (const std::string& r : m.redacted) b.Bytes(5, r);
+  b.OptBytes(6, m.python_version);
 }
 
 void EncodeHeader(wire::Buffer& b, const Header& m) {

@@ -18,6 +18,7 @@
 #include "interpose/python/layout.h"
 #include "interpose/python/line_table.h"
 #include "interpose/recorder.h"
+#include "interpose/redact.h"
 
 namespace idlescope::python {
 
@@ -209,11 +210,10 @@ T Load(uintptr_t addr) {
 // through signal frames, and the handler returns to it): on x86-64 glibc's __restore_rt,
 // "mov $15, %rax; syscall" (the bytes libgcc's unwinder itself looks for). Init finds it in libc's
 // code once, so a capture compares addresses and reads no memory.
-bool InSignalHandler(void* const* pcs, int n) {
+bool InSignalHandler(const uintptr_t* pcs, int n) {
   for (int i = 0; i < n; ++i) {
-    const uintptr_t pc = reinterpret_cast<uintptr_t>(pcs[i]);
     for (int t = 0; t < g_trampolines; ++t) {
-      if (pc == g_trampoline[t]) return true;
+      if (pcs[i] == g_trampoline[t]) return true;
     }
   }
   return false;
@@ -221,7 +221,7 @@ bool InSignalHandler(void* const* pcs, int n) {
 
 }  // namespace
 
-int CaptureFrames(void* const* native_pcs, int native_count, uint64_t* keys, int max) {
+int CaptureFrames(const uintptr_t* native_pcs, int native_count, uint64_t* keys, int max) {
   if (!g_active.load(std::memory_order_relaxed)) return 0;
   if (InSignalHandler(native_pcs, native_count)) {
     g_in_signal_handler.fetch_add(1, std::memory_order_relaxed);
@@ -326,7 +326,11 @@ uint64_t FrameFor(uint64_t key, uint64_t* next_frame_id, trace::Interned* out) {
   f.python_entry = entry;
   if (info != nullptr) {
     f.function = InternString(std::string_view(info->name(), info->name_size));
-    f.file = InternString(std::string_view(info->file(), info->file_size));
+    // A file the program ran (redacted like its other files under IDLESCOPE_REDACT=paths), or a
+    // pseudo-file that names no file of the user's: "<frozen importlib._bootstrap>", "<string>".
+    const std::string_view file(info->file(), info->file_size);
+    f.file = !file.empty() && file[0] == '<' ? InternString(file)
+                                             : InternPath(file, redact::PathKind::kFile);
     f.first_line = info->first_line > 0 ? static_cast<uint32_t>(info->first_line) : 0;
   }
   it->second = f.id;

@@ -38,7 +38,7 @@ inline constexpr int kMaxFrames = 128;
 // thread's native stack as just unwound, innermost first, holds the kernel's signal return
 // trampoline): the interrupted interpreter may be between two stores of a frame push. Never fails
 // otherwise: a frame whose code object cannot be read ends the walk there.
-int CaptureFrames(void* const* native_pcs, int native_count, uint64_t* keys, int max);
+int CaptureFrames(const uintptr_t* native_pcs, int native_count, uint64_t* keys, int max);
 
 inline bool IsFrameKey(uint64_t key) { return (key >> 63) != 0; }
 
