@@ -224,6 +224,30 @@ TEST_P(PythonStacksTest, HooksInSignalHandlersTakeNoPythonFrames) {
   EXPECT_GT(recvs, 0u);
 }
 
+// IDLESCOPE_REDACT=paths: a Python frame's file is a path of the job's like the others (its
+// directories and name hashed, ".py" kept); function names and pseudo-files stay readable.
+TEST_P(PythonStacksTest, RedactedPathsHideTheScriptsName) {
+  ASSERT_EQ(RunTraced({python_, kScript, data_}, out_, {"IDLESCOPE_REDACT=paths"}), 0);
+  std::vector<PyTraceFile> files = ReadPyTraceDir(out_);
+  size_t script_frames = 0, frozen = 0;
+  for (const auto& f : files) {
+    for (const PyEvent& e : f.events) {
+      if (e.stack == 0) continue;
+      for (const PyFrame& p : f.PythonFrames(e.stack)) {
+        EXPECT_EQ(p.file.find("stack_script"), std::string::npos) << p.file;
+        EXPECT_EQ(p.file.find("/python/programs/"), std::string::npos) << p.file;
+        if (p.function == "write_file") {
+          ++script_frames;
+          EXPECT_EQ(p.file.substr(p.file.size() - 3), ".py") << p.file;
+        }
+        frozen += p.file.rfind("<frozen ", 0) == 0;
+      }
+    }
+  }
+  EXPECT_GT(script_frames, 0u);
+  EXPECT_GT(frozen, 0u);  // the import machinery's frames (stdlib frozen modules)
+}
+
 TEST_P(PythonStacksTest, OffWithTheVariable) {
   ASSERT_EQ(RunTraced({python_, kScript, data_}, out_, {"IDLESCOPE_PYTHON_STACKS=0"}), 0);
   std::vector<PyTraceFile> files = ReadPyTraceDir(out_);
