@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_model.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/model/job_model.h"
 
 namespace idlescope::testing {
 

@@ -1,6 +1,6 @@
 // The read stage on real trace files written here with libprotobuf: merging files of two hosts
 // onto one clock, stacks resolved from interned frames, footers and dropped-event warnings.
-#include "analyzer/job_reader.h"
+#include "analyzer/read/job_reader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "analyzer/job_analysis.h"
+#include "analyzer/analysis/job_analysis.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "tests/analyzer/job_builder.h"

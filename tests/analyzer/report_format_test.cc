@@ -1,6 +1,6 @@
 // The text report: causes of negligible idle time are left out of the table and the findings
 // (kept in JSON).
-#include "analyzer/report_format.h"
+#include "analyzer/report/report_format.h"
 
 #include <gtest/gtest.h>
 

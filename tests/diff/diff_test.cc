@@ -1,6 +1,6 @@
-// Unit tests of the diff logic (analyzer/diff.h) on synthetic run summaries: normalization
+// Unit tests of the diff logic (analyzer/diff/diff.h) on synthetic run summaries: normalization
 // choice, per-step figures, speedup, the CI gates and their exit code, the JSON shape.
-#include "analyzer/diff.h"
+#include "analyzer/diff/diff.h"
 
 #include <gtest/gtest.h>
 

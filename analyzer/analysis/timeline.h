@@ -15,17 +15,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/interval_union.h"
-#include "analyzer/job_model.h"
+#include "analyzer/analysis/interval_union.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/vocabulary.h"
 
 namespace idlescope {
-
-enum class GapKind : uint8_t {
-  kStartup,  // from the job start to the device's first kernel
-  kMiddle,   // between two kernels
-  kTail,     // from the last kernel to the job end
-  kWhole,    // the device ran no kernel at all
-};
 
 // What the gap stage tells attribution. A long gap is reported in pieces as the analysis window
 // moves on (kPiece: the slice [piece.start, piece.end) of the gap that began at gap_start is final

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "analyzer/causes.h"
-#include "analyzer/job_model.h"
+#include "analyzer/analysis/event_classes.h"
+#include "analyzer/model/job_model.h"
 
 namespace idlescope {
 

@@ -2,18 +2,18 @@
 //                [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
 // Analyzes two runs of a job (trace directories or files) with the same pipeline as
-// `idlescope report`, and prints them side by side (analyzer/diff.h, docs/diff.md). Exit status:
-// 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace.
+// `idlescope report`, and prints them side by side (analyzer/diff/diff.h, docs/diff.md). Exit
+// status: 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "analyzer/commands.h"
-#include "analyzer/diff.h"
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_reader.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/diff/diff.h"
+#include "analyzer/read/job_reader.h"
 
 namespace idlescope {
 namespace {

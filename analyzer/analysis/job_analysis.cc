@@ -1,4 +1,4 @@
-#include "analyzer/job_analysis.h"
+#include "analyzer/analysis/job_analysis.h"
 
 #include <algorithm>
 #include <deque>
@@ -156,26 +156,6 @@ std::string ProgramLabel(std::string_view program, std::string_view argv) {
 
 }  // namespace
 
-std::string_view HostActivityKindName(HostActivityKind kind) {
-  switch (kind) {
-    case HostActivityKind::kCheckpointWrites:
-      return "checkpoint_writes";
-    case HostActivityKind::kWrites:
-      return "writes";
-    case HostActivityKind::kReads:
-      return "reads";
-    case HostActivityKind::kIpc:
-      return "pipes_sockets";
-    case HostActivityKind::kNetwork:
-      return "network";
-    case HostActivityKind::kTerminal:
-      return "terminal";
-    case HostActivityKind::kPrograms:
-      return "programs";
-  }
-  return "?";
-}
-
 // The blocked calls of one host activity kind: exact totals, and per (process, path) item the
 // figures of the heaviest items in bounded memory (the lighter half is forgotten when full).
 struct JobAnalysis::ActivityTable {
@@ -218,20 +198,6 @@ struct JobAnalysis::ActivityTable {
     evicted = true;
   }
 };
-
-std::string_view GapKindName(GapKind kind) {
-  switch (kind) {
-    case GapKind::kStartup:
-      return "startup";
-    case GapKind::kMiddle:
-      return "between_kernels";
-    case GapKind::kTail:
-      return "tail";
-    case GapKind::kWhole:
-      return "whole_span";
-  }
-  return "?";
-}
 
 struct JobAnalysis::CauseAccumulator {
   Ns ns = 0;

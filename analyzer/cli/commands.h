@@ -6,7 +6,7 @@ namespace idlescope {
 
 // idlescope run [-o DIR] -- CMD...   (run_command.cc)
 int RunCommand(int argc, char** argv);
-// idlescope dump FILE                (trace/dump_command.cc)
+// idlescope dump FILE                (cli/dump_command.cc)
 int DumpCommand(int argc, char** argv);
 // idlescope report DIR|FILE...       (report_command.cc)
 int ReportCommand(int argc, char** argv);

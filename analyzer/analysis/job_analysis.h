@@ -2,8 +2,8 @@
 // job (job_model.h) in approximate time order, runs the timeline, gap and attribution stages as
 // the analysis window moves on (AdvanceTo), and builds the JobReport at the end.
 //
-// Bounded memory: per device it keeps the open window of busy intervals (timeline.h), and across
-// the job the candidate events that may still explain an idle slice not yet attributed. A
+// Bounded memory: per device it keeps the open window of busy intervals (analysis/timeline.h), and
+// across the job the candidate events that may still explain an idle slice not yet attributed. A
 // candidate is forgotten once every device it can explain has been attributed past its end.
 // Results (per-cause totals, bounded top evidence, the top gaps) are what remains.
 #pragma once
@@ -16,11 +16,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "analyzer/attribution.h"
-#include "analyzer/causes.h"
-#include "analyzer/job_model.h"
-#include "analyzer/job_report.h"
-#include "analyzer/timeline.h"
+#include "analyzer/analysis/attribution.h"
+#include "analyzer/analysis/event_classes.h"
+#include "analyzer/analysis/timeline.h"
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/job_report.h"
 
 namespace idlescope {
 

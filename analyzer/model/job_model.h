@@ -1,7 +1,8 @@
-// Plain data passed between the stages of the analysis (STYLE.md: read -> timeline -> gaps ->
-// attribution -> report). The reader (job_reader.h) turns trace packets into these; tests build
-// them by hand. Times are nanoseconds on the job clock: the trace clock (CLOCK_MONOTONIC) of the
-// job's first host, other hosts shifted through their Header.clock snapshots.
+// Plain data passed between the stages of the analysis (docs/architecture.md, "Analyzer": read ->
+// timeline -> gaps -> attribution -> report). The reader (read/job_reader.h) turns trace packets
+// into these; tests build them by hand. Times are nanoseconds on the job clock: the trace clock
+// (CLOCK_MONOTONIC) of the job's first host, other hosts shifted through their Header.clock
+// snapshots.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "analyzer/attribution.h"
+#include "analyzer/analysis/attribution.h"
 
 #include <algorithm>
 #include <tuple>

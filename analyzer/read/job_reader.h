@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_model.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/model/job_model.h"
 
 namespace idlescope {
 

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analyzer/causes.h"
-#include "analyzer/job_model.h"
-#include "analyzer/job_report.h"
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/job_report.h"
 
 namespace idlescope {
 

@@ -21,7 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "analyzer/commands.h"
+#include "analyzer/cli/commands.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 #include "google/protobuf/descriptor.h"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/causes.h"
-#include "analyzer/job_model.h"
-#include "analyzer/timeline.h"
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/vocabulary.h"
 
 namespace idlescope {
 
@@ -79,21 +79,6 @@ struct FileReport {
   bool footer = false;
 };
 
-// Host activity: what the job's threads and processes spent blocked time in, whether or not a GPU
-// was involved (docs/attribution.md, "Host activity"). The only account of a job without GPU
-// work, and the host-side picture of any job.
-enum class HostActivityKind : uint8_t {
-  kCheckpointWrites,  // write/fsync/rename/close of model files
-  kWrites,            // writes of other files
-  kReads,             // reads of files (data loading, imports)
-  kIpc,               // pipes, local sockets, loopback: worker queues, stdout
-  kNetwork,           // cluster-local and public addresses: downloads, uploads
-  kTerminal,          // reads of stdin or a terminal
-  kPrograms,          // exec'd and spawned programs (installers)
-};
-inline constexpr int kHostActivityKindCount = static_cast<int>(HostActivityKind::kPrograms) + 1;
-std::string_view HostActivityKindName(HostActivityKind kind);
-
 struct HostActivityItem {
   std::string what;  // file path, address, or program with its arguments
   Ns ns = 0;         // blocked time in its calls
@@ -157,7 +142,5 @@ struct JobReport {
   std::vector<FileReport> files;
   std::vector<std::string> warnings;
 };
-
-std::string_view GapKindName(GapKind kind);
 
 }  // namespace idlescope

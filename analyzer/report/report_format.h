@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analyzer/job_report.h"
+#include "analyzer/model/job_report.h"
 
 namespace idlescope {
 

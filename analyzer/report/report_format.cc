@@ -1,4 +1,4 @@
-#include "analyzer/report_format.h"
+#include "analyzer/report/report_format.h"
 
 #include <cmath>
 #include <string_view>

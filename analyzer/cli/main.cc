@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "analyzer/commands.h"
+#include "analyzer/cli/commands.h"
 
 namespace {
 

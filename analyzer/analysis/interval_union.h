@@ -1,11 +1,12 @@
 // IntervalUnion: the union of intervals that arrive in near time order, consumed in time order.
 //
-// A device's busy time is the union of its kernels over all streams (DESIGN.md: never sum
-// per-stream gaps). CUPTI delivers kernels of different streams out of start order, and the job's
-// files are merged by time only approximately, so the union keeps an open window of disjoint
-// intervals. Seal(t) hands out, in time order, every busy interval before t and forgets it: memory
-// is bounded by the reorder window, not by the trace length. An interval that arrives for time
-// already sealed is late: its sealed part is dropped and counted (the report warns).
+// A device's busy time is the union of its kernels over all streams (docs/attribution.md,
+// "Timeline and utilization": never sum per-stream gaps). CUPTI delivers kernels of different
+// streams out of start order, and the job's files are merged by time only approximately, so the
+// union keeps an open window of disjoint intervals. Seal(t) hands out, in time order, every busy
+// interval before t and forgets it: memory is bounded by the reorder window, not by the trace
+// length. An interval that arrives for time already sealed is late: its sealed part is dropped and
+// counted (the report warns).
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "analyzer/job_model.h"
+#include "analyzer/model/job_model.h"
 
 namespace idlescope {
 

@@ -1,4 +1,4 @@
-#include "analyzer/timeline.h"
+#include "analyzer/analysis/timeline.h"
 
 #include <bit>
 

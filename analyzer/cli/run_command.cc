@@ -21,7 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "analyzer/commands.h"
+#include "analyzer/cli/commands.h"
 #include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
@@ -69,7 +69,7 @@ std::string Realpath(const std::string& path) {
 }
 
 // The preload library's absolute path: LD_PRELOAD resolves relative paths against the cwd of
-// every exec'd process, and the job may chdir (DESIGN.md: "absolute path!").
+// every exec'd process, and the job may chdir (docs/cuda-interposition.md, "Preloading").
 bool FindLibrary(std::string* lib, std::string* error) {
   std::string candidate;
   if (const char* env = getenv("IDLESCOPE_LIB"); env != nullptr && *env != '\0') {

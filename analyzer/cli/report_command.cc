@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/commands.h"
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_reader.h"
-#include "analyzer/report_format.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/read/job_reader.h"
+#include "analyzer/report/report_format.h"
 
 namespace idlescope {
 namespace {

@@ -1,4 +1,4 @@
-#include "analyzer/job_reader.h"
+#include "analyzer/read/job_reader.h"
 
 #include <sys/stat.h>
 

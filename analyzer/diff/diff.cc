@@ -1,4 +1,4 @@
-#include "analyzer/diff.h"
+#include "analyzer/diff/diff.h"
 
 #include <sys/stat.h>
 
