@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/report/units.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 #include "google/protobuf/descriptor.h"
@@ -36,20 +37,6 @@ using google::protobuf::Reflection;
 
 std::string Quote(absl::string_view bytes) {
   return absl::StrCat("\"", absl::CHexEscape(bytes), "\"");
-}
-
-// Nanoseconds as signed seconds with full precision: "+1.234567890".
-std::string Seconds(int64_t ns) {
-  const char sign = ns < 0 ? '-' : '+';
-  uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  return absl::StrFormat("%c%d.%09d", sign, mag / 1000000000, mag % 1000000000);
-}
-
-std::string Duration(uint64_t ns) {
-  if (ns < 1000) return absl::StrFormat("%dns", ns);
-  if (ns < 1000000) return absl::StrFormat("%.3fus", ns / 1e3);
-  if (ns < 1000000000) return absl::StrFormat("%.3fms", ns / 1e6);
-  return absl::StrFormat("%.3fs", ns / 1e9);
 }
 
 // CLOCK_REALTIME ns as UTC, "2026-11-29T16:31:41.123456789Z".
@@ -148,7 +135,8 @@ class Dumper {
                           h.clock().monotonic_ns(), WallTime(h.clock().realtime_ns()));
     if (h.process_start_ns() != 0) {
       absl::StrAppend(&out_, "  process start: ",
-                      Seconds(static_cast<int64_t>(h.process_start_ns()) - clock_ns_), "\n");
+                      SignedSecondsExact(static_cast<int64_t>(h.process_start_ns()) - clock_ns_),
+                      "\n");
     }
     Flush();
   }
@@ -185,7 +173,7 @@ class Dumper {
       case idlescope::Packet::kNotice: {
         ++notices_;
         const Notice& n = p.notice();
-        absl::StrAppend(&out_, "notice ", Seconds(Rel(n.ts())), " ",
+        absl::StrAppend(&out_, "notice ", SignedSecondsExact(Rel(n.ts())), " ",
                         EnumName(Severity_descriptor(), n.severity()), " ", n.code(), ": ",
                         n.text(), "\n");
         break;
@@ -194,7 +182,7 @@ class Dumper {
         ++footers_;
         absl::StrAppend(&out_, "footer ", Fields(p.footer()), "\n");
         if (p.footer().end_ns() != 0) {
-          absl::StrAppend(&out_, "  end: ", Seconds(Rel(p.footer().end_ns())), "\n");
+          absl::StrAppend(&out_, "  end: ", SignedSecondsExact(Rel(p.footer().end_ns())), "\n");
         }
         break;
       case idlescope::Packet::DATA_NOT_SET:
@@ -298,10 +286,10 @@ class Dumper {
     std::vector<int64_t> starts = EventStartTimes(batch);
     for (int i = 0; i < batch.events_size(); ++i) {
       const Event& e = batch.events(i);
-      absl::StrAppend(&out_, "  ", Seconds(starts[i] - clock_ns_), " tid ", batch.tid(), " ",
-                      EnumName(EventType_descriptor(), e.type()),
+      absl::StrAppend(&out_, "  ", SignedSecondsExact(starts[i] - clock_ns_), " tid ", batch.tid(),
+                      " ", EnumName(EventType_descriptor(), e.type()),
                       e.api() != 0 ? absl::StrCat(" ", Str(e.api())) : "",
-                      " dur=", Duration(e.dur()));
+                      " dur=", CompactDuration(e.dur()));
       std::string rest =
           Fields(e, {"type", "ts", "dur", "api", "stack"},
                  [&](const FieldDescriptor* f, std::string* v) { return EventField(e, f, v); });
@@ -358,9 +346,9 @@ class Dumper {
     std::vector<int64_t> starts = GpuActivityStartTimes(batch);
     for (int i = 0; i < batch.activities_size(); ++i) {
       const GpuActivity& a = batch.activities(i);
-      absl::StrAppend(&out_, "  ", Seconds(starts[i] - clock_ns_), " ",
+      absl::StrAppend(&out_, "  ", SignedSecondsExact(starts[i] - clock_ns_), " ",
                       EnumName(GpuActivityKind_descriptor(), a.kind()), " dev ", a.device(),
-                      " stream ", a.stream(), " dur=", Duration(a.dur()));
+                      " stream ", a.stream(), " dur=", CompactDuration(a.dur()));
       std::string rest = Fields(a, {"kind", "start", "dur", "device", "stream"},
                                 [&](const FieldDescriptor* f, std::string* v) {
                                   if (f->name() != "name") return false;

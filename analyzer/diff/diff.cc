@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/units.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 
@@ -255,34 +257,6 @@ Normalization ChooseNormalization(const StepCensus& before, const StepCensus& af
   return n;
 }
 
-namespace {
-
-// Times in one unit per table, picked by the size of BEFORE's wall time (per step or per run).
-struct TimeUnit {
-  double ns;
-  const char* name;
-  int decimals;
-};
-
-TimeUnit UnitFor(double wall_ns) {
-  if (wall_ns >= 1e9) return {1e9, "s", 3};
-  if (wall_ns >= 1e6) return {1e6, "ms", 2};
-  return {1e3, "us", 1};
-}
-
-std::string Time(double ns, const TimeUnit& u) {
-  return absl::StrFormat("%.*f %s", u.decimals, ns / u.ns, u.name);
-}
-
-std::string SignedTime(double ns, const TimeUnit& u) {
-  return absl::StrFormat("%+.*f %s", u.decimals, ns / u.ns, u.name);
-}
-
-// One figure on its own (headers, gate details): the unit that fits it.
-std::string AutoTime(double ns) { return Time(ns, UnitFor(std::fabs(ns))); }
-
-}  // namespace
-
 // --- Comparison -------------------------------------------------------------------------------
 
 JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const DiffOptions& options) {
@@ -381,7 +355,7 @@ std::string FormatTextDiff(const JobDiff& d) {
   const bool per_step = d.normalization.per_step;
   absl::StrAppendFormat(&out, "  %-34s %12s %12s %12s %9s\n", per_step ? "(per step)" : "(per run)",
                         "before", "after", "change", "relative");
-  const TimeUnit u = UnitFor(d.wall.before);
+  const TimeUnit u = TimeUnitFor(d.wall.before);
   Row(&out, "wall time (job span)", d.wall, u);
   Row(&out, "GPU compute busy (all devices)", d.compute, u);
   UtilRow(&out, "utilization, paper (compute)", d.compute_util);
@@ -405,7 +379,7 @@ std::string FormatTextDiff(const JobDiff& d) {
     std::optional<double> rel = largest->idle.relative();
     absl::StrAppendFormat(
         &out, "largest change: %s %s (%s)\n", InfoOf(largest->cause).name,
-        SignedTime(largest->idle.change(), UnitFor(std::fabs(largest->idle.change()))),
+        SignedTime(largest->idle.change(), TimeUnitFor(std::fabs(largest->idle.change()))),
         rel ? absl::StrFormat("%s by %.1f%%", *rel < 0 ? "reduced" : "grown", 100 * std::fabs(*rel))
             : "new in AFTER");
   }
@@ -425,106 +399,150 @@ std::string FormatTextDiff(const JobDiff& d) {
 
 namespace {
 
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string Ratio(double v) { return absl::StrFormat("%.4f", std::isfinite(v) ? v : 0.0); }
-std::string RelativeJson(const DiffValue& v) {
+void Relative(JsonWriter& j, const DiffValue& v) {
   std::optional<double> rel = v.relative();
-  return rel ? Ratio(*rel) : "null";
-}
-std::string NsJson(double v) { return absl::StrCat(std::llround(v)); }
-
-std::string TimeValue(const DiffValue& v) {
-  return absl::StrFormat(R"({"before_ns": %s, "after_ns": %s, "change_ns": %s, "relative": %s})",
-                         NsJson(v.before), NsJson(v.after), NsJson(v.change()), RelativeJson(v));
+  if (rel) {
+    j.Ratio(*rel);
+  } else {
+    j.Null();
+  }
 }
 
-std::string RatioValue(const DiffValue& v) {
-  return absl::StrFormat(R"({"before": %s, "after": %s, "change": %s})", Ratio(v.before),
-                         Ratio(v.after), Ratio(v.change()));
+void TimeValue(JsonWriter& j, std::string_view key, const DiffValue& v) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("before_ns");
+  j.Int(std::llround(v.before));
+  j.Key("after_ns");
+  j.Int(std::llround(v.after));
+  j.Key("change_ns");
+  j.Int(std::llround(v.change()));
+  j.Key("relative");
+  Relative(j, v);
+  j.EndObject();
 }
 
-std::string RunJson(const RunSummary& r, uint64_t steps) {
-  std::string causes;
+void RatioValue(JsonWriter& j, std::string_view key, const DiffValue& v) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("before");
+  j.Ratio(v.before);
+  j.Key("after");
+  j.Ratio(v.after);
+  j.Key("change");
+  j.Ratio(v.change());
+  j.EndObject();
+}
+
+void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t steps) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("input");
+  j.String(r.input);
+  j.Key("span_ns");
+  j.Int(r.span);
+  j.Key("devices");
+  j.Uint(r.devices);
+  j.Key("gpu_time_ns");
+  j.Int(r.gpu_time);
+  j.Key("compute_ns");
+  j.Int(r.compute_ns);
+  j.Key("idle_ns");
+  j.Int(r.idle_ns);
+  j.Key("compute_util");
+  j.Ratio(r.compute_util);
+  j.Key("kernel_active_util");
+  j.Ratio(r.kernel_active_util);
+  j.Key("steps");
+  j.Uint(steps);
+  j.Key("idle_by_cause_ns");
+  j.BeginObject();
   for (int i = 0; i < kCauseCount; ++i) {
     if (r.cause_ns[i] == 0) continue;
-    absl::StrAppend(&causes, causes.empty() ? "" : ", ", Quote(InfoOf(static_cast<Cause>(i)).name),
-                    ": ", r.cause_ns[i]);
+    j.Key(InfoOf(static_cast<Cause>(i)).name);
+    j.Int(r.cause_ns[i]);
   }
-  return absl::StrFormat(
-      "{\"input\": %s, \"span_ns\": %d, \"devices\": %d, \"gpu_time_ns\": %d, "
-      "\"compute_ns\": %d, \"idle_ns\": %d, \"compute_util\": %s, \"kernel_active_util\": %s, "
-      "\"steps\": %d, \"idle_by_cause_ns\": {%s}}",
-      Quote(r.input), r.span, r.devices, r.gpu_time, r.compute_ns, r.idle_ns, Ratio(r.compute_util),
-      Ratio(r.kernel_active_util), steps, causes);
+  j.EndObject();
+  j.EndObject();
 }
 
 }  // namespace
 
 std::string FormatJsonDiff(const JobDiff& d) {
-  std::string out = "{\n";
-  absl::StrAppendFormat(&out, "  \"schema_version\": %d,\n", kDiffSchemaVersion);
-  absl::StrAppendFormat(&out, "  \"tool\": %s,\n", Quote("idlescope " IDLESCOPE_VERSION));
-  absl::StrAppendFormat(&out, "  \"before\": %s,\n",
-                        RunJson(d.before, d.normalization.before_steps));
-  absl::StrAppendFormat(&out, "  \"after\": %s,\n", RunJson(d.after, d.normalization.after_steps));
-  absl::StrAppendFormat(&out,
-                        "  \"normalization\": {\"unit\": %s, \"basis\": %s, \"before_steps\": %d, "
-                        "\"after_steps\": %d, \"detail\": %s},\n",
-                        Quote(d.normalization.per_step ? "step" : "run"),
-                        Quote(d.normalization.basis), d.normalization.before_steps,
-                        d.normalization.after_steps, Quote(d.normalization.detail));
-  absl::StrAppendFormat(&out, "  \"wall\": %s,\n", TimeValue(d.wall));
-  absl::StrAppendFormat(&out, "  \"compute_busy\": %s,\n", TimeValue(d.compute));
-  absl::StrAppendFormat(&out, "  \"idle\": %s,\n", TimeValue(d.idle));
-  absl::StrAppendFormat(&out, "  \"utilization\": {\"compute\": %s, \"kernel_active\": %s},\n",
-                        RatioValue(d.compute_util), RatioValue(d.kernel_active_util));
-  out += "  \"causes\": [";
-  for (size_t i = 0; i < d.causes.size(); ++i) {
-    const CauseDiff& c = d.causes[i];
-    absl::StrAppendFormat(&out, "%s\n    {\"cause\": %s, \"idle\": %s}", i ? "," : "",
-                          Quote(InfoOf(c.cause).name), TimeValue(c.idle));
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("schema_version");
+  j.Int(kDiffSchemaVersion);
+  j.Key("tool");
+  j.String("idlescope " IDLESCOPE_VERSION);
+  Run(j, "before", d.before, d.normalization.before_steps);
+  Run(j, "after", d.after, d.normalization.after_steps);
+  j.Key("normalization");
+  j.BeginObject();
+  j.Key("unit");
+  j.String(d.normalization.per_step ? "step" : "run");
+  j.Key("basis");
+  j.String(d.normalization.basis);
+  j.Key("before_steps");
+  j.Uint(d.normalization.before_steps);
+  j.Key("after_steps");
+  j.Uint(d.normalization.after_steps);
+  j.Key("detail");
+  j.String(d.normalization.detail);
+  j.EndObject();
+  TimeValue(j, "wall", d.wall);
+  TimeValue(j, "compute_busy", d.compute);
+  TimeValue(j, "idle", d.idle);
+  j.Key("utilization");
+  j.BeginObject();
+  RatioValue(j, "compute", d.compute_util);
+  RatioValue(j, "kernel_active", d.kernel_active_util);
+  j.EndObject();
+  j.Key("causes");
+  j.BeginArray();
+  for (const CauseDiff& c : d.causes) {
+    j.BeginObject();
+    j.Key("cause");
+    j.String(InfoOf(c.cause).name);
+    TimeValue(j, "idle", c.idle);
+    j.EndObject();
   }
-  out += d.causes.empty() ? "],\n" : "\n  ],\n";
-  absl::StrAppendFormat(&out, "  \"speedup\": %s,\n", Ratio(d.speedup));
-  out += "  \"gates\": [";
-  for (size_t i = 0; i < d.gates.size(); ++i) {
-    const GateResult& g = d.gates[i];
-    absl::StrAppendFormat(
-        &out,
-        "%s\n    {\"gate\": %s, \"cause\": %s, \"threshold_pct\": %s, \"measured_pct\": %s, "
-        "\"tripped\": %s, \"detail\": %s}",
-        i ? "," : "", Quote(g.kind), g.cause.empty() ? "null" : Quote(g.cause),
-        absl::StrFormat("%.2f", g.threshold_pct),
-        g.measured_pct ? absl::StrFormat("%.2f", *g.measured_pct) : "null",
-        g.tripped ? "true" : "false", Quote(g.detail));
+  j.EndArray();
+  j.Key("speedup");
+  j.Ratio(d.speedup);
+  j.Key("gates");
+  j.BeginArray();
+  for (const GateResult& g : d.gates) {
+    j.BeginObject();
+    j.Key("gate");
+    j.String(g.kind);
+    j.Key("cause");
+    if (g.cause.empty()) {
+      j.Null();
+    } else {
+      j.String(g.cause);
+    }
+    j.Key("threshold_pct");
+    j.Fixed(g.threshold_pct, 2);
+    j.Key("measured_pct");
+    if (g.measured_pct) {
+      j.Fixed(*g.measured_pct, 2);
+    } else {
+      j.Null();
+    }
+    j.Key("tripped");
+    j.Bool(g.tripped);
+    j.Key("detail");
+    j.String(g.detail);
+    j.EndObject();
   }
-  out += d.gates.empty() ? "],\n" : "\n  ],\n";
-  absl::StrAppendFormat(&out, "  \"result\": %s,\n  \"exit_code\": %d\n}\n",
-                        Quote(d.tripped() ? "regression" : "ok"), d.exit_code());
-  return out;
+  j.EndArray();
+  j.Key("result");
+  j.String(d.tripped() ? "regression" : "ok");
+  j.Key("exit_code");
+  j.Int(d.exit_code());
+  j.EndObject();
+  return j.Finish();
 }
 
 }  // namespace idlescope

@@ -1,20 +1,15 @@
 #include "analyzer/report/report_format.h"
 
-#include <cmath>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/units.h"
 
 namespace idlescope {
 namespace {
-
-std::string Sec(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
-std::string Pct(double x) { return absl::StrFormat("%.1f%%", x * 100); }
-std::string GiB(int64_t bytes) {
-  return absl::StrFormat("%.1f", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
-}
 
 std::string RankList(const std::vector<int32_t>& ranks) {
   if (ranks.empty()) return "none";
@@ -29,103 +24,11 @@ const char* const kUtilExplanation =
     "nvidia-smi reports (any kernel, NCCL included, which may only be waiting for other ranks; "
     "neither says how much of the GPU a kernel uses)";
 
-// --- JSON -------------------------------------------------------------------------------------
-
-class Json {
- public:
-  std::string out;
-
-  void Key(std::string_view key) {
-    Separate();
-    Quoted(key);
-    out += ": ";
-    after_key_ = true;
-  }
-  void String(std::string_view s) {
-    Separate();
-    Quoted(s);
-  }
-  void Quoted(std::string_view s) {
-    out += '"';
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            out += absl::StrFormat("\\u%04x", c);
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-    }
-    out += '"';
-  }
-  void Int(int64_t v) {
-    Separate();
-    out += absl::StrCat(v);
-  }
-  void Uint(uint64_t v) {
-    Separate();
-    out += absl::StrCat(v);
-  }
-  // Ratios with 4 decimals: stable text for golden files.
-  void Ratio(double v) {
-    Separate();
-    if (!std::isfinite(v)) v = 0;
-    out += absl::StrFormat("%.4f", v);
-  }
-  void Bool(bool v) {
-    Separate();
-    out += v ? "true" : "false";
-  }
-  void Begin(char c) {
-    Separate();
-    out += c;
-    first_ = true;
-    ++depth_;
-  }
-  void End(char c) {
-    --depth_;
-    Newline();
-    out += c;
-    first_ = false;
-  }
-
- private:
-  void Separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_ && depth_ > 0) out += ',';
-    first_ = false;
-    if (depth_ > 0) Newline();
-  }
-  void Newline() {
-    out += '\n';
-    out.append(static_cast<size_t>(depth_) * 2, ' ');
-  }
-  bool first_ = true;
-  bool after_key_ = false;
-  int depth_ = 0;
-};
-
-void Evidence(Json& j, std::string_view key, const std::vector<EvidenceItem>& items) {
+void Evidence(JsonWriter& j, std::string_view key, const std::vector<EvidenceItem>& items) {
   j.Key(key);
-  j.Begin('[');
+  j.BeginArray();
   for (const EvidenceItem& e : items) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("what");
     j.String(e.what);
     j.Key("ns");
@@ -134,16 +37,16 @@ void Evidence(Json& j, std::string_view key, const std::vector<EvidenceItem>& it
     j.Uint(e.bytes);
     j.Key("count");
     j.Uint(e.count);
-    j.End('}');
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
 }
 
 }  // namespace
 
 std::string FormatJsonReport(const JobReport& r) {
-  Json j;
-  j.Begin('{');
+  JsonWriter j;
+  j.BeginObject();
   j.Key("schema_version");
   j.Int(kReportSchemaVersion);
   j.Key("tool");
@@ -152,17 +55,17 @@ std::string FormatJsonReport(const JobReport& r) {
   j.Int(r.min_gap);
 
   j.Key("job");
-  j.Begin('{');
+  j.BeginObject();
   j.Key("processes");
   j.Uint(r.processes);
   j.Key("ranks");
-  j.Begin('[');
+  j.BeginArray();
   for (int32_t rank : r.ranks) j.Int(rank);
-  j.End(']');
+  j.EndArray();
   j.Key("hosts");
-  j.Begin('[');
+  j.BeginArray();
   for (const std::string& host : r.hosts) j.String(host);
-  j.End(']');
+  j.EndArray();
   j.Key("span_ns");
   j.Int(r.span);
   j.Key("devices");
@@ -175,22 +78,22 @@ std::string FormatJsonReport(const JobReport& r) {
   j.Uint(r.events);
   j.Key("gpu_activities");
   j.Uint(r.gpu_activities);
-  j.End('}');
+  j.EndObject();
 
   j.Key("utilization");
-  j.Begin('{');
+  j.BeginObject();
   j.Key("compute");
   j.Ratio(r.compute_util);
   j.Key("kernel_active");
   j.Ratio(r.kernel_active_util);
   j.Key("explanation");
   j.String(kUtilExplanation);
-  j.End('}');
+  j.EndObject();
 
   j.Key("devices");
-  j.Begin('[');
+  j.BeginArray();
   for (const DeviceReport& d : r.devices) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("id");
     j.String(d.id);
     j.Key("host");
@@ -234,22 +137,22 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Key("total_memory_bytes");
     j.Uint(d.total_memory);
     j.Key("idle_by_cause_ns");
-    j.Begin('{');
+    j.BeginObject();
     for (int c = 0; c < kCauseCount; ++c) {
       if (d.cause_ns[c] == 0) continue;
       j.Key(InfoOf(static_cast<Cause>(c)).name);
       j.Int(d.cause_ns[c]);
     }
-    j.End('}');
-    j.End('}');
+    j.EndObject();
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
 
   j.Key("causes");
-  j.Begin('[');
+  j.BeginArray();
   for (const CauseReport& c : r.causes) {
     const CauseInfo& info = InfoOf(c.cause);
-    j.Begin('{');
+    j.BeginObject();
     j.Key("cause");
     j.String(info.name);
     j.Key("dimension");
@@ -267,20 +170,20 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Key("fix");
     j.String(info.fix);
     j.Key("notes");
-    j.Begin('[');
+    j.BeginArray();
     for (const std::string& note : c.notes) j.String(note);
-    j.End(']');
+    j.EndArray();
     Evidence(j, "stacks", c.stacks);
     Evidence(j, "objects", c.objects);
     Evidence(j, "directories", c.directories);
-    j.End('}');
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
 
   j.Key("top_gaps");
-  j.Begin('[');
+  j.BeginArray();
   for (const GapReport& g : r.top_gaps) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("device");
     j.String(g.device);
     j.Key("start_ns");
@@ -290,25 +193,25 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Key("kind");
     j.String(GapKindName(g.kind));
     j.Key("causes");
-    j.Begin('{');
+    j.BeginObject();
     for (const auto& [cause, ns] : g.causes) {
       j.Key(InfoOf(cause).name);
       j.Int(ns);
     }
-    j.End('}');
+    j.EndObject();
     j.Key("evidence");
     j.String(g.evidence);
-    j.End('}');
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
 
   const HostActivityReport& host = r.host_activity;
   j.Key("host_activity");
-  j.Begin('{');
+  j.BeginObject();
   j.Key("groups");
-  j.Begin('[');
+  j.BeginArray();
   for (const HostActivityGroup& g : host.groups) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("kind");
     j.String(HostActivityKindName(g.kind));
     j.Key("ns");
@@ -322,9 +225,9 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Key("approximate");
     j.Bool(g.approximate);
     j.Key("items");
-    j.Begin('[');
+    j.BeginArray();
     for (const HostActivityItem& item : g.items) {
-      j.Begin('{');
+      j.BeginObject();
       j.Key("what");
       j.String(item.what);
       j.Key("ns");
@@ -349,22 +252,22 @@ std::string FormatJsonReport(const JobReport& r) {
       j.String(item.stack);
       j.Key("installer");
       j.Bool(item.installer);
-      j.End('}');
+      j.EndObject();
     }
-    j.End(']');
-    j.End('}');
+    j.EndArray();
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
   j.Key("workers");
-  j.Begin('{');
+  j.BeginObject();
   j.Key("count");
   j.Uint(host.workers.size());
   j.Key("with_reads");
   j.Uint(host.workers_with_reads);
   j.Key("processes");
-  j.Begin('[');
+  j.BeginArray();
   for (const WorkerProcess& w : host.workers) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("pid");
     j.Uint(w.pid);
     j.Key("ppid");
@@ -377,16 +280,16 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Uint(w.read_bytes);
     j.Key("read_ns");
     j.Int(w.read_ns);
-    j.End('}');
+    j.EndObject();
   }
-  j.End(']');
-  j.End('}');
-  j.End('}');
+  j.EndArray();
+  j.EndObject();
+  j.EndObject();
 
   j.Key("files");
-  j.Begin('[');
+  j.BeginArray();
   for (const FileReport& f : r.files) {
-    j.Begin('{');
+    j.BeginObject();
     j.Key("path");
     j.String(f.path);
     j.Key("pid");
@@ -401,17 +304,16 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Uint(f.gpu_activities);
     j.Key("footer");
     j.Bool(f.footer);
-    j.End('}');
+    j.EndObject();
   }
-  j.End(']');
+  j.EndArray();
 
   j.Key("warnings");
-  j.Begin('[');
+  j.BeginArray();
   for (const std::string& w : r.warnings) j.String(w);
-  j.End(']');
-  j.End('}');
-  j.out += '\n';
-  return j.out;
+  j.EndArray();
+  j.EndObject();
+  return j.Finish();
 }
 
 bool ShownInText(const CauseReport& cause, Ns gpu_time) {
@@ -428,13 +330,13 @@ std::string FormatTextReport(const JobReport& r) {
                         "host%s, job span %s\n\n",
                         r.processes, r.processes == 1 ? "" : "es", RankList(r.ranks),
                         r.devices.size(), r.devices.size() == 1 ? "" : "s", used, r.hosts.size(),
-                        r.hosts.size() == 1 ? "" : "s", Sec(r.span));
+                        r.hosts.size() == 1 ? "" : "s", Seconds(r.span));
 
   absl::StrAppendFormat(&out, "Utilization (mean over GPUs)\n");
   absl::StrAppendFormat(&out, "  compute (paper's time-weighted U):      %6s\n",
-                        Pct(r.compute_util));
+                        Percent(r.compute_util));
   absl::StrAppendFormat(&out, "  kernel active (nvidia-smi \"GPU util\"): %6s\n",
-                        Pct(r.kernel_active_util));
+                        Percent(r.kernel_active_util));
   absl::StrAppendFormat(&out, "  %s\n\n", kUtilExplanation);
 
   if (!r.devices.empty()) {
@@ -446,15 +348,16 @@ std::string FormatTextReport(const JobReport& r) {
                                ? absl::StrCat(GiB(d.peak_memory), "/", GiB(d.total_memory))
                                : (d.peak_memory > 0 ? GiB(d.peak_memory) : "-");
       absl::StrAppendFormat(&out, "  %-36s %5s %8s %8s %10s %10s %9d %12s%s\n", d.id,
-                            d.rank >= 0 ? absl::StrCat(d.rank) : "-", Pct(d.compute_util),
-                            Pct(d.kernel_active_util), Sec(d.comm_ns), Sec(d.transfer_ns),
-                            d.kernels, memory, d.used ? "" : "  (no kernels)");
+                            d.rank >= 0 ? absl::StrCat(d.rank) : "-", Percent(d.compute_util),
+                            Percent(d.kernel_active_util), Seconds(d.comm_ns),
+                            Seconds(d.transfer_ns), d.kernels, memory,
+                            d.used ? "" : "  (no kernels)");
     }
     out += '\n';
   }
 
-  absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n", Sec(r.gpu_time),
-                        Sec(r.idle_ns));
+  absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n",
+                        Seconds(r.gpu_time), Seconds(r.idle_ns));
   absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
                         "EST. SAVING", "PAPER CATEGORY");
   size_t omitted = 0;
@@ -466,14 +369,14 @@ std::string FormatTextReport(const JobReport& r) {
       continue;
     }
     const CauseInfo& info = InfoOf(c.cause);
-    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Sec(c.ns), Pct(c.share),
-                          Sec(c.saving_ns), info.paper_category);
+    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Seconds(c.ns),
+                          Percent(c.share), Seconds(c.saving_ns), info.paper_category);
   }
   if (omitted > 0) {
     absl::StrAppendFormat(&out,
                           "  (%d more cause%s under 0.5 ms or 0.05%% of GPU time, %s in all: "
                           "see --json)\n",
-                          omitted, omitted == 1 ? "" : "s", Sec(omitted_ns));
+                          omitted, omitted == 1 ? "" : "s", Seconds(omitted_ns));
   }
   out += '\n';
 
@@ -482,37 +385,37 @@ std::string FormatTextReport(const JobReport& r) {
   for (const CauseReport& c : r.causes) {
     if (!ShownInText(c, r.gpu_time)) continue;
     const CauseInfo& info = InfoOf(c.cause);
-    absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name, Sec(c.ns),
-                          Pct(c.share));
+    absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name,
+                          Seconds(c.ns), Percent(c.share));
     for (const std::string& note : c.notes) absl::StrAppendFormat(&out, "    - %s\n", note);
     for (const EvidenceItem& e : c.stacks) {
-      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Sec(e.ns), e.what);
+      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns), e.what);
     }
     for (const EvidenceItem& e : c.objects) {
-      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Sec(e.ns), e.what,
+      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns), e.what,
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     for (const EvidenceItem& e : c.directories) {
-      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Sec(e.ns), e.what,
+      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns), e.what,
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
-    absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Sec(c.saving_ns),
+    absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Seconds(c.saving_ns),
                           c.saving_basis);
   }
   out += '\n';
 
   if (!r.top_gaps.empty()) {
-    absl::StrAppendFormat(&out, "Longest idle gaps (>= %s)\n", Sec(r.min_gap));
+    absl::StrAppendFormat(&out, "Longest idle gaps (>= %s)\n", Seconds(r.min_gap));
     int g = 0;
     for (const GapReport& gap : r.top_gaps) {
       std::vector<std::string> causes;
       for (const auto& [cause, ns] : gap.causes) {
         if (ns < kTextMinCauseNs) continue;  // would print as 0.000 s
-        causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Sec(ns)));
+        causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Seconds(ns)));
       }
       absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,
-                            Sec(gap.start), Sec(gap.length), GapKindName(gap.kind),
+                            Seconds(gap.start), Seconds(gap.length), GapKindName(gap.kind),
                             absl::StrJoin(causes, ", "));
       if (!gap.evidence.empty()) absl::StrAppendFormat(&out, "    %s\n", gap.evidence);
     }
@@ -526,7 +429,7 @@ std::string FormatTextReport(const JobReport& r) {
                           "MAIN THR");
     for (const HostActivityGroup& g : host.groups) {
       absl::StrAppendFormat(&out, "  %-18s %10s %9d %14d %10s\n", HostActivityKindName(g.kind),
-                            Sec(g.ns), g.count, g.bytes, Sec(g.main_thread_ns));
+                            Seconds(g.ns), g.count, g.bytes, Seconds(g.main_thread_ns));
     }
     for (const HostActivityGroup& g : host.groups) {
       if (g.items.empty()) continue;
@@ -545,7 +448,7 @@ std::string FormatTextReport(const JobReport& r) {
         }
         if (!item.fs_type.empty()) details.push_back(item.fs_type);
         if (item.installer) details.push_back("installer");
-        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Sec(item.ns), item.what,
+        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns), item.what,
                               absl::StrJoin(details, ", "));
         if (!item.stack.empty()) absl::StrAppendFormat(&out, "      at %s\n", item.stack);
       }
@@ -564,7 +467,7 @@ std::string FormatTextReport(const JobReport& r) {
           &out,
           "  worker processes: %d fork()ed children of job processes (DataLoader workers, "
           "multiprocessing), %d reading files: %d reads, %d bytes, %s blocked\n",
-          host.workers.size(), host.workers_with_reads, reads, bytes, Sec(read_ns));
+          host.workers.size(), host.workers_with_reads, reads, bytes, Seconds(read_ns));
       absl::StrAppendFormat(&out, "    pids %s%s\n", absl::StrJoin(pids, ", "),
                             host.workers.size() > pids.size() ? ", ..." : "");
     }
