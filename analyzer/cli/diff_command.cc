@@ -1,4 +1,4 @@
-// idlescope diff [--json] [--per-step|--per-run] [--fail-if-slower PCT]
+// idlescope diff [--format text|json] [--per-step|--per-run] [--fail-if-slower PCT]
 //                [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
 // Analyzes two runs of a job (trace directories or files) with the same pipeline as
@@ -12,31 +12,28 @@
 
 #include "analyzer/analysis/job_analysis.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/options.h"
 #include "analyzer/diff/diff.h"
+#include "analyzer/diff/diff_exporters.h"
 #include "analyzer/read/job_reader.h"
 
 namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope diff [--json] [--per-step|--per-run] [--fail-if-slower PCT]\n"
+    "usage: idlescope diff [--format text|json] [--per-step|--per-run] [--fail-if-slower PCT]\n"
     "                      [--fail-if-cause-grows CAUSE:PCT]... [--min-gap MS] BEFORE AFTER\n"
     "  BEFORE, AFTER           trace directories (or single trace files) of two runs\n"
-    "  --json                  machine-readable diff (schema: docs/diff.md)\n"
+    "  --format FORMAT         text (default) or json (machine-readable, schema: docs/diff.md)\n"
+    "  --json                  the same as --format json\n"
     "  --per-step, --per-run   force the normalization (default: per step when both runs'\n"
     "                          steps are recognized and their counts differ)\n"
     "  --fail-if-slower PCT    exit 3 when AFTER's wall time is more than PCT% above BEFORE's\n"
     "  --fail-if-cause-grows CAUSE:PCT\n"
     "                          exit 3 when CAUSE's idle time grows by more than PCT%\n"
-    "                          (repeatable; CAUSE as in `idlescope report --json`)\n"
+    "                          (repeatable; CAUSE as in `idlescope report --format json`)\n"
     "  --min-gap MS            as in `idlescope report` (default 1 ms)\n"
     "exit status: 0 fine, 3 a gate tripped, 2 usage error, 1 unreadable input\n";
-
-bool ParseNumber(const char* s, double* out) {
-  char* end = nullptr;
-  *out = std::strtod(s, &end);
-  return end != s && *end == '\0' && *out >= 0;
-}
 
 // Runs the report pipeline on one side; nullopt (after printing why) when it cannot be read.
 std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOptions& options) {
@@ -60,7 +57,7 @@ std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOption
 }  // namespace
 
 int DiffCommand(int argc, char** argv) {
-  bool json = false;
+  const char* format = "text";
   DiffOptions options;
   AnalysisOptions analysis_options;
   std::vector<std::string> inputs;
@@ -76,8 +73,12 @@ int DiffCommand(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return kDiffExitOk;
-    } else if (arg == "--json") {
-      json = true;
+    } else if (ParseFormatFlag(argc, argv, &i, &format)) {
+      if (format == nullptr) {
+        std::fprintf(stderr, "idlescope diff: --format needs a value (%s)\n",
+                     DiffExporterNames().c_str());
+        return kDiffExitUsage;
+      }
     } else if (arg == "--per-step") {
       options.normalization = NormalizationChoice::kPerStep;
     } else if (arg == "--per-run") {
@@ -85,7 +86,7 @@ int DiffCommand(int argc, char** argv) {
     } else if (arg == "--fail-if-slower" || arg == "--min-gap") {
       const char* v = value();
       double number = 0;
-      if (v == nullptr || !ParseNumber(v, &number)) {
+      if (v == nullptr || !ParseNonNegative(v, &number)) {
         std::fprintf(stderr, "idlescope diff: %s needs a non-negative number\n", argv[i - 1]);
         return kDiffExitUsage;
       }
@@ -116,14 +117,20 @@ int DiffCommand(int argc, char** argv) {
                  inputs.size(), inputs.size() == 1 ? "" : "s", kUsage);
     return kDiffExitUsage;
   }
+  const Exporter<JobDiff>* exporter = FindDiffExporter(format);
+  if (exporter == nullptr) {
+    std::fprintf(stderr, "idlescope diff: unknown format '%s' (formats: %s)\n", format,
+                 DiffExporterNames().c_str());
+    return kDiffExitUsage;
+  }
   std::optional<RunSummary> before = Analyze(inputs[0], analysis_options);
   if (!before) return kDiffExitUnreadable;
   std::optional<RunSummary> after = Analyze(inputs[1], analysis_options);
   if (!after) return kDiffExitUnreadable;
 
   JobDiff diff = CompareRuns(*before, *after, options);
-  std::string text = json ? FormatJsonDiff(diff) : FormatTextDiff(diff);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  FileOutput out(stdout);
+  exporter->Write(diff, out);
   std::fflush(stdout);
   for (const GateResult& g : diff.gates) {
     if (g.tripped)

@@ -17,7 +17,7 @@ constexpr Command kCommands[] = {
     {"run", idlescope::RunCommand, "run [-o DIR] -- CMD...   trace CMD and its children"},
     {"dump", idlescope::DumpCommand, "dump FILE                print every packet of a trace"},
     {"report", idlescope::ReportCommand,
-     "report [--json] DIR|FILE... why the GPUs of a traced job sat idle"},
+     "report [--format F] DIR|FILE... why the GPUs of a traced job sat idle"},
     {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
 };
 

@@ -1,7 +1,9 @@
-// idlescope report [--json] [--min-gap MS] [--top N] [--reorder-window MS] DIR|FILE...
+// idlescope report [--format text|json] [--min-gap MS] [--top N] [--reorder-window MS]
+//                  DIR|FILE...
 //
 // Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
-// (text, or JSON with --json). Ends with one line on stderr: throughput and peak memory.
+// through the exporter named by --format (report/report_exporters.h; --json is --format json).
+// Ends with one line on stderr: throughput and peak memory.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -13,38 +15,35 @@
 
 #include "analyzer/analysis/job_analysis.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/options.h"
 #include "analyzer/read/job_reader.h"
-#include "analyzer/report/report_format.h"
+#include "analyzer/report/report_exporters.h"
 
 namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope report [--json] [--min-gap MS] [--top N] [--reorder-window MS] "
-    "DIR|FILE...\n"
-    "  --json               machine-readable report (schema: docs/attribution.md)\n"
+    "usage: idlescope report [--format text|json] [--min-gap MS] [--top N] [--reorder-window MS]\n"
+    "                        DIR|FILE...\n"
+    "  --format FORMAT      text (default) or json (machine-readable; schema:\n"
+    "                       docs/attribution.md)\n"
+    "  --json               the same as --format json\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
     "  --top N              longest gaps and evidence items listed (default 10)\n"
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n";
 
-bool ParseDouble(const char* s, double* out) {
-  char* end = nullptr;
-  *out = std::strtod(s, &end);
-  return end != s && *end == '\0' && *out >= 0;
-}
-
 }  // namespace
 
 int ReportCommand(int argc, char** argv) {
-  bool json = false;
+  const char* format = "text";
   AnalysisOptions options;
   ReadOptions read_options;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     auto value = [&](double* out) {
-      if (i + 1 >= argc || !ParseDouble(argv[i + 1], out)) {
+      if (i + 1 >= argc || !ParseNonNegative(argv[i + 1], out)) {
         std::fprintf(stderr, "idlescope report: %s needs a non-negative number\n", argv[i]);
         return false;
       }
@@ -55,8 +54,12 @@ int ReportCommand(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "--json") {
-      json = true;
+    } else if (ParseFormatFlag(argc, argv, &i, &format)) {
+      if (format == nullptr) {
+        std::fprintf(stderr, "idlescope report: --format needs a value (%s)\n",
+                     ReportExporterNames().c_str());
+        return 2;
+      }
     } else if (arg == "--min-gap") {
       if (!value(&number)) return 2;
       options.min_gap = static_cast<Ns>(number * 1e6);
@@ -78,6 +81,12 @@ int ReportCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  const Exporter<JobReport>* exporter = FindReportExporter(format);
+  if (exporter == nullptr) {
+    std::fprintf(stderr, "idlescope report: unknown format '%s' (formats: %s)\n", format,
+                 ReportExporterNames().c_str());
+    return 2;
+  }
 
   auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(inputs);
@@ -89,8 +98,8 @@ int ReportCommand(int argc, char** argv) {
   (*reader)->Run(&analysis, read_options);
   JobReport report = analysis.Finish(**reader);
   report.tool_version = "idlescope " IDLESCOPE_VERSION;
-  std::string text = json ? FormatJsonReport(report) : FormatTextReport(report);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  FileOutput out(stdout);
+  exporter->Write(report, out);
   std::fflush(stdout);
 
   // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on

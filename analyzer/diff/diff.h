@@ -142,7 +142,4 @@ Normalization ChooseNormalization(const StepCensus& before, const StepCensus& af
 
 JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const DiffOptions& options);
 
-std::string FormatTextDiff(const JobDiff& diff);
-std::string FormatJsonDiff(const JobDiff& diff);
-
 }  // namespace idlescope

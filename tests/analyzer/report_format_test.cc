@@ -1,9 +1,8 @@
 // The text report: causes of negligible idle time are left out of the table and the findings
 // (kept in JSON).
-#include "analyzer/report/report_format.h"
-
 #include <gtest/gtest.h>
 
+#include "analyzer/report/report_exporters.h"
 #include "tests/analyzer/job_builder.h"
 
 namespace idlescope::testing {

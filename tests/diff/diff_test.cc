@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "analyzer/diff/diff_exporters.h"
+
 namespace idlescope {
 namespace {
 
