@@ -321,9 +321,11 @@ JobAnalysis::JobAnalysis(AnalysisOptions options)
 
 JobAnalysis::~JobAnalysis() = default;
 
-uint32_t JobAnalysis::AddProcess(ProcessInfo info) {
+void JobAnalysis::AddProcess(uint32_t index, const ProcessInfo& info) {
+  // The reader numbers processes in the order it adds them.
+  if (index != processes_.size()) return;
   auto process = std::make_unique<ProcessState>();
-  process->info = std::move(info);
+  process->info = info;
   process->last_seen = process->info.start;
   for (absl::string_view token :
        absl::StrSplit(process->info.cuda_visible_devices, ',', absl::SkipWhitespace())) {
@@ -332,12 +334,11 @@ uint32_t JobAnalysis::AddProcess(ProcessInfo info) {
   processes_.push_back(std::move(process));
   // Normally every process comes before the first record; a late one joins the families.
   if (started_) BuildFamilies();
-  return static_cast<uint32_t>(processes_.size() - 1);
 }
 
-void JobAnalysis::AddWarning(std::string warning) { warnings_.push_back(std::move(warning)); }
+void JobAnalysis::AddWarning(const std::string& warning) { warnings_.push_back(warning); }
 
-void JobAnalysis::AddFile(FileReport file) { files_.push_back(std::move(file)); }
+void JobAnalysis::AddFile(const FileReport& file) { files_.push_back(file); }
 
 void JobAnalysis::Start() {
   if (started_) return;

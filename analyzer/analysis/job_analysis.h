@@ -22,6 +22,8 @@
 #include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/job_report.h"
+#include "analyzer/model/record_sink.h"
+#include "analyzer/model/symbol_source.h"
 
 namespace idlescope {
 
@@ -34,33 +36,21 @@ struct AnalysisOptions {
   Ns advance_quantum = 20'000'000;  // 20 ms
 };
 
-// Resolves the per-process ids the evidence refers to, when the report is built.
-class SymbolSource {
- public:
-  virtual ~SymbolSource() = default;
-  // A string (file path, address, kernel name); "" when unknown.
-  virtual std::string String(uint32_t process, uint64_t id) const = 0;
-  // A call stack, innermost frame first, e.g. "save <- train_step <- main"; "" when unknown.
-  virtual std::string Stack(uint32_t process, uint64_t stack_id) const = 0;
-};
-
-class JobAnalysis {
+class JobAnalysis : public RecordSink {
  public:
   explicit JobAnalysis(AnalysisOptions options = {});
   ~JobAnalysis();
 
-  // All processes come first: the job span starts at the earliest process start.
-  uint32_t AddProcess(ProcessInfo info);
-  void AddDeviceInfo(uint32_t process, const DeviceProps& props);
-  void AddHostEvent(const HostEvent& event);
-  void AddGpuRecord(const GpuRecord& record);
-  // The process ended cleanly at `end` (Footer.end_ns). Without it, its last event ends it.
-  void EndProcess(uint32_t process, Ns end);
-  void AddWarning(std::string warning);
-  void AddFile(FileReport file);
-
+  // RecordSink. All processes come first: the job span starts at the earliest process start.
+  void AddProcess(uint32_t process, const ProcessInfo& info) override;
+  void AddDeviceInfo(uint32_t process, const DeviceProps& props) override;
+  void AddHostEvent(const HostEvent& event) override;
+  void AddGpuRecord(const GpuRecord& record) override;
+  void EndProcess(uint32_t process, Ns end) override;
   // Every record before `t` has been delivered: attribute what became final.
-  void AdvanceTo(Ns t);
+  void AdvanceTo(Ns t) override;
+  void AddWarning(const std::string& warning) override;
+  void AddFile(const FileReport& file) override;
 
   JobReport Finish(const SymbolSource& symbols);
 

@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/analysis/job_analysis.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/pipeline.h"
 #include "analyzer/diff/diff.h"
 #include "analyzer/diff/diff_exporters.h"
-#include "analyzer/read/job_reader.h"
+#include "analyzer/diff/step_census.h"
 
 namespace idlescope {
 namespace {
@@ -35,23 +35,16 @@ constexpr char kUsage[] =
     "  --min-gap MS            as in `idlescope report` (default 1 ms)\n"
     "exit status: 0 fine, 3 a gate tripped, 2 usage error, 1 unreadable input\n";
 
-// Runs the report pipeline on one side; nullopt (after printing why) when it cannot be read.
+// Runs the report pipeline on one side, with the step census fed by the same read of its files;
+// nullopt (after printing why) when it cannot be read.
 std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOptions& options) {
-  std::vector<std::string> inputs = {input};
-  absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(inputs);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "idlescope diff: %s\n", std::string(reader.status().message()).c_str());
+  StepCensusSink census;
+  absl::StatusOr<AnalyzedJob> job = AnalyzeJob({input}, {options, ReadOptions{}}, {&census});
+  if (!job.ok()) {
+    std::fprintf(stderr, "idlescope diff: %s\n", std::string(job.status().message()).c_str());
     return std::nullopt;
   }
-  JobAnalysis analysis(options);
-  (*reader)->Run(&analysis, ReadOptions{});
-  JobReport report = analysis.Finish(**reader);
-  absl::StatusOr<StepCensus> steps = CountSteps(inputs);
-  if (!steps.ok()) {
-    std::fprintf(stderr, "idlescope diff: %s\n", std::string(steps.status().message()).c_str());
-    return std::nullopt;
-  }
-  return SummarizeRun(input, report, *std::move(steps));
+  return SummarizeRun(input, job->report, census.Census(job->symbols));
 }
 
 }  // namespace

@@ -13,10 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/analysis/job_analysis.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
-#include "analyzer/read/job_reader.h"
+#include "analyzer/cli/pipeline.h"
 #include "analyzer/report/report_exporters.h"
 
 namespace idlescope {
@@ -89,15 +88,12 @@ int ReportCommand(int argc, char** argv) {
   }
 
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(inputs);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "idlescope report: %s\n", std::string(reader.status().message()).c_str());
+  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(inputs, {options, read_options});
+  if (!job.ok()) {
+    std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
     return 1;
   }
-  JobAnalysis analysis(options);
-  (*reader)->Run(&analysis, read_options);
-  JobReport report = analysis.Finish(**reader);
-  report.tool_version = "idlescope " IDLESCOPE_VERSION;
+  const JobReport& report = job->report;
   FileOutput out(stdout);
   exporter->Write(report, out);
   std::fflush(stdout);
@@ -105,7 +101,7 @@ int ReportCommand(int argc, char** argv) {
   // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on
   // a loaded machine) and per wall second; peak RSS from the kernel's high-water mark.
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const ReadStats& stats = (*reader)->stats();
+  const ReadStats& stats = job->stats;
   uint64_t records = stats.host_events + stats.gpu_records;
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);

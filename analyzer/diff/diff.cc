@@ -1,7 +1,5 @@
 #include "analyzer/diff/diff.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -14,8 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/report/units.h"
-#include "analyzer/trace/interned_data.h"
-#include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
 
@@ -34,94 +30,6 @@ RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus s
   s.kernel_active_util = report.kernel_active_util;
   s.steps = std::move(steps);
   return s;
-}
-
-namespace {
-
-struct FileCensus {
-  absl::flat_hash_map<uint64_t, uint64_t> collectives_by_comm;
-  // Kernel name id -> grid -> launches.
-  absl::flat_hash_map<uint64_t, std::map<uint64_t, uint64_t>> grids_by_name;
-};
-
-uint64_t MedianOf(const std::map<uint64_t, uint64_t>& histogram, uint64_t total) {
-  uint64_t seen = 0;
-  for (const auto& [value, count] : histogram) {
-    seen += count;
-    if (2 * seen >= total) return value;
-  }
-  return 0;
-}
-
-}  // namespace
-
-absl::StatusOr<StepCensus> CountSteps(const std::vector<std::string>& inputs) {
-  std::vector<std::string> paths;
-  for (const std::string& input : inputs) {
-    struct stat st;
-    if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      absl::StatusOr<std::vector<std::string>> listed = ListTraceFiles(input);
-      if (!listed.ok()) return listed.status();
-      paths.insert(paths.end(), listed->begin(), listed->end());
-    } else {
-      paths.push_back(input);
-    }
-  }
-  // Per communicator and per kernel name, the most any one process saw: every rank of a
-  // data-parallel job runs the same steps, and DataLoader workers run none.
-  absl::flat_hash_map<uint64_t, uint64_t> collectives;
-  struct NameStats {
-    uint64_t count = 0;
-    uint64_t median_grid = 0;
-  };
-  std::map<std::string, NameStats> kernels;
-  Packet packet;
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
-    if (!reader.ok()) return reader.status();
-    InternedData interned;
-    FileCensus file;
-    while ((*reader)->Next(&packet)) {
-      if (packet.has_interned()) {
-        interned.Add(packet.interned());
-      } else if (packet.has_events()) {
-        for (const Event& e : packet.events().events()) {
-          if (e.type() == NCCL_COLLECTIVE) ++file.collectives_by_comm[e.comm()];
-        }
-      } else if (packet.has_gpu()) {
-        for (const GpuActivity& a : packet.gpu().activities()) {
-          if (a.kind() != GPU_KERNEL || a.nccl()) continue;
-          ++file.grids_by_name[a.name()][a.grid()];
-        }
-      }
-    }
-    for (const auto& [comm, count] : file.collectives_by_comm) {
-      collectives[comm] = std::max(collectives[comm], count);
-    }
-    for (const auto& [name_id, grids] : file.grids_by_name) {
-      uint64_t total = 0;
-      for (const auto& [grid, count] : grids) total += count;
-      std::string name(interned.String(name_id));
-      if (name.empty()) name = absl::StrCat("kernel#", name_id);
-      NameStats& stats = kernels[name];
-      if (total > stats.count) stats = {total, MedianOf(grids, total)};
-    }
-  }
-  StepCensus census;
-  for (const auto& [comm, count] : collectives) {
-    if (count > census.nccl_collectives ||
-        (count == census.nccl_collectives && comm < census.nccl_comm)) {
-      census.nccl_collectives = count;
-      census.nccl_comm = comm;
-    }
-  }
-  for (const auto& [name, stats] : kernels) {
-    census.kernels.push_back({name, stats.count, stats.median_grid});
-  }
-  std::stable_sort(census.kernels.begin(), census.kernels.end(),
-                   [](const KernelCount& a, const KernelCount& b) { return a.count > b.count; });
-  if (census.kernels.size() > kMaxCensusKernels) census.kernels.resize(kMaxCensusKernels);
-  return census;
 }
 
 // --- Gates ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/diff/step_census.h"
 #include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/job_report.h"
@@ -33,21 +34,6 @@ inline constexpr int kDiffExitOk = 0;
 inline constexpr int kDiffExitUnreadable = 1;
 inline constexpr int kDiffExitUsage = 2;
 inline constexpr int kDiffExitGateTripped = 3;
-
-// A compute kernel name and how often one process ran it.
-struct KernelCount {
-  std::string name;
-  uint64_t count = 0;        // most launches of this name by one process (one rank's steps)
-  uint64_t median_grid = 0;  // blocks per launch (median), 0: unknown
-};
-
-// What a run's trace says about its steps (collected by CountSteps from the trace files).
-struct StepCensus {
-  uint64_t nccl_collectives = 0;     // collectives on the main communicator, 0: no NCCL
-  uint64_t nccl_comm = 0;            // its id
-  std::vector<KernelCount> kernels;  // most frequent first, at most kMaxCensusKernels
-};
-inline constexpr size_t kMaxCensusKernels = 8;
 
 // One run, as the diff sees it.
 struct RunSummary {
@@ -64,9 +50,6 @@ struct RunSummary {
 };
 
 RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus steps);
-
-// Reads the trace files (as JobReader::Open takes them) once more, for the step census only.
-absl::StatusOr<StepCensus> CountSteps(const std::vector<std::string>& inputs);
 
 enum class NormalizationChoice { kAuto, kPerStep, kPerRun };
 

@@ -1,7 +1,5 @@
 #include "analyzer/read/job_reader.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/read/inputs.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 
@@ -51,7 +50,7 @@ bool IsCudaOrNccl(EventType type) {
 
 struct JobReader::File {
   std::unique_ptr<TraceFileReader> reader;
-  InternedData interned;
+  InternedData* interned = nullptr;  // in symbols_
   uint32_t process = 0;
   Ns offset = 0;  // added to this file's trace-clock times to get job-clock times
   Packet head;    // the next packet to process
@@ -70,23 +69,10 @@ JobReader::JobReader() = default;
 JobReader::~JobReader() = default;
 
 absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std::string>& inputs) {
-  std::vector<std::string> paths;
-  for (const std::string& input : inputs) {
-    struct stat st;
-    if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      absl::StatusOr<std::vector<std::string>> listed = ListTraceFiles(input);
-      if (!listed.ok()) return listed.status();
-      if (listed->empty()) {
-        return absl::NotFoundError(absl::StrCat(input, ": no *.idlescope trace files"));
-      }
-      paths.insert(paths.end(), listed->begin(), listed->end());
-    } else {
-      paths.push_back(input);
-    }
-  }
-  if (paths.empty()) return absl::InvalidArgumentError("no trace files given");
+  absl::StatusOr<std::vector<std::string>> paths = ExpandInputs(inputs);
+  if (!paths.ok()) return paths.status();
   std::unique_ptr<JobReader> job(new JobReader());
-  for (const std::string& path : paths) {
+  for (const std::string& path : *paths) {
     absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
     if (!reader.ok()) return reader.status();
     auto file = std::make_unique<File>();
@@ -96,12 +82,14 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
   return job;
 }
 
-void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
+void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
   // Clock alignment: one offset per boot id, relative to the first file's realtime mapping.
   absl::flat_hash_map<std::string, Ns> offset_by_boot;
   const Header& first = files_[0]->reader->header();
   const Ns reference =
       static_cast<Ns>(first.clock().realtime_ns()) - static_cast<Ns>(first.clock().monotonic_ns());
+  // Every file's tables first: the files point into them while the packets stream.
+  symbols_.ForProcess(static_cast<uint32_t>(files_.size() - 1));
   for (auto& file : files_) {
     const Header& h = file->reader->header();
     auto [it, inserted] = offset_by_boot.try_emplace(h.boot_id(), 0);
@@ -125,7 +113,9 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
     info.cuda_visible_devices = h.cuda_visible_devices();
     info.main_tid = h.main_tid();
     info.forked = h.origin() == ORIGIN_FORK;
-    file->process = analysis->AddProcess(std::move(info));
+    file->process = static_cast<uint32_t>(stats_.files);
+    file->interned = &symbols_.ForProcess(file->process);
+    sink.AddProcess(file->process, info);
     ++stats_.files;
   }
 
@@ -162,10 +152,10 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
     auto [time, index] = heads.top();
     heads.pop();
     File& f = *files_[index];
-    Process(f, f.head, analysis);
+    Process(f, f.head, sink);
     advance_file(index);
     if (!heads.empty() && heads.top().first != kNoTime) {
-      analysis->AdvanceTo(heads.top().first - options.reorder_window);
+      sink.AdvanceTo(heads.top().first - options.reorder_window);
     }
   }
 
@@ -173,23 +163,23 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
     const TraceReadStats& s = file->reader->stats();
     const std::string& path = file->reader->path();
     stats_.bytes += s.bytes_read;
-    if (s.truncated()) analysis->AddWarning(absl::StrCat(path, ": ", s.TailDescription()));
+    if (s.truncated()) sink.AddWarning(absl::StrCat(path, ": ", s.TailDescription()));
     if (!s.footer_seen) {
-      analysis->AddWarning(
+      sink.AddWarning(
           absl::StrCat(path, ": no footer (the process was killed, crashed, or is still running)"));
     }
     if (s.undefined_comm_ids > 0) {
-      analysis->AddWarning(absl::StrFormat(
+      sink.AddWarning(absl::StrFormat(
           "%s: %d NCCL events name a communicator id the file never defines: their collectives "
           "cannot be matched across ranks",
           path, s.undefined_comm_ids));
     }
     if (s.unknown_fields > 0) {
-      analysis->AddWarning(absl::StrFormat(
+      sink.AddWarning(absl::StrFormat(
           "%s: %d unknown fields ignored (written by a newer idlescope?)", path, s.unknown_fields));
     }
     if (file->dropped_events > 0 || file->dropped_gpu > 0) {
-      analysis->AddWarning(absl::StrFormat(
+      sink.AddWarning(absl::StrFormat(
           "%s: %d host events and %d GPU records were dropped while recording (buffers full): "
           "idle time near them may be misattributed",
           path, file->dropped_events, file->dropped_gpu));
@@ -203,14 +193,14 @@ void JobReader::Run(JobAnalysis* analysis, const ReadOptions& options) {
     report.events = file->events;
     report.gpu_activities = file->gpu_records;
     report.footer = s.footer_seen;
-    analysis->AddFile(std::move(report));
+    sink.AddFile(report);
   }
 }
 
-void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
+void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
   switch (packet.data_case()) {
     case Packet::kInterned:
-      f.interned.Add(packet.interned());
+      f.interned->Add(packet.interned());
       return;
     case Packet::kEvents: {
       const EventBatch& batch = packet.events();
@@ -238,8 +228,8 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         e.path_id = ev.path();
         e.api_id = ev.api();
         if (NeedsStrings(ev.type())) {
-          e.path = View(f.interned.String(ev.path()));
-          e.argv = View(f.interned.String(ev.argv()));
+          e.path = View(f.interned->String(ev.path()));
+          e.argv = View(f.interned->String(ev.argv()));
         } else {
           e.path = {};
           e.argv = {};
@@ -251,7 +241,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         e.nranks = ev.nranks();
         e.ptr = ev.ptr();
         e.child_pid = ev.child_pid();
-        analysis->AddHostEvent(e);
+        sink.AddHostEvent(e);
         f.last_time = std::max(f.last_time, e.end);
       }
       f.events += static_cast<uint64_t>(batch.events_size());
@@ -279,7 +269,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
         r.copy_kind = a.copy_kind();
         r.src_kind = a.src_kind();
         r.dst_kind = a.dst_kind();
-        analysis->AddGpuRecord(r);
+        sink.AddGpuRecord(r);
         f.last_time = std::max(f.last_time, r.end);
       }
       f.gpu_records += static_cast<uint64_t>(batch.activities_size());
@@ -295,13 +285,13 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
       props.sm_count = d.sm_count();
       props.total_memory = d.total_memory();
       props.visible_devices = d.visible_devices();
-      analysis->AddDeviceInfo(f.process, props);
+      sink.AddDeviceInfo(f.process, props);
       return;
     }
     case Packet::kNotice: {
       const Notice& n = packet.notice();
       if (n.severity() >= WARNING && f.notices.insert(n.code()).second) {
-        analysis->AddWarning(
+        sink.AddWarning(
             absl::StrCat(f.reader->path(), ": recorder notice ", n.code(), ": ", n.text()));
       }
       return;
@@ -311,7 +301,7 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
       f.footer = true;
       if (footer.end_ns() != 0) {
         Ns end = static_cast<Ns>(footer.end_ns()) + f.offset;
-        analysis->EndProcess(f.process, end);
+        sink.EndProcess(f.process, end);
         f.last_time = std::max(f.last_time, end);
       }
       f.dropped_events = std::max(f.dropped_events, footer.events_dropped());
@@ -321,43 +311,6 @@ void JobReader::Process(File& f, const Packet& packet, JobAnalysis* analysis) {
     default:
       return;
   }
-}
-
-std::string JobReader::String(uint32_t process, uint64_t id) const {
-  for (const auto& f : files_) {
-    if (f->process == process) {
-      absl::string_view s = f->interned.String(id);
-      std::string out(s.data(), s.size());
-      // argv lists are NUL-separated.
-      std::replace(out.begin(), out.end(), '\0', ' ');
-      return out;
-    }
-  }
-  return "";
-}
-
-std::string JobReader::Stack(uint32_t process, uint64_t stack_id) const {
-  for (const auto& f : files_) {
-    if (f->process != process) continue;
-    std::vector<std::string> names;
-    for (const Frame* frame : f->interned.Stack(stack_id)) {
-      absl::string_view module = f->interned.String(frame->module());
-      // The recorder's own frames say nothing about the program.
-      if (module.find("libidlescope") != absl::string_view::npos) continue;
-      absl::string_view function = f->interned.String(frame->function());
-      if (!function.empty()) {
-        names.emplace_back(function.data(), function.size());
-      } else {
-        size_t slash = module.rfind('/');
-        absl::string_view base =
-            slash == absl::string_view::npos ? module : module.substr(slash + 1);
-        names.push_back(absl::StrFormat("%s+0x%x", base.empty() ? "?" : base, frame->rel_pc()));
-      }
-      if (names.size() == 6) break;
-    }
-    return absl::StrJoin(names, " <- ");
-  }
-  return "";
 }
 
 }  // namespace idlescope

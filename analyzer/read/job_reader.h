@@ -1,5 +1,7 @@
 // JobReader: the "read" stage. Opens the trace files of a job (one per process, of all ranks and
-// hosts), merges them by time and feeds JobAnalysis with plain records (job_model.h).
+// hosts), merges them by time and hands plain records (model/job_model.h) to a RecordSink
+// (model/record_sink.h): the analysis, or a tee of the analysis and other consumers. It knows
+// nothing of what the sink does with them.
 //
 // Memory stays bounded: one decoded packet per file is held (a k-way merge on the packets' first
 // timestamps), plus each file's interned tables (strings, frames, stacks), which grow with the
@@ -17,8 +19,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "analyzer/analysis/job_analysis.h"
 #include "analyzer/model/job_model.h"
+#include "analyzer/model/record_sink.h"
+#include "analyzer/read/job_symbols.h"
 
 namespace idlescope {
 
@@ -34,29 +37,29 @@ struct ReadStats {
   uint64_t bytes = 0;
 };
 
-class JobReader : public SymbolSource {
+class JobReader {
  public:
   // `inputs`: trace files and directories (their *.idlescope files). Fails with one line on the
   // first file that is not a readable trace, or when no trace file is found.
   static absl::StatusOr<std::unique_ptr<JobReader>> Open(const std::vector<std::string>& inputs);
-  ~JobReader() override;
+  ~JobReader();
 
-  // Streams every file into `analysis` (processes first, then all packets merged by time).
-  void Run(JobAnalysis* analysis, const ReadOptions& options);
+  // Streams every file into `sink` (processes first, then all packets merged by time). Once.
+  void Run(RecordSink& sink, const ReadOptions& options);
 
   const ReadStats& stats() const { return stats_; }
 
-  // SymbolSource
-  std::string String(uint32_t process, uint64_t id) const override;
-  std::string Stack(uint32_t process, uint64_t stack_id) const override;
+  // The files' interned tables, after Run: what the report's evidence is resolved with.
+  JobSymbols TakeSymbols() { return std::move(symbols_); }
 
  private:
   struct File;
   JobReader();
-  void Process(File& file, const Packet& packet, JobAnalysis* analysis);
+  void Process(File& file, const Packet& packet, RecordSink& sink);
 
   std::vector<std::unique_ptr<File>> files_;
   ReadStats stats_;
+  JobSymbols symbols_;
 };
 
 }  // namespace idlescope

@@ -49,7 +49,7 @@ class JobBuilder {
     info.cmdline = std::move(cmdline);
     info.host = std::move(host);
     info.start = Ms(start_ms);
-    return analysis_.AddProcess(info);
+    return AddProcess(info);
   }
 
   // A fork()ed child (Header.origin FORK) of `ppid`: same program, no exec.
@@ -62,7 +62,7 @@ class JobBuilder {
     info.host = "node0";
     info.start = Ms(start_ms);
     info.forked = true;
-    return analysis_.AddProcess(info);
+    return AddProcess(info);
   }
 
   void Device(uint32_t process, uint32_t ordinal, std::string uuid, uint64_t total_memory = 0,
@@ -199,12 +199,17 @@ class JobBuilder {
   void End(uint32_t process, double at_ms) { analysis_.EndProcess(process, Ms(at_ms)); }
 
   JobAnalysis& analysis() { return analysis_; }
+  uint32_t AddProcess(const ProcessInfo& info) {
+    analysis_.AddProcess(processes_, info);
+    return processes_++;
+  }
   JobReport Finish() { return analysis_.Finish(symbols_); }
 
  private:
   JobAnalysis analysis_;
   MapSymbols symbols_;
   std::vector<std::string> held_;
+  uint32_t processes_ = 0;
 };
 
 // Idle attributed to `cause` over the job (0 when absent).

@@ -19,6 +19,22 @@ namespace {
 
 constexpr Ns kS = 1'000'000'000;
 
+// What a sink is handed, in order.
+class RecordingSink : public RecordSink {
+ public:
+  std::vector<std::string> calls;
+  void AddProcess(uint32_t process, const ProcessInfo& info) override {
+    calls.push_back("process " + std::to_string(process) + " pid " + std::to_string(info.pid));
+  }
+  void AddHostEvent(const HostEvent& e) override {
+    calls.push_back("event " + std::to_string(e.process));
+  }
+  void AddGpuRecord(const GpuRecord& r) override {
+    calls.push_back("gpu " + std::to_string(r.process));
+  }
+  void AddFile(const FileReport& f) override { calls.push_back("file " + std::to_string(f.pid)); }
+};
+
 class TraceDir : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -145,8 +161,9 @@ TEST_F(TraceDir, MergesHostsOntoOneClockAndFindsTheSlowerRank) {
   auto reader = JobReader::Open({dir_.string()});
   ASSERT_TRUE(reader.ok()) << reader.status();
   JobAnalysis analysis;
-  (*reader)->Run(&analysis, ReadOptions{});
-  JobReport r = analysis.Finish(**reader);
+  (*reader)->Run(analysis, ReadOptions{});
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  JobReport r = analysis.Finish(symbols);
   EXPECT_EQ(r.span, 3 * kS);  // the two hosts' spans coincide on the job clock
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].id, "a/GPU-a");
@@ -170,11 +187,64 @@ TEST_F(TraceDir, MergesHostsOntoOneClockAndFindsTheSlowerRank) {
   EXPECT_TRUE(r.files[0].footer);
 }
 
+// The reader knows nothing of the analysis: any sink gets the processes first, numbered in file
+// order, then every record, then one FileReport per file; the symbols outlive the reader.
+TEST_F(TraceDir, FeedsAnySinkProcessesFirstThenEveryRecord) {
+  const Ns wall = 1'700'000'000 * kS;
+  WriteFile("a.idlescope", Rank(10, 0, "a", "boot-a", 1000 * kS, wall, 1001 * kS));
+  WriteFile("b.idlescope", Rank(20, 1, "b", "boot-b", 50 * kS, wall, 51 * kS));
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  RecordingSink sink;
+  (*reader)->Run(sink, ReadOptions{});
+  ASSERT_GE(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[0], "process 0 pid 10");
+  EXPECT_EQ(sink.calls[1], "process 1 pid 20");
+  size_t events = 0, gpu = 0;
+  for (const std::string& c : sink.calls) {
+    events += c.starts_with("event");
+    gpu += c.starts_with("gpu");
+  }
+  EXPECT_EQ(events, (*reader)->stats().host_events);
+  EXPECT_EQ(gpu, (*reader)->stats().gpu_records);
+  EXPECT_EQ(events, 4u);
+  EXPECT_EQ(gpu, 4u);
+  EXPECT_EQ(sink.calls.back(), "file 20");
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  reader->reset();
+  EXPECT_EQ(symbols.String(0, 1), "allreduce_grads");
+  EXPECT_EQ(symbols.Stack(1, 2), "libtorch_cuda.so+0x1234 <- allreduce_grads");
+}
+
 TEST_F(TraceDir, EmptyDirectoryIsAnError) {
   auto reader = JobReader::Open({dir_.string()});
   ASSERT_FALSE(reader.ok());
   EXPECT_NE(std::string(reader.status().message()).find("no *.idlescope trace files"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+TEST(TeeSink, HandsEveryRecordToEachSinkInOrder) {
+  RecordingSink a, b;
+  TeeSink tee({&a, &b});
+  ProcessInfo info;
+  info.pid = 42;
+  tee.AddProcess(0, info);
+  HostEvent e;
+  tee.AddHostEvent(e);
+  GpuRecord r;
+  tee.AddGpuRecord(r);
+  FileReport f;
+  f.pid = 42;
+  tee.AddFile(f);
+  std::vector<std::string> want = {"process 0 pid 42", "event 0", "gpu 0", "file 42"};
+  EXPECT_EQ(a.calls, want);
+  EXPECT_EQ(b.calls, want);
 }
 
 }  // namespace
