@@ -1,6 +1,7 @@
 #include "analyzer/analysis/job_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <tuple>
@@ -8,9 +9,8 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "analyzer/model/labels.h"
 
 namespace idlescope {
 namespace {
@@ -71,65 +71,10 @@ Cause ResidualCause(GapKind kind) {
   }
 }
 
-// The heaviest evidence items, resolved to text; the same stack or path seen by several
-// processes (ids are per file) is one item.
-template <typename Resolve>
-std::vector<EvidenceItem> ResolveEvidence(const TopEvidence& top, size_t n, Resolve&& resolve) {
-  std::vector<EvidenceItem> items;
-  absl::flat_hash_map<std::string, size_t> index;
-  for (const auto& [key, weight] : top.Top(n * 8)) {
-    std::string what = resolve(key);
-    auto [it, inserted] = index.try_emplace(what, items.size());
-    if (inserted) items.push_back({std::move(what), 0, 0, 0});
-    EvidenceItem& item = items[it->second];
-    item.ns += weight.ns;
-    item.bytes += weight.bytes;
-    item.count += weight.count;
-  }
-  std::sort(items.begin(), items.end(), [](const EvidenceItem& a, const EvidenceItem& b) {
-    return a.ns != b.ns ? a.ns > b.ns : a.what < b.what;
-  });
-  if (items.size() > n) items.resize(n);
-  return items;
-}
-
-std::string Seconds(Ns ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
-
 // Host activity items kept per kind before the lighter half is forgotten (as TopEvidence).
 constexpr size_t kActivityCapacity = 1024;
 // Longest command line kept for a program item.
 constexpr size_t kProgramLabelMax = 200;
-
-std::string_view FsTypeName(FsType fs) {
-  switch (fs) {
-    case FS_LOCAL:
-      return "local";
-    case FS_TMPFS:
-      return "tmpfs";
-    case FS_NFS:
-      return "nfs";
-    case FS_FUSE:
-      return "fuse";
-    case FS_CIFS:
-      return "cifs";
-    case FS_LUSTRE:
-      return "lustre";
-    case FS_OVERLAY:
-      return "overlay";
-    case FS_PIPE:
-      return "pipe";
-    case FS_SOCKET:
-      return "socket";
-    case FS_DEVICE:
-      return "device";
-    case FS_OTHER_REMOTE:
-      return "other_remote";
-    case FS_OTHER:
-      return "other";
-    default:
-      return "";
-  }
-}
 
 // "program arg1 arg2" from a NUL-separated argv (the program path when argv is empty), as the
 // traced process's Header.cmdline is joined, so both name the same program the same way.
@@ -336,7 +281,7 @@ void JobAnalysis::AddProcess(uint32_t index, const ProcessInfo& info) {
   if (started_) BuildFamilies();
 }
 
-void JobAnalysis::AddWarning(const std::string& warning) { warnings_.push_back(warning); }
+void JobAnalysis::AddWarning(const ReportWarning& warning) { warnings_.push_back(warning); }
 
 void JobAnalysis::AddFile(const FileReport& file) { files_.push_back(file); }
 
@@ -627,7 +572,8 @@ void JobAnalysis::NoteStartupEvent(ProcessState& p, const HostEvent& e) {
   }
 }
 
-void JobAnalysis::StartupNotes(const SymbolSource& symbols, std::vector<std::string>* notes) const {
+void JobAnalysis::StartupFindings(EvidenceResolver& evidence,
+                                  std::vector<Finding>* findings) const {
   // The launching process that took longest from its start to its first kernel (every rank
   // starts alike; the slowest one is what the GPUs waited for).
   const ProcessState* slowest = nullptr;
@@ -643,31 +589,22 @@ void JobAnalysis::StartupNotes(const SymbolSource& symbols, std::vector<std::str
   }
   if (slowest == nullptr) return;
   const ProcessState& p = *slowest;
-  std::string who = absl::StrCat("pid ", p.info.pid);
-  if (p.info.rank >= 0) absl::StrAppend(&who, " (rank ", p.info.rank, ")");
-  notes->push_back(absl::StrFormat("%s launched its first kernel %s after it started", who,
-                                   Seconds(p.first_launch - p.info.start)));
-  Ns before_cuda = std::min(p.first_cuda, p.first_launch) - p.info.start;
-  std::string imports;
-  if (p.code_reads > 0) {
-    imports =
-        absl::StrFormat("; %d reads of code files (.py/.so: %.1f MB, %s blocked)", p.code_reads,
-                        static_cast<double>(p.code_read_bytes) / 1e6, Seconds(p.code_read_ns));
-  }
-  notes->push_back(absl::StrFormat("%s before its first CUDA call (imports, setup%s)",
-                                   Seconds(before_cuda), imports));
+  Finding first{.kind = FindingKind::kStartupFirstKernel, .ns = p.first_launch - p.info.start};
+  first.pid = p.info.pid;
+  first.rank = p.info.rank;
+  findings->push_back(first);
+  findings->push_back({.kind = FindingKind::kStartupBeforeCuda,
+                       .ns = std::min(p.first_cuda, p.first_launch) - p.info.start,
+                       .other_ns = p.code_read_ns,
+                       .bytes = p.code_read_bytes,
+                       .count = p.code_reads});
   if (p.first_cuda < p.first_launch) {
-    std::string model;
-    if (p.model_read_bytes >= 1000000) {
-      model = absl::StrFormat("; %.1f MB of model files read",
-                              static_cast<double>(p.model_read_bytes) / 1e6);
-    }
-    std::string api = symbols.String(index, p.longest_cuda_api);
-    if (!api.empty()) api += " ";
-    notes->push_back(absl::StrFormat(
-        "%s from its first CUDA call to its first kernel (CUDA context, model construction%s); "
-        "longest CUDA call: %s%s",
-        Seconds(p.first_launch - p.first_cuda), model, api, Seconds(p.longest_cuda_ns)));
+    Finding cuda{.kind = FindingKind::kStartupCudaToKernel,
+                 .ns = p.first_launch - p.first_cuda,
+                 .other_ns = p.longest_cuda_ns,
+                 .bytes = p.model_read_bytes};
+    cuda.api = evidence.String(index, p.longest_cuda_api);
+    findings->push_back(cuda);
   }
 }
 
@@ -1252,7 +1189,7 @@ void JobAnalysis::Prune() {
     longest_pending_ = std::max(longest_pending_, c.when.length());
 }
 
-HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) const {
+HostActivityReport JobAnalysis::BuildHostActivity(EvidenceResolver& evidence) const {
   HostActivityReport report;
   // Programs that ran as traced processes of the job: children that exec'd (not forked copies)
   // count with their run time, merged with the exec/spawn calls that started them by command line.
@@ -1313,14 +1250,14 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
     std::partial_sort(heaviest.begin(), heaviest.begin() + static_cast<ptrdiff_t>(n),
                       heaviest.end(), heavier);
     heaviest.resize(n);
-    absl::flat_hash_map<std::string, size_t> index;
+    absl::flat_hash_map<StringId, size_t> index;
     std::vector<Ns> longest;
     std::vector<absl::flat_hash_set<uint32_t>> pids;
-    auto item_for = [&](std::string what) -> size_t {
+    auto item_for = [&](StringId what) -> size_t {
       auto [it, inserted] = index.try_emplace(what, group.items.size());
       if (inserted) {
         group.items.push_back({});
-        group.items.back().what = std::move(what);
+        group.items.back().what = what;
         longest.push_back(-1);
         pids.emplace_back();
       }
@@ -1328,11 +1265,10 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
     };
     for (const auto& [key, w] : heaviest) {
       const ProcessState& p = *processes_[key.process];
-      std::string what = kind == HostActivityKind::kPrograms ? w->label
-                         : key.id != 0                       ? symbols.String(key.process, key.id)
-                                                             : "";
-      if (what.empty()) what = "(unnamed)";
-      size_t i = item_for(std::move(what));
+      StringId what = kind == HostActivityKind::kPrograms ? evidence.Intern(w->label)
+                      : key.id != 0                       ? evidence.String(key.process, key.id)
+                                                          : 0;
+      size_t i = item_for(what);
       HostActivityItem& item = group.items[i];
       item.ns += w->ns;
       item.bytes += w->bytes;
@@ -1345,14 +1281,14 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
         item.pid = p.info.pid;
         item.tid = w->tid;
         item.main_thread = w->main_thread;
-        item.fs_type = std::string(FsTypeName(w->fs));
-        item.stack = w->stack != 0 ? symbols.Stack(key.process, w->stack) : "";
+        item.fs_type = w->fs;
+        item.stack = w->stack != 0 ? evidence.Stack(key.process, w->stack) : 0;
       }
     }
     if (kind == HostActivityKind::kPrograms) {
       for (const Ran& ran : programs) {
         Ns ran_ns = ProcessEnd(*ran.process) - ran.process->info.start;
-        size_t i = item_for(ran.label);
+        size_t i = item_for(evidence.Intern(ran.label));
         HostActivityItem& item = group.items[i];
         item.ns += ran_ns;
         item.count += item.count == 0;  // traced, though its start was not
@@ -1366,11 +1302,12 @@ HostActivityReport JobAnalysis::BuildHostActivity(const SymbolSource& symbols) c
     for (size_t i = 0; i < group.items.size(); ++i) {
       group.items[i].processes = static_cast<uint32_t>(pids[i].size());
     }
+    const ReportSymbols& names = evidence.symbols();
     std::sort(group.items.begin(), group.items.end(),
-              [](const HostActivityItem& a, const HostActivityItem& b) {
+              [&](const HostActivityItem& a, const HostActivityItem& b) {
                 if (a.ns != b.ns) return a.ns > b.ns;
                 if (a.bytes != b.bytes) return a.bytes > b.bytes;
-                return a.what < b.what;
+                return ItemLabel(a.what, names) < ItemLabel(b.what, names);
               });
     if (group.items.size() > options_.top_evidence) group.items.resize(options_.top_evidence);
     if (group.count > 0 || !group.items.empty()) report.groups.push_back(std::move(group));
@@ -1393,49 +1330,45 @@ void PointAtHostActivity(const HostActivityReport& host, size_t top, CauseReport
   std::stable_sort(groups.begin(), groups.end(),
                    [](const auto* a, const auto* b) { return a->ns > b->ns; });
   for (const HostActivityGroup* g : groups) {
-    std::string kind(HostActivityKindName(g->kind));
-    std::string note = absl::StrFormat("%s: %s blocked in %d calls, %d bytes", kind, Seconds(g->ns),
-                                       g->count, g->bytes);
-    if (!g->items.empty()) {
-      const HostActivityItem& first = g->items[0];
-      absl::StrAppendFormat(&note, "; most: %s (%s, pid %d%s)", first.what, Seconds(first.ns),
-                            first.pid,
-                            first.tid == 0      ? ""
-                            : first.main_thread ? ", main thread"
-                                                : absl::StrCat(", thread ", first.tid));
-    }
-    r.notes.push_back(std::move(note));
+    Finding f{
+        .kind = FindingKind::kHostActivity, .ns = g->ns, .bytes = g->bytes, .count = g->count};
+    f.activity = g->kind;
+    r.findings.push_back(f);
     // Pipes and sockets only say "waiting for another process": they are evidence only when
     // nothing else is.
     if (g->kind == HostActivityKind::kIpc && groups.size() > 1) continue;
     for (const HostActivityItem& item : g->items) heavy.push_back({g, &item});
   }
   if (!host.workers.empty()) {
-    std::vector<std::string> pids;
-    uint64_t reads = 0, bytes = 0;
+    Finding f{.kind = FindingKind::kWorkerProcesses, .count = host.workers.size()};
+    f.other_count = host.workers_with_reads;
     for (const WorkerProcess& w : host.workers) {
-      if (pids.size() < 16) pids.push_back(absl::StrCat(w.pid));
-      reads += w.reads;
-      bytes += w.read_bytes;
+      f.calls += w.reads;
+      f.bytes += w.read_bytes;
     }
-    r.notes.push_back(absl::StrFormat(
-        "%d worker processes (fork()ed children, e.g. DataLoader workers; pids %s%s), %d of them "
-        "reading files: %d reads, %d bytes",
-        host.workers.size(), absl::StrJoin(pids, ", "),
-        host.workers.size() > pids.size() ? ", ..." : "", host.workers_with_reads, reads, bytes));
+    r.findings.push_back(f);
   }
   std::stable_sort(heavy.begin(), heavy.end(),
                    [](const Heavy& a, const Heavy& b) { return a.item->ns > b.item->ns; });
   for (const Heavy& h : heavy) {
     if (r.objects.size() >= top) break;
-    std::string kind(HostActivityKindName(h.group->kind));
-    r.objects.push_back(
-        {absl::StrCat(kind, ": ", h.item->what), h.item->ns, h.item->bytes, h.item->count});
-    if (h.item->stack.empty()) continue;
-    auto same = [&](const EvidenceItem& e) { return e.what == h.item->stack; };
+    EvidenceItem object{.kind = EvidenceKind::kHostActivity, .id = h.item->what};
+    object.activity = h.group->kind;
+    object.ns = h.item->ns;
+    object.bytes = h.item->bytes;
+    object.count = h.item->count;
+    r.objects.push_back(object);
+    if (h.item->stack == 0) continue;
+    auto same = [&](const EvidenceItem& e) {
+      return e.kind == EvidenceKind::kStack && e.id == h.item->stack;
+    };
     auto it = std::find_if(r.stacks.begin(), r.stacks.end(), same);
     if (it == r.stacks.end()) {
-      r.stacks.push_back({h.item->stack, h.item->ns, h.item->bytes, h.item->count});
+      EvidenceItem stack{.kind = EvidenceKind::kStack, .id = h.item->stack};
+      stack.ns = h.item->ns;
+      stack.bytes = h.item->bytes;
+      stack.count = h.item->count;
+      r.stacks.push_back(stack);
     } else {
       it->ns += h.item->ns;
       it->bytes += h.item->bytes;
@@ -1461,13 +1394,14 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   groups_.clear();
 
   JobReport report;
+  EvidenceResolver evidence(symbols, &report.symbols);
   report.min_gap = options_.min_gap;
   report.processes = static_cast<uint32_t>(processes_.size());
   report.span = job_end - job_start_;
   report.events = host_events_;
   report.gpu_activities = gpu_records_;
   report.files = files_;
-  report.host_activity = BuildHostActivity(symbols);
+  report.host_activity = BuildHostActivity(evidence);
   for (const auto& p : processes_) {
     if (p->info.rank >= 0) report.ranks.push_back(p->info.rank);
     report.hosts.push_back(p->info.host);
@@ -1569,15 +1503,14 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     for (int c = 0; c < kCauseCount; ++c) job_ns[c] += r.cause_ns[c];
     if (!r.used) job[Index(idle_device_cause)].ns += span;
     if (!r.used && d.launches > 0) {
-      report.warnings.push_back(absl::StrFormat(
-          "%s: %d kernel launches but no GPU activity recorded (CUPTI disabled or unavailable?): "
-          "its busy time is unknown and it is counted as idle",
-          d.id, d.launches));
+      report.warnings.push_back(
+          {.kind = WarningKind::kLaunchesWithoutGpuRecords, .subject = d.id, .count = d.launches});
     }
     if (t.late_records() > 0) {
-      report.warnings.push_back(absl::StrFormat(
-          "%s: %d GPU records arrived after their time was analyzed (%s dropped from busy time)",
-          d.id, t.late_records(), Seconds(t.late_ns())));
+      report.warnings.push_back({.kind = WarningKind::kLateGpuRecords,
+                                 .subject = d.id,
+                                 .count = t.late_records(),
+                                 .ns = t.late_ns()});
     }
     report.devices.push_back(std::move(r));
   }
@@ -1624,15 +1557,15 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   }
 
   // Evidence ids are per trace file, except an installer span's (kLaunchEvidence).
-  auto string_of = [&](uint32_t process, uint64_t id) -> std::string {
-    if (id == kLaunchEvidence) return InstallerCommand(process);
-    return symbols.String(process, id);
+  auto string_of = [&](uint32_t process, uint64_t id) -> StringId {
+    if (id == kLaunchEvidence) return evidence.Intern(InstallerCommand(process));
+    return evidence.String(process, id);
   };
-  auto stack_of = [&](uint32_t process, uint64_t id) -> std::string {
-    if (id != kLaunchEvidence) return symbols.Stack(process, id);
+  auto stack_of = [&](uint32_t process, uint64_t id) -> StackId {
+    if (id != kLaunchEvidence) return evidence.Stack(process, id);
     const Launch* launch = LaunchOf(process);
-    if (launch == nullptr || launch->stack == 0) return "";
-    return symbols.Stack(launch->stack_process, launch->stack);
+    if (launch == nullptr || launch->stack == 0) return 0;
+    return evidence.Stack(launch->stack_process, launch->stack);
   };
 
   // Savings estimates (docs/attribution.md, "Estimated savings").
@@ -1646,14 +1579,15 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     r.ns = job_ns[c];
     r.share =
         report.gpu_time > 0 ? static_cast<double>(r.ns) / static_cast<double>(report.gpu_time) : 0;
-    auto half = [&](std::string_view why) {
+    auto half = [&] {
       r.saving_ns = r.ns / 2;
-      r.saving_basis = std::string(why);
+      r.basis.method = SavingMethod::kHalf;
     };
-    auto all = [&](std::string_view why) {
+    auto all = [&] {
       r.saving_ns = r.ns;
-      r.saving_basis = std::string(why);
+      r.basis.method = SavingMethod::kAll;
     };
+    auto note = [&](FindingKind kind, Ns ns) { r.findings.push_back({.kind = kind, .ns = ns}); };
     switch (cause) {
       case Cause::kHostGpuTransfer: {
         // What the pageable bytes would cost from pinned memory. Not the GPU-side rate of the
@@ -1662,153 +1596,124 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         double rate = pinned_rate > 0 ? pinned_rate : kDefaultPinnedBytesPerNs;
         Ns pinned_ns = static_cast<Ns>(acc.pageable_bytes / rate);
         r.saving_ns = std::max<Ns>(0, acc.pageable_ns - pinned_ns);
-        r.saving_basis = absl::StrFormat(
-            "pageable copy time minus the same bytes at the pinned bandwidth (%.2f GB/s, %s)", rate,
-            pinned_rate > 0 ? "measured on the GPU" : "assumed: no large pinned copy in the trace");
-        r.notes.push_back(absl::StrFormat("%s in pageable copies, %s in pinned or device copies",
-                                          Seconds(acc.pageable_ns),
-                                          Seconds(r.ns - acc.pageable_ns)));
-        if (acc.gpu_side_ns > 0) {
-          r.notes.push_back(absl::StrFormat(
-              "%s of it only visible on the GPU (copies from libraries such as cuBLAS/NCCL or "
-              "untraced threads)",
-              Seconds(acc.gpu_side_ns)));
-        }
+        r.basis = {
+            .method = SavingMethod::kPageableAtPinnedRate,
+            .rate_bytes_per_ns = rate,
+            .rate_source = pinned_rate > 0 ? RateSource::kPinnedCopies : RateSource::kAssumed};
+        r.findings.push_back({.kind = FindingKind::kPageableCopies,
+                              .ns = acc.pageable_ns,
+                              .other_ns = r.ns - acc.pageable_ns});
+        if (acc.gpu_side_ns > 0) note(FindingKind::kGpuOnlyCopies, acc.gpu_side_ns);
         break;
       }
       case Cause::kCheckpointing: {
         // The snapshot an async checkpoint takes is a device-to-host copy into pinned memory.
         double rate = d2h_pinned_copies_.BytesPerNs();
-        std::string source = "measured from pinned device-to-host copies on the GPU";
+        RateSource source = RateSource::kPinnedDeviceToHostCopies;
         if (rate <= 0) {
           rate = d2h_copies_.BytesPerNs();
-          source = "measured from device-to-host copies on the GPU";
+          source = RateSource::kDeviceToHostCopies;
         }
         if (rate <= 0) {
           rate = kDefaultPinnedBytesPerNs;
-          source = "assumed: no device-to-host copy measured";
+          source = RateSource::kAssumed;
         }
         // An asynchronous checkpoint keeps the snapshot: the one measured before the writes, or
         // the one their bytes need, whichever is longer.
         Ns snapshot = std::max(acc.snapshot_ns, static_cast<Ns>(acc.bytes / rate));
         r.saving_ns = std::max<Ns>(0, r.ns - snapshot);
-        r.saving_basis = absl::StrFormat(
-            "blocked checkpoint time minus the device-to-host snapshot copy of %.0f bytes at "
-            "%.1f GB/s; %s",
-            acc.bytes, rate, source);
-        if (acc.snapshot_ns > 0) {
-          r.saving_basis +=
-              absl::StrFormat(" (snapshot copies measured: %s)", Seconds(acc.snapshot_ns));
-          r.notes.push_back(absl::StrFormat(
-              "%s in device-to-host copies that snapshot the model before its write",
-              Seconds(acc.snapshot_ns)));
-        }
-        r.notes.push_back(
-            absl::StrFormat("%.0f bytes of model files written while the GPU idled", acc.bytes));
+        // The bytes are a sum of shares of events (bytes in proportion to the time credited):
+        // the report gives the nearest whole byte.
+        const uint64_t bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)));
+        r.basis = {.method = SavingMethod::kCheckpointMinusSnapshot,
+                   .rate_bytes_per_ns = rate,
+                   .rate_source = source,
+                   .bytes = bytes,
+                   .snapshot_ns = acc.snapshot_ns};
+        if (acc.snapshot_ns > 0) note(FindingKind::kSnapshotCopies, acc.snapshot_ns);
+        r.findings.push_back({.kind = FindingKind::kCheckpointBytes, .bytes = bytes});
         break;
       }
       case Cause::kCommunication: {
-        half("half of exposed communication, hidden by overlapping it with compute (heuristic)");
-        static constexpr const char* kOps[] = {
-            "",           "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-            "all_to_all", "gather",     "scatter",    "send",           "recv"};
+        half();
         for (size_t op = 1; op < acc.nccl_op_ns.size(); ++op) {
-          if (acc.nccl_op_ns[op] > 0) {
-            r.notes.push_back(
-                absl::StrFormat("%s blocked in %s", Seconds(acc.nccl_op_ns[op]), kOps[op]));
-          }
+          if (acc.nccl_op_ns[op] <= 0) continue;
+          Finding f{.kind = FindingKind::kNcclOpBlocked, .ns = acc.nccl_op_ns[op]};
+          f.nccl_op = static_cast<NcclOp>(op);
+          r.findings.push_back(f);
         }
-        if (acc.gpu_side_ns > 0) {
-          r.notes.push_back(absl::StrFormat("%s of exposed NCCL kernels (no compute running)",
-                                            Seconds(acc.gpu_side_ns)));
-        }
+        if (acc.gpu_side_ns > 0) note(FindingKind::kExposedNcclKernels, acc.gpu_side_ns);
         break;
       }
       case Cause::kDataLoading:
-        all("all of it, if loading runs ahead of compute (enough workers, prefetching)");
-        if (acc.remote_ns > 0) {
-          r.notes.push_back(absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)",
-                                            Seconds(acc.remote_ns)));
-        }
-        if (acc.worker_wait_ns > 0) {
-          r.notes.push_back(absl::StrFormat("%s waiting on worker processes or sockets",
-                                            Seconds(acc.worker_wait_ns)));
-        }
-        if (acc.preprocess_ns > 0) {
-          r.notes.push_back(absl::StrFormat(
-              "%s preprocessing on the launching thread (CPU work in gaps where it read data "
-              "files itself)",
-              Seconds(acc.preprocess_ns)));
-        }
+        all();
+        if (acc.remote_ns > 0) note(FindingKind::kRemoteReads, acc.remote_ns);
+        if (acc.worker_wait_ns > 0) note(FindingKind::kWorkerQueueWaits, acc.worker_wait_ns);
+        if (acc.preprocess_ns > 0) note(FindingKind::kLauncherPreprocessing, acc.preprocess_ns);
         break;
       case Cause::kIntermediateUpload:
-        all("all of it, moved to a background thread");
-        break;
       case Cause::kExternalDownload:
-        all("all of it, downloaded before the job");
-        break;
       case Cause::kLibraryInstallation:
-        all("all of it, with a prebuilt environment");
-        break;
       case Cause::kInteractive:
-        all("all of it, run as a batch job");
-        break;
       case Cause::kSynchronization:
-        all("all of it, if the synchronization is not needed");
+        all();
         break;
       case Cause::kSmallBatch:
       case Cause::kInsufficientMemory:
       case Cause::kLaunchBound:
-        half("doubling the work per kernel halves the launch gaps per sample");
+        half();
         if (job_kernels.kernels > 0) {
-          r.notes.push_back(absl::StrFormat("%d compute kernels, mean %.1f us", job_kernels.kernels,
-                                            static_cast<double>(job_kernels.kernel_ns) /
-                                                static_cast<double>(job_kernels.kernels) / 1e3));
+          r.findings.push_back({.kind = FindingKind::kComputeKernels,
+                                .ns = job_kernels.kernel_ns,
+                                .count = job_kernels.kernels});
         }
         if (job_kernels.with_grid > 0) {
           // A kernel with fewer blocks than SMs leaves SMs idle even while it runs.
-          r.notes.push_back(
-              absl::StrFormat("%.0f%% of compute kernels launch fewer blocks than the GPU has SMs",
-                              100.0 * static_cast<double>(job_kernels.below_sm_count) /
-                                  static_cast<double>(job_kernels.with_grid)));
+          r.findings.push_back({.kind = FindingKind::kKernelsBelowSmCount,
+                                .count = job_kernels.below_sm_count,
+                                .of_count = job_kernels.with_grid});
         }
         break;
       case Cause::kTail:
-        all("all of it, by releasing the GPU after the last kernel");
-        break;
       case Cause::kUnusedGpus:
       case Cause::kNoGpuWork:
-        all("all of it: the GPUs are not needed");
+        all();
         break;
       case Cause::kStartup:
-        r.saving_basis = "no estimate: no specific fix";
-        StartupNotes(symbols, &r.notes);
+        StartupFindings(evidence, &r.findings);
         break;
       case Cause::kUnknown:
-        r.saving_basis = "no estimate: no specific fix";
         break;
     }
-    r.stacks = ResolveEvidence(acc.stacks, options_.top_evidence, [&](const EvidenceKey& key) {
-      std::string what = stack_of(key.process, key.id);
-      return what.empty() ? absl::StrCat("stack #", key.id, " of process ", key.process) : what;
+    r.stacks = evidence.Heaviest(acc.stacks, options_.top_evidence, [&](const EvidenceKey& key) {
+      EvidenceItem item{.kind = EvidenceKind::kStack, .id = stack_of(key.process, key.id)};
+      if (item.id == 0) {
+        item = {.kind = EvidenceKind::kUnresolvedStack, .process = key.process, .trace_id = key.id};
+      }
+      return item;
     });
-    r.objects = ResolveEvidence(acc.objects, options_.top_evidence, [&](const EvidenceKey& key) {
-      std::string what = string_of(key.process, key.id);
-      return what.empty() ? absl::StrCat("string #", key.id, " of process ", key.process) : what;
+    r.objects = evidence.Heaviest(acc.objects, options_.top_evidence, [&](const EvidenceKey& key) {
+      EvidenceItem item{.kind = EvidenceKind::kObject, .id = string_of(key.process, key.id)};
+      if (item.id == 0) {
+        item = {
+            .kind = EvidenceKind::kUnresolvedObject, .process = key.process, .trace_id = key.id};
+      }
+      return item;
     });
     // Directories only say more than the files when there are many files.
     if (acc.objects.size() > options_.top_evidence) {
       r.directories =
-          ResolveEvidence(acc.directories, options_.top_evidence, [&](const EvidenceKey& key) {
+          evidence.Heaviest(acc.directories, options_.top_evidence, [&](const EvidenceKey& key) {
             auto it = directory_names_.find(key.id);
-            return it == directory_names_.end() ? std::string("?") : it->second;
+            StringId name = it == directory_names_.end() ? 0 : evidence.Intern(it->second);
+            return EvidenceItem{.kind = EvidenceKind::kDirectory, .id = name};
           });
     }
     if (cause == Cause::kNoGpuWork && !any_kernels) {
       PointAtHostActivity(report.host_activity, options_.top_evidence, r);
     }
     if (acc.stacks.evicted() || acc.objects.evicted()) {
-      r.notes.push_back("evidence lists are approximate (too many distinct stacks or objects)");
+      r.findings.push_back({.kind = FindingKind::kEvidenceApproximate});
     }
     report.causes.push_back(std::move(r));
   }
@@ -1820,24 +1725,23 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
                  ? a.second.waited_for_ns > b.second.waited_for_ns
                  : a.first < b.first;
     });
-    std::string note;
     for (size_t i = 0; i < ranks.size() && i < 3; ++i) {
       const auto& [rank, s] = ranks[i];
       if (s.waited_for_ns <= 0) continue;
-      note = absl::StrFormat(
-          "rank %d arrived last at %d of %d matched collectives; the other ranks waited %s for "
-          "it (longest %s)",
-          rank, s.last_arrivals, matched_collectives_, Seconds(s.waited_for_ns),
-          Seconds(s.max_lateness_ns));
+      Finding f{.kind = FindingKind::kStragglerRank,
+                .ns = s.waited_for_ns,
+                .other_ns = s.max_lateness_ns,
+                .count = s.last_arrivals,
+                .of_count = matched_collectives_};
+      f.rank = rank;
       for (CauseReport& c : report.causes) {
-        if (c.cause == Cause::kCommunication) c.notes.push_back(note);
+        if (c.cause == Cause::kCommunication) c.findings.push_back(f);
       }
     }
   }
   if (incomplete_collectives_ > 0) {
-    report.warnings.push_back(absl::StrFormat(
-        "%d NCCL collectives were missing ranks (trace files of some ranks not given?)",
-        incomplete_collectives_));
+    report.warnings.push_back(
+        {.kind = WarningKind::kIncompleteCollectives, .count = incomplete_collectives_});
   }
   std::sort(report.causes.begin(), report.causes.end(), [](const auto& a, const auto& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;
@@ -1863,32 +1767,25 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     });
     if (g.has_main) {
       const Candidate& m = g.main;
-      std::string object = m.object != 0 ? string_of(m.process, m.object) : "";
-      std::string stack = m.stack != 0 ? stack_of(m.process, m.stack) : "";
-      r.evidence = absl::StrCat(
-          std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "", object.empty() ? "" : ": ",
-          object, m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",
-          stack.empty() ? "" : absl::StrCat(" at ", stack),
-          m.gpu_side ? ""
-          : m.tid == 0
-              ? absl::StrCat(" (pid ", processes_[m.process]->info.pid, ")")
-              : absl::StrCat(" (pid ", processes_[m.process]->info.pid, " tid ", m.tid, ")"));
+      r.has_evidence = true;
+      r.evidence = {.cause = m.cause,
+                    .gpu_side = m.gpu_side,
+                    .object = m.object != 0 ? string_of(m.process, m.object) : 0,
+                    .bytes = m.bytes,
+                    .stack = m.stack != 0 ? stack_of(m.process, m.stack) : 0,
+                    .pid = processes_[m.process]->info.pid,
+                    .tid = m.tid};
     }
     report.top_gaps.push_back(std::move(r));
   }
   if (forgotten_candidates_ > 0) {
-    report.warnings.push_back(absl::StrFormat(
-        "%d events of processes that never used a GPU were forgotten to bound memory; a GPU "
-        "first used late may show part of its startup as residual",
-        forgotten_candidates_));
+    report.warnings.push_back(
+        {.kind = WarningKind::kForgottenCandidates, .count = forgotten_candidates_});
   }
   if (late_candidates_ > 0) {
-    report.warnings.push_back(
-        absl::StrFormat("%d events arrived more than 10 min after their time was attributed and "
-                        "were only partly used",
-                        late_candidates_));
+    report.warnings.push_back({.kind = WarningKind::kLateCandidates, .count = late_candidates_});
   }
-  for (std::string& w : warnings_) report.warnings.push_back(std::move(w));
+  for (ReportWarning& w : warnings_) report.warnings.push_back(std::move(w));
   return report;
 }
 

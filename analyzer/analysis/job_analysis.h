@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/event_classes.h"
+#include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/timeline.h"
 #include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
@@ -49,7 +50,7 @@ class JobAnalysis : public RecordSink {
   void EndProcess(uint32_t process, Ns end) override;
   // Every record before `t` has been delivered: attribute what became final.
   void AdvanceTo(Ns t) override;
-  void AddWarning(const std::string& warning) override;
+  void AddWarning(const ReportWarning& warning) override;
   void AddFile(const FileReport& file) override;
 
   JobReport Finish(const SymbolSource& symbols);
@@ -74,7 +75,7 @@ class JobAnalysis : public RecordSink {
   void AddCandidate(const Candidate& candidate);
   uint64_t DirectoryOf(const HostEvent& event);
   void NoteHostActivity(const HostEvent& event, EventClass event_class);
-  HostActivityReport BuildHostActivity(const SymbolSource& symbols) const;
+  HostActivityReport BuildHostActivity(EvidenceResolver& evidence) const;
   void NoteCollective(const HostEvent& event);
   void ResolveGroup(uint64_t comm, uint64_t seq, const NcclGroup& group);
   void Step(Ns t);
@@ -86,9 +87,9 @@ class JobAnalysis : public RecordSink {
   void CreditCause(DeviceState& device, const Candidate& candidate, Ns length, bool in_open_gap);
   // Checkpoint snapshots (docs/attribution.md, "Checkpoint snapshots").
   // Before a process's first kernel launch: its first CUDA call, the longest one, the code and
-  // model files it read (the startup cause's breakdown, StartupNotes).
+  // model files it read (the startup cause's breakdown, StartupFindings).
   void NoteStartupEvent(ProcessState& p, const HostEvent& e);
-  void StartupNotes(const SymbolSource& symbols, std::vector<std::string>* notes) const;
+  void StartupFindings(EvidenceResolver& evidence, std::vector<Finding>* findings) const;
   void NoteSnapshotRun(Candidate& candidate);
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void ReclaimResidual(const Candidate& candidate);
@@ -167,7 +168,7 @@ class JobAnalysis : public RecordSink {
   uint64_t late_candidates_ = 0;
   uint64_t forgotten_candidates_ = 0;
   Ns reclaimed_ns_ = 0;
-  std::vector<std::string> warnings_;
+  std::vector<ReportWarning> warnings_;
   std::vector<FileReport> files_;
 };
 

@@ -1,5 +1,6 @@
-// The result of the analysis (plain data): what `idlescope report` prints as text or JSON.
-// docs/attribution.md documents every field; the JSON schema mirrors this struct.
+// The result of the analysis: what `idlescope report`'s exporters print. Data only: figures, enums
+// and ids into the report's symbol table, never sentences (the exporters word them). docs/
+// attribution.md explains every figure; the JSON schema mirrors this struct.
 #pragma once
 
 #include <array>
@@ -8,30 +9,48 @@
 #include <vector>
 
 #include "analyzer/model/causes.h"
+#include "analyzer/model/findings.h"
 #include "analyzer/model/job_model.h"
+#include "analyzer/model/report_symbols.h"
 #include "analyzer/model/vocabulary.h"
+#include "analyzer/model/warnings.h"
+#include "trace.pb.h"
 
 namespace idlescope {
 
 inline constexpr int kReportSchemaVersion = 1;
 
+// What an evidence item names.
+enum class EvidenceKind : uint8_t {
+  kStack,             // id: a stack of the report's symbols
+  kObject,            // id: a string: file path, network address, program and arguments, kernel
+  kDirectory,         // id: a directory path (0: one of too many directories to name)
+  kHostActivity,      // id: a host activity item's name, of kind `activity` (no_gpu_work)
+  kUnresolvedStack,   // trace_id of process: a stack id its trace file never resolved
+  kUnresolvedObject,  // trace_id of process: a string id its trace file never defined
+};
+
 struct EvidenceItem {
-  std::string what;  // resolved stack ("f <- g <- h") or object (path, address, kernel)
-  Ns ns = 0;         // idle time credited to it
+  EvidenceKind kind = EvidenceKind::kObject;
+  uint32_t id = 0;  // StackId or StringId
+  HostActivityKind activity = HostActivityKind::kReads;
+  uint32_t process = 0;   // unresolved: the process (index into the job's processes)
+  uint64_t trace_id = 0;  // unresolved: the id in that process's trace file
+  Ns ns = 0;              // idle time credited to it
   uint64_t bytes = 0;
   uint64_t count = 0;
 };
 
 struct CauseReport {
   Cause cause = Cause::kUnknown;
-  Ns ns = 0;                 // device-seconds of idle attributed (summed over devices)
-  double share = 0;          // ns / job GPU time
-  Ns saving_ns = 0;          // estimated idle time removed by the fix
-  std::string saving_basis;  // how saving_ns was computed, one line
+  Ns ns = 0;          // device-seconds of idle attributed (summed over devices)
+  double share = 0;   // ns / job GPU time
+  Ns saving_ns = 0;   // estimated idle time removed by the fix
+  SavingBasis basis;  // how saving_ns was computed
   std::vector<EvidenceItem> stacks;
   std::vector<EvidenceItem> objects;
   std::vector<EvidenceItem> directories;  // files grouped by directory, when there are many
-  std::vector<std::string> notes;         // specific findings: pageable share, straggler rank, ...
+  std::vector<Finding> findings;          // pageable share, straggler rank, startup breakdown, ...
 };
 
 struct DeviceReport {
@@ -60,13 +79,25 @@ struct DeviceReport {
   std::array<Ns, kCauseCount> cause_ns{};
 };
 
+// The event that explains most of a gap.
+struct GapEvidence {
+  Cause cause = Cause::kUnknown;
+  bool gpu_side = false;  // activity of the device itself (no thread)
+  StringId object = 0;    // file path, address, program, kernel name (0: none)
+  uint64_t bytes = 0;
+  StackId stack = 0;  // 0: no stack
+  uint32_t pid = 0;
+  uint32_t tid = 0;  // 0: unknown
+};
+
 struct GapReport {
   std::string device;
   Ns start = 0;  // since the job start
   Ns length = 0;
   GapKind kind = GapKind::kMiddle;
   std::vector<std::pair<Cause, Ns>> causes;  // largest first
-  std::string evidence;                      // the main candidate: what, where
+  bool has_evidence = false;                 // shown when its slice is at least the unexplained
+  GapEvidence evidence;
 };
 
 struct FileReport {
@@ -80,18 +111,18 @@ struct FileReport {
 };
 
 struct HostActivityItem {
-  std::string what;  // file path, address, or program with its arguments
-  Ns ns = 0;         // blocked time in its calls
+  StringId what = 0;  // file path, address, or program with its arguments (0: unnamed)
+  Ns ns = 0;          // blocked time in its calls
   uint64_t bytes = 0;
   uint64_t count = 0;      // calls (a recorded burst counts as its calls)
   uint32_t processes = 0;  // distinct processes that made the calls
   uint32_t pid = 0;        // the process and thread of its longest call
   uint32_t tid = 0;
-  bool main_thread = false;  // that thread is its process's main thread
-  Ns main_thread_ns = 0;     // blocked time on main threads
-  std::string fs_type;       // files: "local", "nfs", ...; "" otherwise
-  std::string stack;         // call stack of its longest call ("" when not captured)
-  bool installer = false;    // programs: a package installer
+  bool main_thread = false;         // that thread is its process's main thread
+  Ns main_thread_ns = 0;            // blocked time on main threads
+  FsType fs_type = FS_UNSPECIFIED;  // files: the filesystem of its longest call
+  StackId stack = 0;                // call stack of its longest call (0: not captured)
+  bool installer = false;           // programs: a package installer
 };
 
 struct HostActivityGroup {
@@ -140,7 +171,8 @@ struct JobReport {
   std::vector<GapReport> top_gaps;  // longest first
   HostActivityReport host_activity;
   std::vector<FileReport> files;
-  std::vector<std::string> warnings;
+  std::vector<ReportWarning> warnings;
+  ReportSymbols symbols;  // the strings and stacks the ids above refer to
 };
 
 }  // namespace idlescope

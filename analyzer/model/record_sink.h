@@ -31,7 +31,7 @@ class RecordSink {
   virtual void EndProcess(uint32_t /*process*/, Ns /*end*/) {}
   // Every record before `t` has been delivered.
   virtual void AdvanceTo(Ns /*t*/) {}
-  virtual void AddWarning(const std::string& /*warning*/) {}
+  virtual void AddWarning(const ReportWarning& /*warning*/) {}
   virtual void AddFile(const FileReport& /*file*/) {}
 };
 
@@ -58,7 +58,7 @@ class TeeSink : public RecordSink {
   void AdvanceTo(Ns t) override {
     for (RecordSink* s : sinks_) s->AdvanceTo(t);
   }
-  void AddWarning(const std::string& warning) override {
+  void AddWarning(const ReportWarning& warning) override {
     for (RecordSink* s : sinks_) s->AddWarning(warning);
   }
   void AddFile(const FileReport& file) override {

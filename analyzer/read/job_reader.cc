@@ -8,8 +8,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/trace/interned_data.h"
@@ -163,26 +161,27 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     const TraceReadStats& s = file->reader->stats();
     const std::string& path = file->reader->path();
     stats_.bytes += s.bytes_read;
-    if (s.truncated()) sink.AddWarning(absl::StrCat(path, ": ", s.TailDescription()));
-    if (!s.footer_seen) {
-      sink.AddWarning(
-          absl::StrCat(path, ": no footer (the process was killed, crashed, or is still running)"));
+    auto warn = [&](WarningKind kind, uint64_t count = 0, uint64_t other_count = 0) {
+      ReportWarning w;
+      w.kind = kind;
+      w.subject = path;
+      w.count = count;
+      w.other_count = other_count;
+      return w;
+    };
+    if (s.truncated()) {
+      ReportWarning w = warn(WarningKind::kTraceCut, s.dropped_bytes, s.good_end_offset);
+      w.tail = static_cast<int>(s.tail);
+      w.tail_detail = s.tail_detail;
+      sink.AddWarning(w);
     }
+    if (!s.footer_seen) sink.AddWarning(warn(WarningKind::kNoFooter));
     if (s.undefined_comm_ids > 0) {
-      sink.AddWarning(absl::StrFormat(
-          "%s: %d NCCL events name a communicator id the file never defines: their collectives "
-          "cannot be matched across ranks",
-          path, s.undefined_comm_ids));
+      sink.AddWarning(warn(WarningKind::kUndefinedCommIds, s.undefined_comm_ids));
     }
-    if (s.unknown_fields > 0) {
-      sink.AddWarning(absl::StrFormat(
-          "%s: %d unknown fields ignored (written by a newer idlescope?)", path, s.unknown_fields));
-    }
+    if (s.unknown_fields > 0) sink.AddWarning(warn(WarningKind::kUnknownFields, s.unknown_fields));
     if (file->dropped_events > 0 || file->dropped_gpu > 0) {
-      sink.AddWarning(absl::StrFormat(
-          "%s: %d host events and %d GPU records were dropped while recording (buffers full): "
-          "idle time near them may be misattributed",
-          path, file->dropped_events, file->dropped_gpu));
+      sink.AddWarning(warn(WarningKind::kDroppedRecords, file->dropped_events, file->dropped_gpu));
     }
     const Header& h = file->reader->header();
     FileReport report;
@@ -291,8 +290,12 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
     case Packet::kNotice: {
       const Notice& n = packet.notice();
       if (n.severity() >= WARNING && f.notices.insert(n.code()).second) {
-        sink.AddWarning(
-            absl::StrCat(f.reader->path(), ": recorder notice ", n.code(), ": ", n.text()));
+        ReportWarning w;
+        w.kind = WarningKind::kRecorderNotice;
+        w.subject = f.reader->path();
+        w.code = n.code();
+        w.text = n.text();
+        sink.AddWarning(w);
       }
       return;
     }

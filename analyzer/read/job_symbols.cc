@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-
 namespace idlescope {
 
 InternedData& JobSymbols::ForProcess(uint32_t process) {
@@ -26,25 +23,19 @@ std::string JobSymbols::String(uint32_t process, uint64_t id) const {
   return out;
 }
 
-std::string JobSymbols::Stack(uint32_t process, uint64_t stack_id) const {
+std::vector<SymbolFrame> JobSymbols::Stack(uint32_t process, uint64_t stack_id) const {
+  std::vector<SymbolFrame> frames;
   const InternedData* interned = Find(process);
-  if (interned == nullptr) return "";
-  std::vector<std::string> names;
+  if (interned == nullptr) return frames;
+  auto view = [&](uint64_t id) {
+    absl::string_view s = interned->String(id);
+    return std::string_view(s.data(), s.size());
+  };
   for (const Frame* frame : interned->Stack(stack_id)) {
-    absl::string_view module = interned->String(frame->module());
-    // The recorder's own frames say nothing about the program.
-    if (module.find("libidlescope") != absl::string_view::npos) continue;
-    absl::string_view function = interned->String(frame->function());
-    if (!function.empty()) {
-      names.emplace_back(function.data(), function.size());
-    } else {
-      size_t slash = module.rfind('/');
-      absl::string_view base = slash == absl::string_view::npos ? module : module.substr(slash + 1);
-      names.push_back(absl::StrFormat("%s+0x%x", base.empty() ? "?" : base, frame->rel_pc()));
-    }
-    if (names.size() == 6) break;
+    frames.push_back({view(frame->function()), view(frame->module()), frame->rel_pc(),
+                      view(frame->file()), frame->line()});
   }
-  return absl::StrJoin(names, " <- ");
+  return frames;
 }
 
 }  // namespace idlescope

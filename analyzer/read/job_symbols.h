@@ -18,10 +18,9 @@ class JobSymbols : public SymbolSource {
   InternedData& ForProcess(uint32_t process);
   const InternedData* Find(uint32_t process) const;
 
-  // SymbolSource. Strings are as the file defines them, NUL-separated argv lists joined by
-  // spaces; a stack is at most 6 frames, innermost first, without the recorder's own frames.
+  // SymbolSource.
   std::string String(uint32_t process, uint64_t id) const override;
-  std::string Stack(uint32_t process, uint64_t stack_id) const override;
+  std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override;
 
  private:
   std::vector<InternedData> tables_;

@@ -1,20 +1,23 @@
 #include <string>
 #include <string_view>
 
+#include "analyzer/model/labels.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
+#include "analyzer/report/report_text.h"
 #include "analyzer/report/units.h"
 
 namespace idlescope {
 namespace {
 
-void Evidence(JsonWriter& j, std::string_view key, const std::vector<EvidenceItem>& items) {
+void Evidence(JsonWriter& j, std::string_view key, const std::vector<EvidenceItem>& items,
+              const ReportSymbols& symbols) {
   j.Key(key);
   j.BeginArray();
   for (const EvidenceItem& e : items) {
     j.BeginObject();
     j.Key("what");
-    j.String(e.what);
+    j.String(EvidenceLabel(e, symbols));
     j.Key("ns");
     j.Int(e.ns);
     j.Key("bytes");
@@ -150,16 +153,16 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Key("saving_ns");
     j.Int(c.saving_ns);
     j.Key("saving_basis");
-    j.String(c.saving_basis);
+    j.String(SavingBasisText(c.cause, c.basis));
     j.Key("fix");
     j.String(info.fix);
     j.Key("notes");
     j.BeginArray();
-    for (const std::string& note : c.notes) j.String(note);
+    for (const Finding& f : c.findings) j.String(FindingText(f, r));
     j.EndArray();
-    Evidence(j, "stacks", c.stacks);
-    Evidence(j, "objects", c.objects);
-    Evidence(j, "directories", c.directories);
+    Evidence(j, "stacks", c.stacks, r.symbols);
+    Evidence(j, "objects", c.objects, r.symbols);
+    Evidence(j, "directories", c.directories, r.symbols);
     j.EndObject();
   }
   j.EndArray();
@@ -184,7 +187,7 @@ std::string FormatJsonReport(const JobReport& r) {
     }
     j.EndObject();
     j.Key("evidence");
-    j.String(g.evidence);
+    j.String(g.has_evidence ? GapEvidenceText(g.evidence, r.symbols) : "");
     j.EndObject();
   }
   j.EndArray();
@@ -213,7 +216,7 @@ std::string FormatJsonReport(const JobReport& r) {
     for (const HostActivityItem& item : g.items) {
       j.BeginObject();
       j.Key("what");
-      j.String(item.what);
+      j.String(ItemLabel(item.what, r.symbols));
       j.Key("ns");
       j.Int(item.ns);
       j.Key("bytes");
@@ -231,9 +234,9 @@ std::string FormatJsonReport(const JobReport& r) {
       j.Key("main_thread_ns");
       j.Int(item.main_thread_ns);
       j.Key("fs_type");
-      j.String(item.fs_type);
+      j.String(FsTypeName(item.fs_type));
       j.Key("stack");
-      j.String(item.stack);
+      j.String(r.symbols.StackLabel(item.stack));
       j.Key("installer");
       j.Bool(item.installer);
       j.EndObject();
@@ -294,7 +297,7 @@ std::string FormatJsonReport(const JobReport& r) {
 
   j.Key("warnings");
   j.BeginArray();
-  for (const std::string& w : r.warnings) j.String(w);
+  for (const ReportWarning& w : r.warnings) j.String(WarningText(w));
   j.EndArray();
   j.EndObject();
   return j.Finish();

@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/model/labels.h"
 #include "analyzer/report/report_exporters.h"
+#include "analyzer/report/report_text.h"
 #include "analyzer/report/units.h"
 
 namespace idlescope {
@@ -92,21 +94,26 @@ std::string FormatTextReport(const JobReport& r) {
     const CauseInfo& info = InfoOf(c.cause);
     absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name,
                           Seconds(c.ns), Percent(c.share));
-    for (const std::string& note : c.notes) absl::StrAppendFormat(&out, "    - %s\n", note);
+    for (const Finding& f : c.findings) {
+      absl::StrAppendFormat(&out, "    - %s\n", FindingText(f, r));
+    }
     for (const EvidenceItem& e : c.stacks) {
-      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns), e.what);
+      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols));
     }
     for (const EvidenceItem& e : c.objects) {
-      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns), e.what,
+      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols),
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     for (const EvidenceItem& e : c.directories) {
-      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns), e.what,
+      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols),
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
     absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Seconds(c.saving_ns),
-                          c.saving_basis);
+                          SavingBasisText(c.cause, c.basis));
   }
   out += '\n';
 
@@ -122,7 +129,9 @@ std::string FormatTextReport(const JobReport& r) {
       absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,
                             Seconds(gap.start), Seconds(gap.length), GapKindName(gap.kind),
                             absl::StrJoin(causes, ", "));
-      if (!gap.evidence.empty()) absl::StrAppendFormat(&out, "    %s\n", gap.evidence);
+      if (gap.has_evidence) {
+        absl::StrAppendFormat(&out, "    %s\n", GapEvidenceText(gap.evidence, r.symbols));
+      }
     }
     out += '\n';
   }
@@ -151,11 +160,14 @@ std::string FormatTextReport(const JobReport& r) {
                                          : item.main_thread ? " main thread"
                                                             : absl::StrCat(" thread ", item.tid)));
         }
-        if (!item.fs_type.empty()) details.push_back(item.fs_type);
+        std::string fs = FsTypeName(item.fs_type);
+        if (!fs.empty()) details.push_back(fs);
         if (item.installer) details.push_back("installer");
-        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns), item.what,
-                              absl::StrJoin(details, ", "));
-        if (!item.stack.empty()) absl::StrAppendFormat(&out, "      at %s\n", item.stack);
+        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns),
+                              ItemLabel(item.what, r.symbols), absl::StrJoin(details, ", "));
+        if (item.stack != 0) {
+          absl::StrAppendFormat(&out, "      at %s\n", r.symbols.StackLabel(item.stack));
+        }
       }
     }
     if (!host.workers.empty()) {
@@ -181,7 +193,8 @@ std::string FormatTextReport(const JobReport& r) {
 
   if (!r.warnings.empty()) {
     absl::StrAppendFormat(&out, "Warnings\n");
-    for (const std::string& w : r.warnings) absl::StrAppendFormat(&out, "  - %s\n", w);
+    for (const ReportWarning& w : r.warnings)
+      absl::StrAppendFormat(&out, "  - %s\n", WarningText(w));
   }
   return out;
 }

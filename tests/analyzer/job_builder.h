@@ -9,6 +9,8 @@
 
 #include "analyzer/analysis/job_analysis.h"
 #include "analyzer/model/job_model.h"
+#include "analyzer/model/labels.h"
+#include "analyzer/model/symbol_source.h"
 
 namespace idlescope::testing {
 
@@ -25,13 +27,17 @@ class MapSymbols : public SymbolSource {
     auto it = strings_.find({process, id});
     return it == strings_.end() ? "" : it->second;
   }
-  std::string Stack(uint32_t process, uint64_t stack_id) const override {
-    return "stack" + std::to_string(stack_id) + "@p" + std::to_string(process);
+  // Every stack is one frame named after its id and process: "stack7@p0".
+  std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override {
+    auto [it, inserted] = stack_names_.try_emplace({process, stack_id});
+    if (inserted) it->second = "stack" + std::to_string(stack_id) + "@p" + std::to_string(process);
+    return {SymbolFrame{.function = it->second, .module = "/job/train"}};
   }
 
  private:
   std::map<std::pair<uint32_t, std::string>, uint64_t> ids_;
   std::map<std::pair<uint32_t, uint64_t>, std::string> strings_;
+  mutable std::map<std::pair<uint32_t, uint64_t>, std::string> stack_names_;
 };
 
 class JobBuilder {
@@ -225,6 +231,19 @@ inline const CauseReport* FindCause(const JobReport& report, Cause cause) {
     if (c.cause == cause) return &c;
   }
   return nullptr;
+}
+
+// The first finding of `kind` of a cause (nullptr when absent).
+inline const Finding* FindFinding(const CauseReport& cause, FindingKind kind) {
+  for (const Finding& f : cause.findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+// What an evidence item names, as the report shows it ("stack42@p0", "/ckpt/model.pt").
+inline std::string Label(const JobReport& report, const EvidenceItem& item) {
+  return EvidenceLabel(item, report.symbols);
 }
 
 }  // namespace idlescope::testing

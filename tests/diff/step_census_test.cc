@@ -18,7 +18,7 @@ class Names : public SymbolSource {
     auto it = strings.find({process, id});
     return it == strings.end() ? "" : it->second;
   }
-  std::string Stack(uint32_t, uint64_t) const override { return ""; }
+  std::vector<SymbolFrame> Stack(uint32_t, uint64_t) const override { return {}; }
 };
 
 void Kernel(StepCensusSink& sink, uint32_t process, uint64_t name, uint64_t grid, bool nccl = false,
