@@ -22,9 +22,6 @@ constexpr double kDefaultPinnedBytesPerNs = 12.0;  // 12 GB/s
 // Copies smaller than this measure latency, not bandwidth (a 4-byte loss read-back into pinned
 // memory takes ~2 us on an H200: 0.002 GB/s), and are left out of the measured rates.
 constexpr uint64_t kMinRateBytes = 1 << 20;
-// A collective still missing ranks this long after its last arrival has ranks whose files are
-// not part of the job: give up on it.
-constexpr Ns kCollectiveHorizon = 30'000'000'000;
 // Idle slices no event explained are kept this long, for events that arrive late (a blocking
 // call is recorded when it returns: a long one arrives long after it began).
 constexpr Ns kResidualHorizon = 600'000'000'000;  // 10 min
@@ -247,16 +244,6 @@ struct JobAnalysis::GapRecord {
   Candidate main;
   bool has_main = false;
   Cause main_cause = Cause::kUnknown;
-};
-
-struct JobAnalysis::NcclGroup {
-  int32_t nranks = 0;
-  Ns last_arrival = 0;
-  struct Member {
-    int32_t rank;
-    Ns arrival;
-  };
-  std::vector<Member> members;
 };
 
 JobAnalysis::JobAnalysis(AnalysisOptions options)
@@ -498,7 +485,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       return;
     }
     case NCCL_COLLECTIVE:
-      NoteCollective(e);
+      collectives_.Note(e.comm, e.seq, e.nranks, e.rank, p.info.rank, e.start);
       break;
     case PROC_FORK:
     case PROC_EXEC:
@@ -854,53 +841,6 @@ void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   AddCandidate(candidate);
 }
 
-void JobAnalysis::NoteCollective(const HostEvent& e) {
-  if (e.comm == 0 || e.seq == 0 || e.nranks < 2 || e.rank < 0) return;
-  NcclGroup& group = groups_[{e.comm, e.seq}];
-  group.nranks = e.nranks;
-  group.last_arrival = std::max(group.last_arrival, e.start);
-  // The rank in the report is the job rank (Header) when known: that is what users launch.
-  int32_t rank = processes_[e.process]->info.rank >= 0 ? processes_[e.process]->info.rank : e.rank;
-  group.members.push_back({rank, e.start});
-  if (static_cast<int32_t>(group.members.size()) >= group.nranks) {
-    ResolveGroup(e.comm, e.seq, group);
-    groups_.erase({e.comm, e.seq});
-  }
-}
-
-void JobAnalysis::ResolveGroup(uint64_t comm, uint64_t seq, const NcclGroup& group) {
-  // The rank that arrived last is the one the others waited for (NCCL collectives complete
-  // only when every rank has joined).
-  const NcclGroup::Member* last = &group.members[0];
-  for (const auto& m : group.members) {
-    if (m.arrival > last->arrival) last = &m;
-  }
-  StragglerStats& s = stragglers_[last->rank];
-  ++s.last_arrivals;
-  ++matched_collectives_;
-  // Collectives are asynchronous (NCCL only enqueues them on a stream): a rank's host may run
-  // many steps ahead of a slower rank, and its call times then drift ever earlier than the slow
-  // rank's. The drift is not waiting: no rank can wait at collective k for longer than since
-  // collective k-1 of the communicator completed, which is no earlier than the last arrival at
-  // k-1. So an arrival counts from that point at the earliest; without it the waits summed the
-  // drift (a 2 s job said "waited 51 s").
-  Ns floor = std::numeric_limits<Ns>::min();
-  auto previous = last_resolved_.find(comm);
-  if (previous != last_resolved_.end() && previous->second.first < seq) {
-    floor = previous->second.second;
-  }
-  for (const auto& m : group.members) {
-    Ns wait = std::max<Ns>(last->arrival - std::max(m.arrival, floor), 0);
-    s.waited_for_ns += wait;
-    s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
-  }
-  if (previous == last_resolved_.end()) {
-    last_resolved_.emplace(comm, std::make_pair(seq, last->arrival));
-  } else if (previous->second.first < seq) {
-    previous->second = {seq, last->arrival};
-  }
-}
-
 void JobAnalysis::AdvanceTo(Ns t) {
   if (!started_) Start();
   if (t < last_step_ + options_.advance_quantum) return;
@@ -913,12 +853,7 @@ void JobAnalysis::Step(Ns t) {
   for (auto& d : devices_) d->timeline.Advance(t, &gap_events_);
   HandleGapEvents();
   if (pending_.size() > 2 * pending_after_prune_ + 1024) Prune();
-  // Collectives whose missing ranks never came (their files are not part of the job).
-  absl::erase_if(groups_, [&](const auto& kv) {
-    if (kv.second.last_arrival + kCollectiveHorizon >= t) return false;
-    ++incomplete_collectives_;
-    return true;
-  });
+  collectives_.Expire(t);
 }
 
 void JobAnalysis::MergeIncoming() {
@@ -1386,12 +1321,7 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
   MergeIncoming();
   for (auto& d : devices_) d->timeline.Finish(job_end, &gap_events_);
   HandleGapEvents();
-  for (const auto& [key, group] : groups_) {
-    (void)key;
-    (void)group;
-    ++incomplete_collectives_;
-  }
-  groups_.clear();
+  collectives_.Finish();
 
   JobReport report;
   EvidenceResolver evidence(symbols, &report.symbols);
@@ -1718,30 +1648,14 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
     report.causes.push_back(std::move(r));
   }
   // Communication: the rank(s) the others waited for.
-  if (matched_collectives_ > 0) {
-    std::vector<std::pair<int32_t, StragglerStats>> ranks(stragglers_.begin(), stragglers_.end());
-    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
-      return a.second.waited_for_ns != b.second.waited_for_ns
-                 ? a.second.waited_for_ns > b.second.waited_for_ns
-                 : a.first < b.first;
-    });
-    for (size_t i = 0; i < ranks.size() && i < 3; ++i) {
-      const auto& [rank, s] = ranks[i];
-      if (s.waited_for_ns <= 0) continue;
-      Finding f{.kind = FindingKind::kStragglerRank,
-                .ns = s.waited_for_ns,
-                .other_ns = s.max_lateness_ns,
-                .count = s.last_arrivals,
-                .of_count = matched_collectives_};
-      f.rank = rank;
-      for (CauseReport& c : report.causes) {
-        if (c.cause == Cause::kCommunication) c.findings.push_back(f);
-      }
+  for (const Finding& f : collectives_.Stragglers(3)) {
+    for (CauseReport& c : report.causes) {
+      if (c.cause == Cause::kCommunication) c.findings.push_back(f);
     }
   }
-  if (incomplete_collectives_ > 0) {
+  if (collectives_.incomplete() > 0) {
     report.warnings.push_back(
-        {.kind = WarningKind::kIncompleteCollectives, .count = incomplete_collectives_});
+        {.kind = WarningKind::kIncompleteCollectives, .count = collectives_.incomplete()});
   }
   std::sort(report.causes.begin(), report.causes.end(), [](const auto& a, const auto& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;

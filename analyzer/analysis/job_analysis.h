@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "analyzer/analysis/attribution.h"
+#include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/event_classes.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/timeline.h"
@@ -65,7 +66,6 @@ class JobAnalysis : public RecordSink {
   struct DeviceState;
   struct ProcessState;
   struct GapRecord;
-  struct NcclGroup;
   struct ActivityTable;
 
   void Start();
@@ -76,8 +76,6 @@ class JobAnalysis : public RecordSink {
   uint64_t DirectoryOf(const HostEvent& event);
   void NoteHostActivity(const HostEvent& event, EventClass event_class);
   HostActivityReport BuildHostActivity(EvidenceResolver& evidence) const;
-  void NoteCollective(const HostEvent& event);
-  void ResolveGroup(uint64_t comm, uint64_t seq, const NcclGroup& group);
   void Step(Ns t);
   void MergeIncoming();
   void HandleGapEvents();
@@ -138,18 +136,7 @@ class JobAnalysis : public RecordSink {
   std::vector<Tier> tiers_;
   std::vector<GapRecord> top_gaps_;      // min-heap by length, at most options_.top_gaps
   std::vector<ActivityTable> activity_;  // one per HostActivityKind
-  // NCCL collectives in flight, by (comm, seq), to find the rank that arrived last.
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, NcclGroup> groups_;
-  struct StragglerStats {
-    uint64_t last_arrivals = 0;
-    Ns waited_for_ns = 0;  // sum over collectives and the other ranks of their wait for this one
-    Ns max_lateness_ns = 0;
-  };
-  absl::flat_hash_map<int32_t, StragglerStats> stragglers_;
-  // Per communicator: the newest resolved collective's seq and its last arrival (ResolveGroup).
-  absl::flat_hash_map<uint64_t, std::pair<uint64_t, Ns>> last_resolved_;
-  uint64_t matched_collectives_ = 0;
-  uint64_t incomplete_collectives_ = 0;
+  Collectives collectives_;
   // GPU-side bandwidth of host<->device copies (CUPTI GPU_MEMCPY: bytes over the copy's own
   // duration on the device), for the savings estimates. Host blocked time is not used: a
   // synchronous copy also waits for the kernels queued before it.
