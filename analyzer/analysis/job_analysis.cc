@@ -220,16 +220,6 @@ struct JobAnalysis::ProcessState {
   uint32_t cached_device = 0;
   uint64_t last_launcher = ~uint64_t{0};
   uint32_t last_launcher_device = 0;
-  // What the process did before its first kernel launch (the startup cause's breakdown).
-  bool launched = false;
-  Ns first_launch = 0;            // start of its first kernel launch
-  Ns first_cuda = kForever;       // start of its first CUDA runtime call
-  Ns longest_cuda_ns = 0;         // the longest CUDA call before the first launch
-  uint64_t longest_cuda_api = 0;  // ... and its API's string id ("cudaMalloc": context creation)
-  uint64_t code_reads = 0;        // reads of .py/.pyc/.so files: imports, library loading
-  uint64_t code_read_bytes = 0;
-  Ns code_read_ns = 0;
-  uint64_t model_read_bytes = 0;  // model files read: loading weights
   // File reads (not pipes or sockets), for the worker processes of the host activity report.
   uint64_t reads = 0;
   uint64_t read_bytes = 0;
@@ -264,6 +254,7 @@ void JobAnalysis::AddProcess(uint32_t index, const ProcessInfo& info) {
     process->visible_tokens.emplace_back(token);
   }
   processes_.push_back(std::move(process));
+  startup_.AddProcess(index, info);
   // Normally every process comes before the first record; a late one joins the families.
   if (started_) BuildFamilies();
 }
@@ -447,7 +438,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   ++host_events_;
   ProcessState& p = *processes_[e.process];
   p.last_seen = std::max(p.last_seen, e.end);
-  if (__builtin_expect(!p.launched, 0)) NoteStartupEvent(p, e);
+  if (__builtin_expect(!startup_.launched(e.process), 0)) startup_.Note(e);
   if (e.device >= 0 && IsLaunchEvent(e.type)) {
     uint64_t thread = ThreadKey(e.process, e.tid);
     uint32_t ordinal = static_cast<uint32_t>(e.device);
@@ -533,66 +524,6 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
   NoteSnapshotRun(candidate);
   AddCandidate(candidate);
-}
-
-void JobAnalysis::NoteStartupEvent(ProcessState& p, const HostEvent& e) {
-  if (e.type == CUDA_LAUNCH || e.type == CUDA_LAUNCH_SUMMARY || e.type == CUDA_GRAPH_LAUNCH) {
-    p.launched = true;
-    p.first_launch = e.start;
-    return;
-  }
-  if (e.type >= CUDA_MEMCPY && e.type <= CUDA_LAUNCH_SUMMARY) {
-    p.first_cuda = std::min(p.first_cuda, e.start);
-    if (e.end - e.start > p.longest_cuda_ns) {
-      p.longest_cuda_ns = e.end - e.start;
-      p.longest_cuda_api = e.api_id;
-    }
-    return;
-  }
-  if (e.type != FILE_READ) return;
-  if (IsCodeFilePath(e.path)) {
-    p.code_reads += std::max<uint64_t>(e.count, 1);
-    p.code_read_bytes += e.bytes;
-    p.code_read_ns += std::max<Ns>(e.end - e.start, 0);
-  } else if (IsModelCheckpointPath(e.path)) {
-    p.model_read_bytes += e.bytes;
-  }
-}
-
-void JobAnalysis::StartupFindings(EvidenceResolver& evidence,
-                                  std::vector<Finding>* findings) const {
-  // The launching process that took longest from its start to its first kernel (every rank
-  // starts alike; the slowest one is what the GPUs waited for).
-  const ProcessState* slowest = nullptr;
-  uint32_t index = 0;
-  for (uint32_t i = 0; i < processes_.size(); ++i) {
-    const ProcessState& p = *processes_[i];
-    if (!p.launched || p.first_launch < p.info.start) continue;
-    if (slowest == nullptr ||
-        p.first_launch - p.info.start > slowest->first_launch - slowest->info.start) {
-      slowest = &p;
-      index = i;
-    }
-  }
-  if (slowest == nullptr) return;
-  const ProcessState& p = *slowest;
-  Finding first{.kind = FindingKind::kStartupFirstKernel, .ns = p.first_launch - p.info.start};
-  first.pid = p.info.pid;
-  first.rank = p.info.rank;
-  findings->push_back(first);
-  findings->push_back({.kind = FindingKind::kStartupBeforeCuda,
-                       .ns = std::min(p.first_cuda, p.first_launch) - p.info.start,
-                       .other_ns = p.code_read_ns,
-                       .bytes = p.code_read_bytes,
-                       .count = p.code_reads});
-  if (p.first_cuda < p.first_launch) {
-    Finding cuda{.kind = FindingKind::kStartupCudaToKernel,
-                 .ns = p.first_launch - p.first_cuda,
-                 .other_ns = p.longest_cuda_ns,
-                 .bytes = p.model_read_bytes};
-    cuda.api = evidence.String(index, p.longest_cuda_api);
-    findings->push_back(cuda);
-  }
 }
 
 void JobAnalysis::NoteSnapshotRun(Candidate& c) {
@@ -1610,7 +1541,7 @@ JobReport JobAnalysis::Finish(const SymbolSource& symbols) {
         all();
         break;
       case Cause::kStartup:
-        StartupFindings(evidence, &r.findings);
+        startup_.Findings(evidence, &r.findings);
         break;
       case Cause::kUnknown:
         break;

@@ -20,6 +20,7 @@
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/event_classes.h"
 #include "analyzer/analysis/evidence.h"
+#include "analyzer/analysis/startup.h"
 #include "analyzer/analysis/timeline.h"
 #include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
@@ -84,10 +85,6 @@ class JobAnalysis : public RecordSink {
   // in_open_gap: the slice is in the device's open gap (not a late event's closed slice).
   void CreditCause(DeviceState& device, const Candidate& candidate, Ns length, bool in_open_gap);
   // Checkpoint snapshots (docs/attribution.md, "Checkpoint snapshots").
-  // Before a process's first kernel launch: its first CUDA call, the longest one, the code and
-  // model files it read (the startup cause's breakdown, StartupFindings).
-  void NoteStartupEvent(ProcessState& p, const HostEvent& e);
-  void StartupFindings(EvidenceResolver& evidence, std::vector<Finding>* findings) const;
   void NoteSnapshotRun(Candidate& candidate);
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void ReclaimResidual(const Candidate& candidate);
@@ -137,6 +134,7 @@ class JobAnalysis : public RecordSink {
   std::vector<GapRecord> top_gaps_;      // min-heap by length, at most options_.top_gaps
   std::vector<ActivityTable> activity_;  // one per HostActivityKind
   Collectives collectives_;
+  Startup startup_;
   // GPU-side bandwidth of host<->device copies (CUPTI GPU_MEMCPY: bytes over the copy's own
   // duration on the device), for the savings estimates. Host blocked time is not used: a
   // synchronous copy also waits for the kernels queued before it.
