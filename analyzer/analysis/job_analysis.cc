@@ -31,13 +31,7 @@ constexpr size_t kMaxPendingCandidates = 1 << 20;
 // but "how this process was launched" (JobAnalysis::Launch), resolved when the report is built.
 // Real ids are small counters, never this.
 constexpr uint64_t kLaunchEvidence = ~uint64_t{0};
-// A device-to-host copy is a checkpoint snapshot when a model-file write of its thread starts at
-// most this long after the copy run ends, with no kernel launch in between (torch.save first
-// moves the tensors to the host, then serializes them; docs/attribution.md, "Checkpoint
-// snapshots").
-constexpr Ns kSnapshotWindow = 1'000'000'000;  // 1 s
-// Bounds of the snapshot bookkeeping: copies per thread run, credits remembered per device.
-constexpr size_t kMaxSnapshotRun = 64;
+// Credits of device-to-host copies remembered per device, for snapshots found later.
 constexpr size_t kMaxCopyCredits = 1024;
 
 uint64_t ThreadKey(uint32_t process, uint32_t tid) { return (uint64_t{process} << 32) | tid; }
@@ -453,7 +447,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     case CUDA_LAUNCH_SUMMARY:
     case CUDA_GRAPH_LAUNCH:
       // A launch ends the thread's run of copies: what follows is training, not a snapshot.
-      if (!copy_runs_.empty()) copy_runs_.erase(ThreadKey(e.process, e.tid));
+      snapshots_.EndRun(e.process, e.tid);
       if (e.device >= 0) {
         devices_[DeviceFor(e.process, static_cast<uint32_t>(e.device))]->launches +=
             e.type == CUDA_LAUNCH_SUMMARY ? std::max<uint64_t>(e.count, 1) : 1;
@@ -522,41 +516,15 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.directory = DirectoryOf(e);
   // Code and system paths returned above: what is left is data unless it is a model file.
   candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
-  NoteSnapshotRun(candidate);
+  if (snapshots_.Note(candidate, &snapshot_copies_)) {
+    for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, e.tid, copy);
+  }
   AddCandidate(candidate);
 }
 
-void JobAnalysis::NoteSnapshotRun(Candidate& c) {
-  uint64_t thread = ThreadKey(c.process, c.tid);
-  if (c.d2h || (c.event_class == EventClass::kSync && copy_runs_.contains(thread))) {
-    SnapshotRun& run = copy_runs_[thread];
-    // A copy long after the run's last one starts a new run (the old one was no snapshot).
-    if (!run.copies.empty() && c.when.start - run.last_end > kSnapshotWindow) run.copies.clear();
-    if (run.copies.size() >= kMaxSnapshotRun) run.copies.erase(run.copies.begin());
-    run.copies.push_back(c.when);
-    run.last_end = std::max(run.last_end, c.when.end);
-    return;
-  }
-  if (c.event_class != EventClass::kCheckpointWrite) return;
-  auto it = copy_runs_.find(thread);
-  if (it == copy_runs_.end()) return;
-  SnapshotRun run = std::move(it->second);
-  copy_runs_.erase(it);
-  if (c.when.start < run.last_end || c.when.start - run.last_end > kSnapshotWindow) return;
-  for (const Interval& copy : run.copies) ReclassifySnapshot(c.process, c.tid, copy);
-}
-
 void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy) {
-  auto is_copy = [&](const Candidate& c) {
-    return !c.gpu_side && !c.snapshot && c.process == process && c.tid == tid &&
-           c.when.start == copy.start && c.when.end == copy.end &&
-           (c.cause == Cause::kHostGpuTransfer || c.cause == Cause::kSynchronization);
-  };
-  auto to_snapshot = [](Candidate& c) {
-    c.cause = Cause::kCheckpointing;
-    c.snapshot = true;
-    c.pageable = false;
-  };
+  auto is_copy = [&](const Candidate& c) { return IsSnapshotCopy(c, process, tid, copy); };
+  auto to_snapshot = [](Candidate& c) { MakeSnapshot(c); };
   // Its time not yet attributed: the candidate itself is still held.
   auto first = std::lower_bound(pending_.begin(), pending_.end(), copy.start,
                                 [](const Candidate& c, Ns t) { return c.when.start < t; });
@@ -902,9 +870,7 @@ void JobAnalysis::CreditCause(DeviceState& d, const Candidate& candidate, Ns len
   } else {
     acc.bytes += bytes;
   }
-  if (!c->gpu_side && !c->snapshot &&
-      (c->d2h || (c->event_class == EventClass::kSync &&
-                  copy_runs_.contains(ThreadKey(c->process, c->tid))))) {
+  if (snapshots_.MayBecomeSnapshot(*c)) {
     if (d.copy_credits.size() >= kMaxCopyCredits) d.copy_credits.pop_front();
     d.copy_credits.push_back({*c, length, in_open_gap ? d.gap_serial : ~uint64_t{0}});
   }

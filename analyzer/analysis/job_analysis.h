@@ -20,6 +20,7 @@
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/event_classes.h"
 #include "analyzer/analysis/evidence.h"
+#include "analyzer/analysis/snapshots.h"
 #include "analyzer/analysis/startup.h"
 #include "analyzer/analysis/timeline.h"
 #include "analyzer/model/causes.h"
@@ -85,7 +86,6 @@ class JobAnalysis : public RecordSink {
   // in_open_gap: the slice is in the device's open gap (not a late event's closed slice).
   void CreditCause(DeviceState& device, const Candidate& candidate, Ns length, bool in_open_gap);
   // Checkpoint snapshots (docs/attribution.md, "Checkpoint snapshots").
-  void NoteSnapshotRun(Candidate& candidate);
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void ReclaimResidual(const Candidate& candidate);
   void CloseGap(uint32_t device, Interval gap, GapKind kind);
@@ -106,13 +106,8 @@ class JobAnalysis : public RecordSink {
   size_t pending_after_prune_ = 0;
   Ns longest_pending_ = 0;  // the longest candidate in pending_
   size_t peak_pending_ = 0;
-  // Per thread (ThreadKey): its device-to-host copies (and the syncs after them) since its last
-  // kernel launch; a model-file write that follows makes them checkpoint snapshots.
-  struct SnapshotRun {
-    std::vector<Interval> copies;  // at most kMaxSnapshotRun, the newest
-    Ns last_end = 0;
-  };
-  absl::flat_hash_map<uint64_t, SnapshotRun> copy_runs_;
+  SnapshotRuns snapshots_;
+  std::vector<Interval> snapshot_copies_;   // scratch: the copies a checkpoint write made snapshots
   std::vector<Candidate> installer_spans_;  // installer processes, whole lifetime
   // How an installer process was started: the exec/spawn call that named its command line and
   // the fork/exec/spawn call whose stack says where the job did it (docs/attribution.md,
