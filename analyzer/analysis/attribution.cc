@@ -147,20 +147,7 @@ std::vector<std::pair<EvidenceKey, EvidenceWeight>> TopEvidence::Top(size_t n) c
 }
 
 void TopEvidence::Shrink() {
-  std::vector<Ns> times;
-  times.reserve(weights_.size());
-  for (const auto& [key, weight] : weights_) times.push_back(weight.ns);
-  auto middle = times.begin() + static_cast<ptrdiff_t>(times.size() / 2);
-  std::nth_element(times.begin(), middle, times.end());
-  Ns cut = *middle;
-  absl::erase_if(weights_, [cut](const auto& kv) { return kv.second.ns < cut; });
-  // All equal: forget an arbitrary half so memory stays bounded.
-  if (weights_.size() > capacity_) {
-    size_t drop = weights_.size() / 2;
-    for (auto it = weights_.begin(); it != weights_.end() && drop > 0; --drop) {
-      weights_.erase(it++);
-    }
-  }
+  ForgetLighterHalf(weights_, capacity_ + 1);
   evicted_ = true;
 }
 

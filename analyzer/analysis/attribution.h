@@ -14,6 +14,8 @@
 // A slice no candidate covers is residual: the gap's kind decides (startup, tail, unknown).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -70,6 +72,24 @@ struct Slice {
 // Slices of `idle` in time order, covering it exactly; adjacent slices with the same winner are
 // merged.
 std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate> candidates);
+
+// Forgets the entries of `items` (a hash map whose values have an `ns`) lighter than the median;
+// when that leaves `full` or more (all weigh the same), an arbitrary half: what keeps the bounded
+// evidence tables bounded.
+template <typename Map>
+void ForgetLighterHalf(Map& items, size_t full) {
+  std::vector<Ns> times;
+  times.reserve(items.size());
+  for (const auto& [key, w] : items) times.push_back(w.ns);
+  auto middle = times.begin() + static_cast<ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), middle, times.end());
+  Ns cut = *middle;
+  absl::erase_if(items, [cut](const auto& kv) { return kv.second.ns < cut; });
+  if (items.size() >= full) {
+    size_t drop = items.size() / 2;
+    for (auto it = items.begin(); it != items.end() && drop > 0; --drop) items.erase(it++);
+  }
+}
 
 // The heaviest keys by time, in bounded memory: once more than `capacity` keys are held, the
 // lighter half is forgotten (so a key's figures are exact unless it was forgotten once; with

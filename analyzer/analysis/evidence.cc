@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "analyzer/model/labels.h"
 
 namespace idlescope {
@@ -50,6 +51,21 @@ std::vector<EvidenceItem> EvidenceResolver::Heaviest(const TopEvidence& top, siz
   std::vector<EvidenceItem> sorted;
   for (size_t i = 0; i < order.size() && i < n; ++i) sorted.push_back(items[order[i]]);
   return sorted;
+}
+
+uint64_t DirectoryNames::Of(const HostEvent& e) {
+  if (e.type < FILE_OPEN || e.type > FILE_CLOSE) return 0;
+  size_t slash = e.path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return 0;
+  std::string_view directory = e.path.substr(0, slash);
+  uint64_t hash = absl::HashOf(directory) | 1;
+  if (!names_.contains(hash) && names_.size() < 65536) names_.emplace(hash, std::string(directory));
+  return hash;
+}
+
+const std::string* DirectoryNames::Find(uint64_t key) const {
+  auto it = names_.find(key);
+  return it == names_.end() ? nullptr : &it->second;
 }
 
 }  // namespace idlescope

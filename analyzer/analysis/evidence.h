@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "analyzer/analysis/attribution.h"
+#include "analyzer/model/job_model.h"
 #include "analyzer/model/job_report.h"
 #include "analyzer/model/report_symbols.h"
 #include "analyzer/model/symbol_source.h"
@@ -38,6 +41,19 @@ class EvidenceResolver {
  private:
   const SymbolSource& symbols_;
   ReportSymbols* out_;
+};
+
+// The directories of the files that evidence names, by a hash of their path: a cause explained by
+// many files (a dataset of shards) is also shown by directory.
+class DirectoryNames {
+ public:
+  // The directory of a file event's path as a key (0: no file event, or no directory).
+  uint64_t Of(const HostEvent& event);
+  // nullptr for a directory not named (past the bound of 65536: directories are few, files many).
+  const std::string* Find(uint64_t key) const;
+
+ private:
+  absl::flat_hash_map<uint64_t, std::string> names_;
 };
 
 }  // namespace idlescope

@@ -21,7 +21,7 @@ absl::StatusOr<AnalyzedJob> AnalyzeJob(const std::vector<std::string>& inputs,
   AnalyzedJob job;
   job.stats = (*reader)->stats();
   job.symbols = (*reader)->TakeSymbols();
-  job.report = analysis.Finish(job.symbols);
+  job.report = analysis.BuildReport(job.symbols);
   job.report.tool_version = "idlescope " IDLESCOPE_VERSION;
   return job;
 }

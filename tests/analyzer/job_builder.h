@@ -209,7 +209,7 @@ class JobBuilder {
     analysis_.AddProcess(processes_, info);
     return processes_++;
   }
-  JobReport Finish() { return analysis_.Finish(symbols_); }
+  JobReport Finish() { return analysis_.BuildReport(symbols_); }
 
  private:
   JobAnalysis analysis_;

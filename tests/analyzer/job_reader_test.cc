@@ -163,7 +163,7 @@ TEST_F(TraceDir, MergesHostsOntoOneClockAndFindsTheSlowerRank) {
   JobAnalysis analysis;
   (*reader)->Run(analysis, ReadOptions{});
   JobSymbols symbols = (*reader)->TakeSymbols();
-  JobReport r = analysis.Finish(symbols);
+  JobReport r = analysis.BuildReport(symbols);
   EXPECT_EQ(r.span, 3 * kS);  // the two hosts' spans coincide on the job clock
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].id, "a/GPU-a");
