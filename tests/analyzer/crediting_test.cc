@@ -165,3 +165,41 @@ TEST(Crediting, KeepsTheLongestGapsAndTheirMainEvent) {
 
 }  // namespace
 }  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+// Through the whole analysis: what an observer (a timeline exporter) sees adds up, per device
+// and cause, to the report's idle time of the attributed gaps, late events and snapshot copies
+// included.
+TEST(Crediting, AnObserverOfAJobSeesEveryAttributedSlice) {
+  Totals observer;
+  JobBuilder job(AnalysisOptions{.advance_quantum = 1});
+  job.analysis().SetSliceObserver(&observer);
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80ull << 30, 132);
+  job.Launch(p, 100, 0);
+  job.Kernel(p, 0, 100);
+  job.Kernel(p, 200, 300);
+  job.Kernel(p, 400, 1000);
+  job.analysis().AdvanceTo(Ms(1000));  // both gaps attributed: all residual so far
+  // Recorded late: a write covering part of the first gap, and a snapshot copy + write in the
+  // second.
+  job.Io(p, 100, FILE_WRITE, 120, 160, "/runs/metrics.csv");
+  job.CopyToHost(p, 100, 300, 340);
+  job.Io(p, 100, FILE_WRITE, 340, 380, "/ckpt/model.pt");
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  ASSERT_EQ(r.devices.size(), 1u);
+  for (int c = 0; c < kCauseCount; ++c) {
+    Ns want = r.devices[0].cause_ns[c];
+    if (static_cast<Cause>(c) == Cause::kLaunchBound) want -= r.devices[0].short_gap_ns;
+    EXPECT_EQ(observer.ns[c], want) << InfoOf(static_cast<Cause>(c)).name;
+  }
+  EXPECT_EQ(observer.ns[Index(Cause::kIntermediateUpload)], Ms(40));
+  EXPECT_EQ(observer.ns[Index(Cause::kCheckpointing)], Ms(80));
+  EXPECT_GT(observer.corrections, 0);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
