@@ -127,8 +127,8 @@ int DiffCommand(int argc, char** argv) {
   std::fflush(stdout);
   for (const GateResult& g : diff.gates) {
     if (g.tripped)
-      std::fprintf(stderr, "idlescope diff: gate tripped: %s: %s\n", g.gate.c_str(),
-                   g.detail.c_str());
+      std::fprintf(stderr, "idlescope diff: gate tripped: %s: %s\n", GateLabel(g).c_str(),
+                   GateDetail(g).c_str());
   }
   return diff.exit_code();
 }

@@ -10,8 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "analyzer/report/units.h"
 
 namespace idlescope {
 
@@ -100,68 +98,64 @@ bool SameGrid(uint64_t a, uint64_t b) {
 Normalization ChooseNormalization(const StepCensus& before, const StepCensus& after,
                                   NormalizationChoice choice) {
   Normalization n;
-  n.basis = "none";
+  n.choice = choice;
   // The repeating compute kernel comes first: a communication fix (bucketing, overlap) changes
   // the number of collectives per step while every step still runs the same compute kernels,
   // so counting collectives would credit the fix with the bucketing (11x instead of 1.4x on
   // examples/cuda/allreduce). Collectives are the fallback when the kernels cannot tell.
-  std::string kernel_detail;
   if (!before.kernels.empty()) {
     const KernelCount& top = before.kernels.front();
     const KernelCount* match = FindKernel(after, top.name);
+    n.kernel = top.name;
+    n.before_grid = top.median_grid;
     if (match == nullptr) {
-      kernel_detail =
-          absl::StrFormat("AFTER never runs BEFORE's most frequent kernel %s", top.name);
+      n.kernel_check = KernelCheck::kMissingInAfter;
     } else if (!SameGrid(top.median_grid, match->median_grid)) {
-      kernel_detail = absl::StrFormat(
-          "steps differ in size (kernel %s: %d blocks before, %d after, a batch size change)",
-          top.name, top.median_grid, match->median_grid);
+      n.kernel_check = KernelCheck::kGridChanged;
+      n.after_grid = match->median_grid;
     } else {
-      n.basis = "kernel";
+      n.kernel_check = KernelCheck::kCounted;
+      n.after_grid = match->median_grid;
+      n.basis = StepBasis::kKernel;
       n.before_steps = top.count;
       n.after_steps = match->count;
-      n.detail =
-          absl::StrFormat("steps = launches of the most frequent kernel %s: %d before, %d after",
-                          top.name, n.before_steps, n.after_steps);
     }
   }
-  if (n.basis == "none" && before.nccl_collectives > 0 && after.nccl_collectives > 0 &&
-      kernel_detail.find("batch size") == std::string::npos) {
-    n.basis = "nccl_collectives";
+  if (n.basis == StepBasis::kNone && before.nccl_collectives > 0 && after.nccl_collectives > 0 &&
+      n.kernel_check != KernelCheck::kGridChanged) {
+    n.basis = StepBasis::kNcclCollectives;
     n.before_steps = before.nccl_collectives;
     n.after_steps = after.nccl_collectives;
-    n.detail =
-        absl::StrFormat("steps = NCCL collectives on the main communicator: %d before, %d after",
-                        n.before_steps, n.after_steps);
   }
-  if (n.basis == "none") {
-    if (!kernel_detail.empty()) {
-      n.detail = absl::StrCat(kernel_detail, ": compared per run");
-    } else {
-      n.detail = "no steps recognized (no compute kernels, no NCCL collectives)";
-    }
-  }
-  bool have_steps = n.before_steps > 0 && n.after_steps > 0;
+  const bool have_steps = n.before_steps > 0 && n.after_steps > 0;
   switch (choice) {
     case NormalizationChoice::kPerRun:
       n.per_step = false;
-      n.detail = absl::StrCat("per run (--per-run); ", n.detail);
       break;
     case NormalizationChoice::kPerStep:
       n.per_step = have_steps;
-      if (!have_steps) n.detail = absl::StrCat("per run (--per-step: ", n.detail, ")");
       break;
     case NormalizationChoice::kAuto:
-      if (have_steps && n.before_steps != n.after_steps) {
-        n.per_step = true;
-      } else if (have_steps) {
-        n.detail =
-            absl::StrCat("per run: both runs have the same number of steps (", n.detail, ")");
-      }
+      n.per_step = have_steps && n.before_steps != n.after_steps;
       break;
   }
-  if (n.per_step) n.detail = absl::StrCat("per step: ", n.detail);
   return n;
+}
+
+std::string_view StepBasisName(StepBasis basis) {
+  switch (basis) {
+    case StepBasis::kNone:
+      return "none";
+    case StepBasis::kKernel:
+      return "kernel";
+    case StepBasis::kNcclCollectives:
+      return "nccl_collectives";
+  }
+  return "none";
+}
+
+std::string_view GateKindName(GateKind kind) {
+  return kind == GateKind::kFailIfSlower ? "fail_if_slower" : "fail_if_cause_grows";
 }
 
 // --- Comparison -------------------------------------------------------------------------------
@@ -192,38 +186,32 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
   });
   d.speedup = d.wall.after > 0 ? d.wall.before / d.wall.after : 0;
 
-  const char* unit = d.normalization.per_step ? " per step" : "";
   if (options.fail_if_slower_pct) {
     GateResult g;
-    g.kind = "fail_if_slower";
+    g.kind = GateKind::kFailIfSlower;
     g.threshold_pct = *options.fail_if_slower_pct;
-    g.gate = absl::StrFormat("fail-if-slower %g%%", g.threshold_pct);
+    g.value = d.wall;
+    g.per_step = d.normalization.per_step;
     std::optional<double> rel = d.wall.relative();
     if (rel) g.measured_pct = 100 * *rel;
     g.tripped = rel && 100 * *rel > g.threshold_pct;
-    g.detail =
-        rel ? absl::StrFormat("wall time%s %+.1f%%", unit, 100 * *rel) : "BEFORE has no wall time";
-    d.gates.push_back(std::move(g));
+    d.gates.push_back(g);
   }
   const double noise = options.cause_noise_fraction * d.wall.before;
   for (const CauseGate& gate : options.cause_gates) {
     GateResult g;
-    g.kind = "fail_if_cause_grows";
-    g.cause = std::string(InfoOf(gate.cause).name);
+    g.kind = GateKind::kFailIfCauseGrows;
+    g.cause = gate.cause;
     g.threshold_pct = gate.pct;
-    g.gate = absl::StrFormat("fail-if-cause-grows %s:%g%%", g.cause, gate.pct);
-    DiffValue v = ns(before.cause_ns[Index(gate.cause)], after.cause_ns[Index(gate.cause)]);
-    std::optional<double> rel = v.relative();
+    g.value = ns(before.cause_ns[Index(gate.cause)], after.cause_ns[Index(gate.cause)]);
+    g.per_step = d.normalization.per_step;
+    std::optional<double> rel = g.value.relative();
     if (rel) g.measured_pct = 100 * *rel;
-    bool grew = rel ? 100 * *rel > gate.pct : v.after > 0;
-    g.tripped = grew && v.change() > noise;
-    g.detail =
-        absl::StrFormat("%s%s %s -> %s (%s)", g.cause, unit, AutoTime(v.before), AutoTime(v.after),
-                        rel ? absl::StrFormat("%+.1f%%", 100 * *rel) : "new");
-    if (grew && !g.tripped) {
-      absl::StrAppend(&g.detail, ", below the noise floor of ", AutoTime(noise));
-    }
-    d.gates.push_back(std::move(g));
+    bool grew = rel ? 100 * *rel > gate.pct : g.value.after > 0;
+    g.tripped = grew && g.value.change() > noise;
+    g.below_noise = grew && !g.tripped;
+    g.noise_ns = noise;
+    d.gates.push_back(g);
   }
   return d;
 }

@@ -71,10 +71,30 @@ struct DiffOptions {
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec);
 std::optional<Cause> CauseByName(std::string_view name);
 
+// How the steps were counted.
+enum class StepBasis : uint8_t {
+  kNone,             // no steps recognized: compared per run
+  kKernel,           // launches of BEFORE's most frequent compute kernel
+  kNcclCollectives,  // collectives on the main communicator
+};
+
+// What the repeating-kernel rule found.
+enum class KernelCheck : uint8_t {
+  kNoKernels,       // BEFORE ran no compute kernel
+  kCounted,         // AFTER runs BEFORE's most frequent kernel with about the same grid
+  kMissingInAfter,  // AFTER never runs it
+  kGridChanged,     // it runs with a different grid: a batch size change, steps not comparable
+};
+
+// The normalization chosen, and why (the exporters say it in words: diff/diff_exporters.h).
 struct Normalization {
   bool per_step = false;
-  std::string basis;          // "nccl_collectives", "kernel", "none"
-  std::string detail;         // one line for people: how the steps were counted, or why per run
+  StepBasis basis = StepBasis::kNone;
+  NormalizationChoice choice = NormalizationChoice::kAuto;  // what was asked
+  KernelCheck kernel_check = KernelCheck::kNoKernels;
+  std::string kernel;        // BEFORE's most frequent compute kernel ("" when none)
+  uint64_t before_grid = 0;  // its median grid in each run (kGridChanged)
+  uint64_t after_grid = 0;
   uint64_t before_steps = 0;  // 0 when no steps were recognized
   uint64_t after_steps = 0;
 };
@@ -93,16 +113,25 @@ struct CauseDiff {
   DiffValue idle;
 };
 
+enum class GateKind : uint8_t { kFailIfSlower, kFailIfCauseGrows };
+
 struct GateResult {
-  std::string gate;  // "fail-if-slower 5%", "fail-if-cause-grows checkpointing:10%"
-  bool tripped = false;
-  std::string detail;  // the measured change, one line
-  // For JSON
-  std::string kind;   // "fail_if_slower", "fail_if_cause_grows"
-  std::string cause;  // cause name for fail_if_cause_grows
+  GateKind kind = GateKind::kFailIfSlower;
+  Cause cause = Cause::kUnknown;  // kFailIfCauseGrows
   double threshold_pct = 0;
+  bool tripped = false;
   std::optional<double> measured_pct;  // nullopt: before was 0
+  DiffValue value;                     // wall time, or the cause's idle time, per unit
+  bool per_step = false;               // the figures are per step
+  // kFailIfCauseGrows: the cause grew past the threshold, but by less than the noise floor.
+  bool below_noise = false;
+  double noise_ns = 0;
 };
+
+// Stable identifiers (JSON): "none", "kernel", "nccl_collectives"; "fail_if_slower",
+// "fail_if_cause_grows".
+std::string_view StepBasisName(StepBasis basis);
+std::string_view GateKindName(GateKind kind);
 
 struct JobDiff {
   RunSummary before;

@@ -13,6 +13,73 @@
 
 namespace idlescope {
 
+// --- Words --------------------------------------------------------------------------------
+
+std::string NormalizationText(const Normalization& n) {
+  std::string detail;
+  switch (n.basis) {
+    case StepBasis::kKernel:
+      detail =
+          absl::StrFormat("steps = launches of the most frequent kernel %s: %d before, %d after",
+                          n.kernel, n.before_steps, n.after_steps);
+      break;
+    case StepBasis::kNcclCollectives:
+      detail =
+          absl::StrFormat("steps = NCCL collectives on the main communicator: %d before, %d after",
+                          n.before_steps, n.after_steps);
+      break;
+    case StepBasis::kNone:
+      if (n.kernel_check == KernelCheck::kMissingInAfter) {
+        detail = absl::StrFormat(
+            "AFTER never runs BEFORE's most frequent kernel %s: compared per run", n.kernel);
+      } else if (n.kernel_check == KernelCheck::kGridChanged) {
+        detail = absl::StrFormat(
+            "steps differ in size (kernel %s: %d blocks before, %d after, a batch size change): "
+            "compared per run",
+            n.kernel, n.before_grid, n.after_grid);
+      } else {
+        detail = "no steps recognized (no compute kernels, no NCCL collectives)";
+      }
+      break;
+  }
+  const bool have_steps = n.before_steps > 0 && n.after_steps > 0;
+  switch (n.choice) {
+    case NormalizationChoice::kPerRun:
+      detail = absl::StrCat("per run (--per-run); ", detail);
+      break;
+    case NormalizationChoice::kPerStep:
+      if (!have_steps) detail = absl::StrCat("per run (--per-step: ", detail, ")");
+      break;
+    case NormalizationChoice::kAuto:
+      if (have_steps && !n.per_step) {
+        detail = absl::StrCat("per run: both runs have the same number of steps (", detail, ")");
+      }
+      break;
+  }
+  if (n.per_step) detail = absl::StrCat("per step: ", detail);
+  return detail;
+}
+
+std::string GateLabel(const GateResult& g) {
+  if (g.kind == GateKind::kFailIfSlower)
+    return absl::StrFormat("fail-if-slower %g%%", g.threshold_pct);
+  return absl::StrFormat("fail-if-cause-grows %s:%g%%", InfoOf(g.cause).name, g.threshold_pct);
+}
+
+std::string GateDetail(const GateResult& g) {
+  const char* unit = g.per_step ? " per step" : "";
+  std::optional<double> rel = g.value.relative();
+  if (g.kind == GateKind::kFailIfSlower) {
+    return rel ? absl::StrFormat("wall time%s %+.1f%%", unit, 100 * *rel)
+               : "BEFORE has no wall time";
+  }
+  std::string detail = absl::StrFormat("%s%s %s -> %s (%s)", InfoOf(g.cause).name, unit,
+                                       AutoTime(g.value.before), AutoTime(g.value.after),
+                                       rel ? absl::StrFormat("%+.1f%%", 100 * *rel) : "new");
+  if (g.below_noise) absl::StrAppend(&detail, ", below the noise floor of ", AutoTime(g.noise_ns));
+  return detail;
+}
+
 // --- Text -------------------------------------------------------------------------------------
 
 namespace {
@@ -43,7 +110,7 @@ std::string FormatTextDiff(const JobDiff& d) {
   absl::StrAppendFormat(&out, "  after:  %s (%s, %d device%s)\n", d.after.input,
                         AutoTime(static_cast<double>(d.after.span)), d.after.devices,
                         d.after.devices == 1 ? "" : "s");
-  absl::StrAppendFormat(&out, "normalization: %s\n\n", d.normalization.detail);
+  absl::StrAppendFormat(&out, "normalization: %s\n\n", NormalizationText(d.normalization));
   const bool per_step = d.normalization.per_step;
   absl::StrAppendFormat(&out, "  %-34s %12s %12s %12s %9s\n", per_step ? "(per step)" : "(per run)",
                         "before", "after", "change", "relative");
@@ -78,8 +145,8 @@ std::string FormatTextDiff(const JobDiff& d) {
   if (!d.gates.empty()) {
     out += "\ngates:\n";
     for (const GateResult& g : d.gates) {
-      absl::StrAppendFormat(&out, "  %-44s %s  (%s)\n", g.gate, g.tripped ? "TRIPPED" : "ok",
-                            g.detail);
+      absl::StrAppendFormat(&out, "  %-44s %s  (%s)\n", GateLabel(g), g.tripped ? "TRIPPED" : "ok",
+                            GateDetail(g));
     }
     absl::StrAppendFormat(&out, "result: %s (exit %d)\n",
                           d.tripped() ? "regression: a gate tripped" : "ok", d.exit_code());
@@ -174,13 +241,13 @@ std::string FormatJsonDiff(const JobDiff& d) {
   j.Key("unit");
   j.String(d.normalization.per_step ? "step" : "run");
   j.Key("basis");
-  j.String(d.normalization.basis);
+  j.String(StepBasisName(d.normalization.basis));
   j.Key("before_steps");
   j.Uint(d.normalization.before_steps);
   j.Key("after_steps");
   j.Uint(d.normalization.after_steps);
   j.Key("detail");
-  j.String(d.normalization.detail);
+  j.String(NormalizationText(d.normalization));
   j.EndObject();
   TimeValue(j, "wall", d.wall);
   TimeValue(j, "compute_busy", d.compute);
@@ -207,12 +274,12 @@ std::string FormatJsonDiff(const JobDiff& d) {
   for (const GateResult& g : d.gates) {
     j.BeginObject();
     j.Key("gate");
-    j.String(g.kind);
+    j.String(GateKindName(g.kind));
     j.Key("cause");
-    if (g.cause.empty()) {
-      j.Null();
+    if (g.kind == GateKind::kFailIfCauseGrows) {
+      j.String(InfoOf(g.cause).name);
     } else {
-      j.String(g.cause);
+      j.Null();
     }
     j.Key("threshold_pct");
     j.Fixed(g.threshold_pct, 2);
@@ -225,7 +292,7 @@ std::string FormatJsonDiff(const JobDiff& d) {
     j.Key("tripped");
     j.Bool(g.tripped);
     j.Key("detail");
-    j.String(g.detail);
+    j.String(GateDetail(g));
     j.EndObject();
   }
   j.EndArray();

@@ -16,6 +16,13 @@ const Exporter<JobDiff>* FindDiffExporter(std::string_view name);
 std::string DiffExporterNames();
 
 std::string FormatTextDiff(const JobDiff& diff);
+
+// The words: how the runs were normalized ("per step: steps = launches of the most frequent
+// kernel gemm: 400 before, 100 after"), a gate ("fail-if-slower 5%") and what it measured
+// ("wall time per step +3.2%").
+std::string NormalizationText(const Normalization& normalization);
+std::string GateLabel(const GateResult& gate);
+std::string GateDetail(const GateResult& gate);
 std::string FormatJsonDiff(const JobDiff& diff);
 
 }  // namespace idlescope
