@@ -36,6 +36,32 @@ class JsonWriter {
   void Bool(bool v);
   void Null();
 
+  // A key and its value: j.Int("span_ns", span) is j.Key("span_ns"); j.Int(span).
+  void String(std::string_view key, std::string_view s) {
+    Key(key);
+    String(s);
+  }
+  void Int(std::string_view key, int64_t v) {
+    Key(key);
+    Int(v);
+  }
+  void Uint(std::string_view key, uint64_t v) {
+    Key(key);
+    Uint(v);
+  }
+  void Ratio(std::string_view key, double v) {
+    Key(key);
+    Ratio(v);
+  }
+  void Bool(std::string_view key, bool v) {
+    Key(key);
+    Bool(v);
+  }
+  void Null(std::string_view key) {
+    Key(key);
+    Null();
+  }
+
   // The document, with a final newline.
   std::string Finish();
 

@@ -1,5 +1,5 @@
 // The exporters of `idlescope report` (report/exporter.h): text for people, JSON for tools
-// (docs/attribution.md documents its schema). Both are deterministic: the same report gives the
+// (schema version 2, docs/report-json.md). Both are deterministic: the same report gives the
 // same bytes (golden tests compare them).
 #pragma once
 
@@ -25,7 +25,7 @@ inline constexpr Ns kTextMinCauseNs = 500'000;
 inline constexpr double kTextMinCauseShare = 0.0005;
 bool ShownInText(const CauseReport& cause, Ns gpu_time);
 
-// What the two utilizations mean (both exporters print it).
+// What the two utilizations mean (the text report says it; docs/report-json.md for JSON).
 inline constexpr std::string_view kUtilizationExplanation =
     "compute = the paper's U (non-NCCL kernels over the whole job span); kernel active = what "
     "nvidia-smi reports (any kernel, NCCL included, which may only be waiting for other ranks; "

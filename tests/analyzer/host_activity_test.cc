@@ -112,7 +112,7 @@ TEST(HostActivity, ItemsMergeAcrossProcessesByWhatTheyName) {
   ASSERT_EQ(reads.items.size(), 1u);  // one file, two processes
   EXPECT_EQ(reads.items[0].processes, 2u);
   EXPECT_EQ(reads.items[0].ns, Ms(50));
-  EXPECT_EQ(reads.items[0].pid, 101u);  // the longest call's
+  EXPECT_EQ(reads.items[0].pid, 101u);      // the longest call's
   EXPECT_TRUE(reads.items[0].main_thread);  // the worker's own main thread
   EXPECT_EQ(reads.items[0].main_thread_ns, Ms(50));
   EXPECT_EQ(reads.items[0].fs_type, FS_NFS);
