@@ -25,7 +25,7 @@ constexpr char kUsage[] =
     "usage: idlescope report [--format text|json] [--min-gap MS] [--top N] [--reorder-window MS]\n"
     "                        DIR|FILE...\n"
     "  --format FORMAT      text (default) or json (machine-readable; schema:\n"
-    "                       docs/attribution.md)\n"
+    "                       docs/report-json.md)\n"
     "  --json               the same as --format json\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
