@@ -39,9 +39,19 @@ bool NeedsStrings(EventType type) {
   }
 }
 
-bool IsCudaOrNccl(EventType type) {
-  return (type >= CUDA_MEMCPY && type <= CUDA_LAUNCH_SUMMARY) ||
-         (type >= NCCL_COLLECTIVE && type <= NCCL_COMM_DESTROY);
+// The device an event names, -1 for none. A CUDA call's is Event.device, the device current on
+// its thread. The recorder writes no device for NCCL calls, so theirs (0 on the wire, which is
+// also a real ordinal) is their stream's: a rank driving device 1 would otherwise seem to launch
+// on device 0 with every collective, and explain that device's gaps.
+int32_t DeviceOf(const Event& ev, const InternedData& interned) {
+  if (ev.type() >= CUDA_MEMCPY && ev.type() <= CUDA_LAUNCH_SUMMARY) {
+    return static_cast<int32_t>(ev.device());
+  }
+  if (ev.type() >= NCCL_COLLECTIVE && ev.type() <= NCCL_COMM_DESTROY && ev.stream() != 0) {
+    const InternedStream* stream = interned.FindStream(ev.stream());
+    if (stream != nullptr && stream->device() >= 0) return stream->device();
+  }
+  return -1;
 }
 
 }  // namespace
@@ -216,7 +226,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.end = e.start + static_cast<Ns>(ev.dur());
         e.bytes = ev.bytes();
         e.count = ev.count();
-        e.device = IsCudaOrNccl(ev.type()) ? static_cast<int32_t>(ev.device()) : -1;
+        e.device = DeviceOf(ev, *f.interned);
         e.copy_kind = ev.copy_kind();
         e.host_mem = ev.host_mem();
         e.async = ev.async();

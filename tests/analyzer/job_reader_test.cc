@@ -223,6 +223,46 @@ TEST_F(TraceDir, FeedsAnySinkProcessesFirstThenEveryRecord) {
   EXPECT_EQ(stack[1].function, "allreduce_grads");
 }
 
+// Issue 13: the recorder writes no device for NCCL calls (0 on the wire, a real ordinal too). A
+// collective names its stream's device, or none without a stream: never device 0 by default.
+TEST_F(TraceDir, NcclCallsNameTheirStreamsDeviceNotDeviceZero) {
+  const Ns wall = 1'700'000'000 * kS;
+  std::vector<Packet> packets = {HeaderPacket(7, 1, "a", "boot-a", 1000 * kS, wall)};
+  Packet interned;
+  InternedStream* stream = interned.mutable_interned()->add_streams();
+  stream->set_id(3);
+  stream->set_handle(0x5000);
+  stream->set_device(1);
+  packets.push_back(interned);
+  Packet events;
+  EventBatch* batch = events.mutable_events();
+  batch->set_tid(7);
+  Event* launch = batch->add_events();
+  launch->set_type(CUDA_LAUNCH);
+  launch->set_ts(1000 * kS);
+  launch->set_device(1);
+  launch->set_stream(3);
+  Event* collective = batch->add_events();
+  collective->set_type(NCCL_COLLECTIVE);
+  collective->set_ts(1000);
+  collective->set_stream(3);
+  Event* init = batch->add_events();
+  init->set_type(NCCL_COMM_INIT);
+  init->set_ts(1000);
+  packets.push_back(events);
+  WriteFile("a.idlescope", packets);
+  class Devices : public RecordSink {
+   public:
+    std::vector<int32_t> devices;
+    void AddProcess(uint32_t, const ProcessInfo&) override {}
+    void AddHostEvent(const HostEvent& e) override { devices.push_back(e.device); }
+  } sink;
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  (*reader)->Run(sink, ReadOptions{});
+  EXPECT_EQ(sink.devices, (std::vector<int32_t>{1, 1, -1}));
+}
+
 TEST_F(TraceDir, EmptyDirectoryIsAnError) {
   auto reader = JobReader::Open({dir_.string()});
   ASSERT_FALSE(reader.ok());
