@@ -59,11 +59,13 @@ def main():
         if causes.get(leaked, 0) > allowed_ms * 1e6:
             failures.append("%s %.1f ms on rank 0's device: taken from rank 1" %
                             (leaked, causes[leaked] / 1e6))
-    # Its own CPU work: steps x cpu_ms, less what the first step's startup takes.
+    # Its own CPU work, steps x cpu_ms less the first step's startup, shows as unknown, or as
+    # communication where rank 1 was slower still (a loaded machine): the gaps did happen.
     expected = (opts.steps - 1) * opts.cpu_ms * 1e6 * 0.8
-    if causes.get("unknown", 0) < expected:
-        failures.append("unknown %.1f ms < %.1f ms of rank 0's own CPU work" %
-                        (causes.get("unknown", 0) / 1e6, expected / 1e6))
+    seen = causes.get("unknown", 0) + causes.get("communication", 0)
+    if seen < expected:
+        failures.append("unknown + communication %.1f ms < %.1f ms of rank 0's own CPU work" %
+                        (seen / 1e6, expected / 1e6))
     if failures:
         sys.exit("FAIL: " + "; ".join(failures))
     print("PASS")
