@@ -77,6 +77,7 @@ void JobProcesses::BuildFamilies() {
     p.family.clear();
     p.own_devices.clear();
     p.devices.clear();
+    p.window_owner = -1;
     bool installer_ancestor = false;
     for (uint32_t j = 0; j < n; ++j) {
       if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
@@ -144,7 +145,11 @@ void JobProcesses::NoteDeviceUse(uint32_t process, uint32_t device) {
 void JobProcesses::UpdateExplained(uint32_t process) {
   JobProcess& p = processes_[process];
   p.devices = p.own_devices;
-  if (!p.own_devices.empty()) return;
+  p.window_owner = -1;
+  if (!p.own_devices.empty()) {
+    p.window_owner = process;
+    return;
+  }
   auto add = [&](const std::vector<uint32_t>& devices) {
     for (uint32_t d : devices) {
       if (std::find(p.devices.begin(), p.devices.end(), d) == p.devices.end()) {
@@ -158,6 +163,7 @@ void JobProcesses::UpdateExplained(uint32_t process) {
     const JobProcess& ancestor = processes_[at];
     if (!ancestor.own_devices.empty()) {
       add(ancestor.own_devices);
+      p.window_owner = at;
       break;
     }
     at = ancestor.parent;
@@ -172,7 +178,9 @@ void JobProcesses::UpdateExplained(uint32_t process) {
       ancestor = up == member;
       up = processes_[up].parent;
     }
-    if (!ancestor) add(processes_[member].own_devices);
+    if (ancestor || processes_[member].own_devices.empty()) continue;
+    add(processes_[member].own_devices);
+    p.window_owner = -1;  // explains devices of several processes
   }
 }
 
