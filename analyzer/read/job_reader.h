@@ -70,6 +70,10 @@ class JobReader {
   JobReader();
   void Process(File& file, const Packet& packet, RecordSink& sink);
 
+  // Parse scratch of every file's reader (TraceFileReader::ShareScratch); declared before the
+  // files, which use it until they are destroyed.
+  EventBatch scratch_events_;
+  GpuBatch scratch_gpu_;
   std::vector<std::unique_ptr<File>> files_;
   std::vector<std::pair<std::string, std::string>> skipped_;  // path, why
   ReadStats stats_;

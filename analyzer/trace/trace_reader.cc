@@ -154,8 +154,8 @@ void TraceFileReader::Release() {
   fd_ = -1;
   std::vector<char>().swap(buf_);
   // libprotobuf keeps the cleared elements of a repeated field for reuse: a batch's worth.
-  events_ = EventBatch();
-  gpu_ = GpuBatch();
+  own_events_ = EventBatch();
+  own_gpu_ = GpuBatch();
 }
 
 bool TraceFileReader::Resume() {
@@ -440,11 +440,11 @@ bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packe
         const int size = static_cast<int>(batch_length);
         if (!UnknownFieldsOf(*packet).empty()) packet->Clear();
         if (tag == 0x1a) {
-          if (!events_.ParseFromArray(data + at, size)) return false;
-          packet->mutable_events()->Swap(&events_);
+          if (!events_->ParseFromArray(data + at, size)) return false;
+          packet->mutable_events()->Swap(events_);
         } else {
-          if (!gpu_.ParseFromArray(data + at, size)) return false;
-          packet->mutable_gpu()->Swap(&gpu_);
+          if (!gpu_->ParseFromArray(data + at, size)) return false;
+          packet->mutable_gpu()->Swap(gpu_);
         }
         return true;
       }

@@ -106,6 +106,14 @@ class TraceFileReader {
   // The bytes read ahead are read again on resume.
   void Suspend();
   bool suspended() const { return fd_ < 0 && !done_; }
+
+  // Parses into `events` and `gpu` (nullptr: its own), shared by the readers of a job, which read
+  // one file at a time: then only the packet each file's caller holds stays decoded, not also the
+  // previous one's messages kept for reuse. They must outlive the reader's reads.
+  void ShareScratch(EventBatch* events, GpuBatch* gpu) {
+    events_ = events != nullptr ? events : &own_events_;
+    gpu_ = gpu != nullptr ? gpu : &own_gpu_;
+  }
   bool done() const { return done_; }
 
   const Header& header() const { return header_; }
@@ -153,8 +161,10 @@ class TraceFileReader {
   ino_t ino_ = 0;
   uint64_t last_packet_offset_ = 0;
   Header header_;
-  EventBatch events_;
-  GpuBatch gpu_;
+  EventBatch own_events_;
+  GpuBatch own_gpu_;
+  EventBatch* events_ = &own_events_;
+  GpuBatch* gpu_ = &own_gpu_;
   FormatExpander expander_{kTraceFormatV1};
   TraceReadStats stats_;
 };
