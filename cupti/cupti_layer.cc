@@ -5,14 +5,17 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -633,6 +636,47 @@ extern "C" void idlescope_cupti_flush_on_cupti_thread() {
   g_forced_requested = true;
   g_flush_cv.notify_all();
   g_flush_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_forced_done; });
+}
+
+// fork (called by the recorder's fork handlers, before it takes its own locks: code here interns
+// names under g_names_mu, so these are taken first). A child must find none of them held by a
+// thread that does not exist there. A CUPTI start under way on another thread (libcupti loading:
+// hundreds of ms) is waited for, at most 2 s; if it is still under way the child gets a fresh
+// mutex and never starts CUPTI (the copied half-done state is not its to finish; CUDA does not
+// survive fork anyway).
+namespace {
+bool g_start_locked_for_fork = false;
+}  // namespace
+
+extern "C" void idlescope_cupti_fork_prepare() {
+  using namespace idlescope::cupti;  // NOLINT
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  g_start_locked_for_fork = false;
+  while (!(g_start_locked_for_fork = g_start_mu.try_lock()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    sched_yield();
+  }
+  g_names_mu.lock();
+  g_devices_mu.lock();
+}
+
+extern "C" void idlescope_cupti_fork_parent() {
+  using namespace idlescope::cupti;  // NOLINT
+  g_devices_mu.unlock();
+  g_names_mu.unlock();
+  if (g_start_locked_for_fork) g_start_mu.unlock();
+}
+
+extern "C" void idlescope_cupti_fork_child() {
+  using namespace idlescope::cupti;  // NOLINT
+  g_devices_mu.unlock();
+  g_names_mu.unlock();
+  if (g_start_locked_for_fork) {
+    g_start_mu.unlock();
+  } else {
+    new (&g_start_mu) std::mutex();
+    detail::g_start_attempted.store(true, std::memory_order_release);
+  }
 }
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {

@@ -30,11 +30,13 @@ namespace idlescope::internal {
 namespace {
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+using SignalFn = sighandler_t (*)(int, sighandler_t);
 using ExitFn = void (*)(int);
 using MainFn = int (*)(int, char**, char**);
 using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
 
 SigactionFn g_real_sigaction = nullptr;
+SignalFn g_real_signal = nullptr;
 ExitFn g_real_exit = nullptr;
 ExitFn g_real__exit = nullptr;
 ExitFn g_real__Exit = nullptr;
@@ -165,6 +167,7 @@ int MainWrapper(int argc, char** argv, char** envp) {
 __attribute__((constructor)) void OnLoad() {
   ++detail::t_hook_depth;  // dlsym may allocate and read files: nothing of ours is traced
   Resolve(g_real_sigaction, "sigaction");
+  Resolve(g_real_signal, "signal");
   Resolve(g_real_exit, "exit");
   Resolve(g_real__exit, "_exit");
   Resolve(g_real__Exit, "_Exit");
@@ -218,9 +221,12 @@ IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
 
 IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
   if (!g_signals_managed || !IsManaged(sig)) {
-    using SignalFn = sighandler_t (*)(int, sighandler_t);
-    static SignalFn real = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
-    return real(sig, handler);
+    // Resolved at load; not a function-local static (its guard could be left taken by fork).
+    if (Resolve(g_real_signal, "signal") == nullptr) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    return g_real_signal(sig, handler);
   }
   // glibc's signal() has BSD semantics: SA_RESTART, the signal blocked in its handler.
   struct sigaction act, old;

@@ -44,6 +44,10 @@
 // and waits for it (bounded): for the writer, whose descriptor table lacks the CUDA driver's.
 extern "C" __attribute__((weak)) void idlescope_cupti_flush();
 extern "C" __attribute__((weak)) void idlescope_cupti_flush_on_cupti_thread();
+// Its fork handlers (locks it takes before it interns strings: taken before ours).
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_prepare();
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_parent();
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_child();
 
 namespace idlescope {
 
@@ -311,24 +315,57 @@ __attribute__((noinline)) Ring* ClaimRing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Interned strings: ids from 1, stable for the process (hooks keep them in static locals, and a
-// forked child keeps using them: its new file defines them all again).
+// Interned strings: ids from 1, stable for the process (hooks keep their API names' ids, and a
+// forked child keeps using them all: its new file defines them all again).
+//
+// Program threads intern under g_strings_mu (the map finds a string's id). What a flush needs is
+// readable without that lock: ids are handed out in order under the mutex, each string's bytes are
+// stored in a chunk of StringRefs before the count that publishes its id. So a flush never waits
+// for a thread that holds the mutex, which may be the very thread that a signal stopped there (the
+// final flush of SIGTERM: docs/architecture.md, "Process life"). The mutex is a constant-
+// initialised std::mutex, usable before any constructor ran (another preloaded library's
+// constructor may call a hook first); the map is created under it at the first use.
 
+struct StringRef {
+  const char* data;
+  uint32_t size;
+};
+constexpr uint32_t kStringChunkBits = 12;
+constexpr uint32_t kStringChunk = 1u << kStringChunkBits;
+constexpr uint32_t kMaxStringChunks = 4096;  // 16M strings; beyond that InternString gives 0
+
+// std::string keys (nodes do not move), found by string_view without building a std::string.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
 std::mutex g_strings_mu;
-std::unordered_map<std::string, uint32_t>* g_string_ids;  // never destroyed (exit ordering)
-std::vector<const std::string*>* g_strings;               // id - 1 -> string
-size_t g_strings_emitted = 0;                             // under g_strings_mu
+// Never freed (hooks may run after static destructors).
+std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>* g_string_ids;
+std::atomic<StringRef*> g_string_chunks[kMaxStringChunks];
+std::atomic<uint32_t> g_strings_published{0};  // ids 1..published have their StringRef
+uint32_t g_strings_emitted = 0;                // written to the current file (under g_flush_mu)
+uint64_t g_strings_refused = 0;                // table full (under g_strings_mu)
 
-// Hooks intern their API name once, in a static local: that may happen before our constructor
-// ran (another preloaded library's constructor calling a hooked function), and the id must be
-// valid for the life of the process. So the table exists from the first use, not from Init.
-void EnsureStringTable() {
-  static const bool created = [] {
-    g_string_ids = new std::unordered_map<std::string, uint32_t>();
-    g_strings = new std::vector<const std::string*>();
-    return true;
-  }();
-  (void)created;
+// Set on the writer for the final flush of a signal: InternString (frame names) gives up after a
+// short wait for the mutex instead of waiting for a thread the signal may have stopped holding it.
+__thread bool t_intern_bounded __attribute__((tls_model("initial-exec"))) = false;
+
+// The string of a published id (1..g_strings_published).
+const StringRef& PublishedString(uint32_t id) {
+  uint32_t index = id - 1;
+  return g_string_chunks[index >> kStringChunkBits].load(
+      std::memory_order_relaxed)[index & (kStringChunk - 1)];
+}
+
+// Takes `mu` within `ns` nanoseconds, else gives up.
+bool LockWithin(std::mutex& mu, uint64_t ns) {
+  uint64_t deadline = NowNs() + ns;
+  while (!mu.try_lock()) {
+    if (NowNs() >= deadline) return false;
+    sched_yield();
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -769,11 +806,12 @@ void FlushLocked(bool final = false) {
   }
   std::vector<trace::Module> modules;
   sym.TakeNewModules(&modules);
-  {
-    std::lock_guard<std::mutex> lock(g_strings_mu);
-    for (; g_strings_emitted < g_strings->size(); ++g_strings_emitted) {
-      interned.strings.push_back({g_strings_emitted + 1, *(*g_strings)[g_strings_emitted]});
-    }
+  // Every id an event above uses was published before the event was recorded (no lock: see
+  // "Interned strings").
+  uint32_t published = g_strings_published.load(std::memory_order_acquire);
+  for (; g_strings_emitted < published; ++g_strings_emitted) {
+    const StringRef& ref = PublishedString(g_strings_emitted + 1);
+    interned.strings.push_back({g_strings_emitted + 1, std::string(ref.data, ref.size)});
   }
 
   wire::Buffer out;
@@ -915,7 +953,11 @@ bool StartWriter() {
 // ---------------------------------------------------------------------------------------------
 // fork: the child starts a file of its own, with none of the parent's buffered events.
 
+// The recorder's locks are taken in the order code takes them (the CUPTI layer's first, then
+// flush, strings, queues, stacks), and released in the child as well: only the forking thread
+// exists there, and nothing it needs may stay held by a thread that is gone.
 void ForkPrepare() {
+  if (idlescope_cupti_fork_prepare != nullptr) idlescope_cupti_fork_prepare();
   g_flush_mu.lock();
   g_strings_mu.lock();
   g_queue_mu.lock();
@@ -923,17 +965,19 @@ void ForkPrepare() {
 }
 
 void ForkParent() {
-  stacks::UnlockAfterFork();
+  stacks::UnlockAfterFork(/*in_child=*/false);
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();
+  if (idlescope_cupti_fork_parent != nullptr) idlescope_cupti_fork_parent();
 }
 
 void ForkChild() {
-  stacks::UnlockAfterFork();
+  stacks::UnlockAfterFork(/*in_child=*/true);
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();
+  if (idlescope_cupti_fork_child != nullptr) idlescope_cupti_fork_child();
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
@@ -1001,7 +1045,6 @@ void Init() {
   ++detail::t_hook_depth;
   g_config = new Config(ParseConfig());
   g_path = new std::string();
-  EnsureStringTable();
   g_gpu_queue = new std::vector<RawGpuActivity>();
   g_devices_pending = new std::vector<RawDeviceInfo>();
   g_devices_seen = new std::vector<uint32_t>();
@@ -1153,19 +1196,48 @@ void RecordGpuDropped(uint64_t records) {
 uint32_t InternString(std::string_view s) {
   int saved = errno;
   ++detail::t_hook_depth;
-  EnsureStringTable();
-  uint32_t id;
-  {
-    std::lock_guard<std::mutex> lock(g_strings_mu);
-    auto [it, inserted] = g_string_ids->try_emplace(std::string(s), 0);
-    if (inserted) {
-      g_strings->push_back(&it->first);  // node-based map: the key's address is stable
-      it->second = static_cast<uint32_t>(g_strings->size());
-    }
-    id = it->second;
+  uint32_t id = 0;
+  if (!t_intern_bounded) {
+    g_strings_mu.lock();
+  } else if (!LockWithin(g_strings_mu, 50'000'000)) {
+    --detail::t_hook_depth;
+    errno = saved;
+    return 0;  // the frame goes unnamed
   }
+  if (g_string_ids == nullptr) {
+    g_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
+  }
+  auto it = g_string_ids->find(s);
+  if (it != g_string_ids->end()) {
+    id = it->second;
+  } else {
+    uint32_t index = g_strings_published.load(std::memory_order_relaxed);
+    uint32_t chunk = index >> kStringChunkBits;
+    if (chunk < kMaxStringChunks) {
+      StringRef* refs = g_string_chunks[chunk].load(std::memory_order_relaxed);
+      if (refs == nullptr) {
+        refs = new StringRef[kStringChunk];
+        g_string_chunks[chunk].store(refs, std::memory_order_relaxed);
+      }
+      id = index + 1;
+      auto inserted = g_string_ids->emplace(std::string(s), id).first;
+      refs[index & (kStringChunk - 1)] = {inserted->first.data(),
+                                          static_cast<uint32_t>(inserted->first.size())};
+      // Publishes the StringRef (and its chunk) to flushes, which read without the mutex.
+      g_strings_published.store(id, std::memory_order_release);
+    } else {
+      ++g_strings_refused;
+    }
+  }
+  g_strings_mu.unlock();
   --detail::t_hook_depth;
   errno = saved;
+  return id;
+}
+
+uint32_t ApiName::Intern() {
+  uint32_t id = InternString(name_);
+  if (id != 0) id_.store(id, std::memory_order_relaxed);
   return id;
 }
 

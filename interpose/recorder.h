@@ -247,9 +247,40 @@ void RecordGpu(const RawGpuActivity& activity);
 // Adds CUPTI records lost (cuptiActivityGetNumDroppedRecords) to the next GpuBatch.dropped.
 void RecordGpuDropped(uint64_t records);
 
-// Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the file.
-// Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
+// Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the process
+// (a forked child's file defines them all again). Thread-safe; costs a hash lookup. Hooks intern
+// their API name once per call site (ApiName).
 uint32_t InternString(std::string_view s);
+
+// The id of a hook's API name, interned by the first event that needs it. One per call site, as a
+// constant-initialised static (IDLESCOPE_API): a function-local static with a dynamic initialiser
+// runs it under __cxa_guard_acquire, and a thread that fork() caught inside it (waiting for the
+// strings mutex, which the fork handlers hold) leaves that guard taken in the child, whose first
+// call of the hook then waits forever. Two threads that intern the name at once get the same id.
+class ApiName {
+ public:
+  explicit constexpr ApiName(const char* name) : name_(name) {}
+  uint32_t id() {
+    uint32_t id = id_.load(std::memory_order_relaxed);
+    return __builtin_expect(id != 0, 1) ? id : Intern();
+  }
+
+ private:
+  uint32_t Intern();
+  const char* const name_;
+  std::atomic<uint32_t> id_{0};
+};
+
+}  // namespace idlescope
+
+// A `uint32_t (*)()` giving the id of API name `name` (a string literal): hooks pass their API so.
+#define IDLESCOPE_API(name)                                         \
+  +[]() -> uint32_t {                                               \
+    static constinit ::idlescope::ApiName idlescope_api_name(name); \
+    return idlescope_api_name.id();                                 \
+  }
+
+namespace idlescope {
 
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
 // or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the

@@ -56,9 +56,10 @@ struct NewNode {
 void TakeNewNodes(std::vector<NewNode>* out);
 // fork child: every node must be defined again in the child's file.
 void MarkAllUnemitted();
-// fork handlers: no trie insertion may be half done when the process is copied.
+// fork handlers: no trie insertion may be half done, and no thread inside an unwinder, when the
+// process is copied.
 void LockForFork();
-void UnlockAfterFork();
+void UnlockAfterFork(bool in_child);
 
 // Writer-side resolution of program counters to Frames, and the module map.
 class Symbolizer {

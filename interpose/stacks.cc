@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,6 +66,37 @@ int Backtrace(void** pcs, int max) {
   GccTrace t{pcs, 0, max};
   _Unwind_Backtrace(GccTraceStep, &t);
   return t.n;
+}
+
+// fork and the unwinders: an unwinder may hold a lock of its own in the middle of a walk
+// (libunwind's; libgcc's object list; the loader's, through dl_iterate_phdr), and a fork then
+// leaves it held in the child, whose first stack capture waits for it forever (children of a
+// threaded process hung in libunwind so). So a fork waits until no thread is inside a walk, and no
+// walk starts while a fork is under way (that event gets no stack). Threads count themselves in
+// one of a few stripes, so that captures on different threads rarely share a cache line.
+struct alignas(64) WalkStripe {
+  std::atomic<uint32_t> inside{0};
+};
+constexpr uint32_t kWalkStripes = 16;
+WalkStripe g_walkers[kWalkStripes];
+std::atomic<bool> g_fork_pending{false};
+
+// The calling thread's stripe: its TLS block's address (one per thread, pages apart).
+WalkStripe& OwnStripe() {
+  uintptr_t tls = reinterpret_cast<uintptr_t>(&detail::t_hook_depth);
+  return g_walkers[(tls >> 12) % kWalkStripes];
+}
+
+// Backtrace, unless a fork is under way (then 0 frames).
+int BacktraceUnlessForking(void** pcs, int max) {
+  if (g_fork_pending.load(std::memory_order_acquire)) return 0;
+  WalkStripe& stripe = OwnStripe();
+  // Dekker with the fork: our count is visible before we look at the flag, the flag before the
+  // fork looks at the counts (both seq_cst), so one of the two sees the other.
+  stripe.inside.fetch_add(1, std::memory_order_seq_cst);
+  int n = g_fork_pending.load(std::memory_order_seq_cst) ? 0 : Backtrace(pcs, max);
+  stripe.inside.fetch_sub(1, std::memory_order_release);
+  return n;
 }
 
 int FindSelf(struct dl_phdr_info* info, size_t, void* arg) {
@@ -184,8 +216,27 @@ void Init(uint32_t depth) {
   g_depth = std::min<uint32_t>(depth, kMaxDepth);
 }
 
-void LockForFork() { g_insert_mu.lock(); }
-void UnlockAfterFork() { g_insert_mu.unlock(); }
+void LockForFork() {
+  g_insert_mu.lock();
+  g_fork_pending.store(true, std::memory_order_seq_cst);
+  // Walks take microseconds. Bounded: a fork from a signal handler that interrupted a walk on
+  // this very thread would wait for itself (that child may then hang in the unwinder, as before).
+  for (int spins = 0; spins < 100000; ++spins) {
+    uint32_t inside = 0;
+    for (const WalkStripe& s : g_walkers) inside += s.inside.load(std::memory_order_seq_cst);
+    if (inside == 0) break;
+    sched_yield();
+  }
+}
+
+void UnlockAfterFork(bool in_child) {
+  // In the child only the forking thread exists: no other thread is inside a walk.
+  if (in_child) {
+    for (WalkStripe& s : g_walkers) s.inside.store(0, std::memory_order_relaxed);
+  }
+  g_fork_pending.store(false, std::memory_order_release);
+  g_insert_mu.unlock();
+}
 
 void TakeNewNodes(std::vector<NewNode>* out) {
   if (g_nodes == nullptr) return;
@@ -474,7 +525,7 @@ uint32_t CaptureStack(int skip) {
   void* pcs[kMaxDepth + 64];
   int want = static_cast<int>(g_depth) + skip + 8;
   if (want > kMaxDepth + 64) want = kMaxDepth + 64;
-  int n = Backtrace(pcs, want);
+  int n = BacktraceUnlessForking(pcs, want);
   // Find our caller's frame by its return address (how many frames of ours precede it depends on
   // inlining); then drop `skip` frames the caller asked to (the hook), then any frames still
   // inside the preload library (helpers of the hook).
