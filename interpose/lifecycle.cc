@@ -13,6 +13,7 @@
 //   has the writer thread flush (async-signal-safe handshake, bounded wait), restores SIG_DFL
 //   and re-raises, so the exit status is the signal's. A handler of the program is chained.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
@@ -157,6 +159,7 @@ int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old
 }
 
 int MainWrapper(int argc, char** argv, char** envp) {
+  ThreadStarts();  // main may end with pthread_exit: then the last thread's end ends the process
   int status = g_program_main(argc, argv, envp);
   SetExitStatus(status);
   RecordPendingEvent();  // the main thread's open burst is complete: on disk before atexit runs
@@ -189,6 +192,40 @@ IDLESCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void 
   StartMainFn real = reinterpret_cast<StartMainFn>(dlsym(RTLD_NEXT, "__libc_start_main"));
   g_program_main = main;
   return real(MainWrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+// Threads of the program: counted, so that when the last one ends (after main's pthread_exit) the
+// writer leaves first and the process exits as it would untraced (recorder.cc, "Program
+// threads"). The start routine is called through ProgramThread, which registers the thread.
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* arg;
+};
+
+void* ProgramThread(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  delete static_cast<ThreadStart*>(p);
+  ThreadStarts();
+  return start.routine(start.arg);
+}
+
+IDLESCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                    void* (*routine)(void*), void* arg) noexcept {
+  if (!RecorderActive() || detail::t_hook_depth != 0) {
+    return RealPthreadCreate(thread, attr, routine, arg);
+  }
+  // pthread_create is not async-signal-safe, so this is a place where a writer that stopped may
+  // start again.
+  EnsureWriter();
+  auto* start = new (std::nothrow) ThreadStart{routine, arg};
+  if (start == nullptr) return EAGAIN;
+  CountNewThread();
+  int rc = RealPthreadCreate(thread, attr, ProgramThread, start);
+  if (rc != 0) {
+    UncountThread();
+    delete start;
+  }
+  return rc;
 }
 
 IDLESCOPE_EXPORT void exit(int status) noexcept {

@@ -44,6 +44,8 @@
 // and waits for it (bounded): for the writer, whose descriptor table lacks the CUDA driver's.
 extern "C" __attribute__((weak)) void idlescope_cupti_flush();
 extern "C" __attribute__((weak)) void idlescope_cupti_flush_on_cupti_thread();
+// Its flush thread leaves with the writer when the program's last thread ends.
+extern "C" __attribute__((weak)) void idlescope_cupti_stop_flush_thread();
 // Its fork handlers (locks it takes before it interns strings: taken before ours).
 extern "C" __attribute__((weak)) void idlescope_cupti_fork_prepare();
 extern "C" __attribute__((weak)) void idlescope_cupti_fork_parent();
@@ -347,9 +349,16 @@ std::atomic<uint32_t> g_strings_published{0};  // ids 1..published have their St
 uint32_t g_strings_emitted = 0;                // written to the current file (under g_flush_mu)
 uint64_t g_strings_refused = 0;                // table full (under g_strings_mu)
 
-// Set on the writer for the final flush of a signal: InternString (frame names) gives up after a
-// short wait for the mutex instead of waiting for a thread the signal may have stopped holding it.
-__thread bool t_intern_bounded __attribute__((tls_model("initial-exec"))) = false;
+// Set on the writer for the final flush of a signal, which may not wait for a lock the thread
+// the signal stopped can hold: frames are resolved without the dynamic loader's locks
+// (Symbolizer::FrameFor), the queues are left out if their mutex stays taken (FlushLocked), and
+// InternString (frame and module names) waits for the strings mutex 50 ms at most, once, then
+// gives the string an id of its own, above any the table hands out, defined in that last flush
+// (`t_unlisted_strings`: nothing is written after it, so the string need not be found again).
+__thread bool t_final_of_signal __attribute__((tls_model("initial-exec"))) = false;
+__thread bool t_intern_gave_up __attribute__((tls_model("initial-exec"))) = false;
+constexpr uint32_t kUnlistedStringIds = 0x7f000000u;
+std::vector<trace::InternedString>* t_unlisted_strings = nullptr;  // writer only (final flush)
 
 // The string of a published id (1..g_strings_published).
 const StringRef& PublishedString(uint32_t id) {
@@ -421,12 +430,17 @@ trace::CommIds* g_comm_ids;
 // Writer thread and shutdown handshake.
 pthread_t g_writer;
 std::atomic<bool> g_writer_running{false};
-std::atomic<uint32_t> g_writer_ready{0};  // the writer has its descriptor table (StartWriter waits)
+std::atomic<bool> g_writer_stop{false};    // the last program thread is ending (StopWriter)
 std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
 int g_final_status = 0;
 bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself (signal handler)
-std::atomic<uint32_t> g_final_done{0};
+bool g_final_from_signal = false;  // the requester is a signal handler (see FinalFlushBy)
+std::atomic<uint32_t> g_final_done{0};  // the final flush is over (futex word)
 std::atomic<bool> g_shutdown_started{false};
+std::atomic<bool> g_writer_starting{false};  // EnsureWriter: one thread starts it
+// Program threads alive (the main thread, and those created through the pthread_create hook).
+std::atomic<int32_t> g_program_threads{1};
+pthread_key_t g_life_key;
 std::atomic<bool> g_initialized{false};
 trace::Origin g_origin = trace::kOriginPreload;
 uint32_t g_parent_pid = 0;
@@ -552,8 +566,8 @@ uint64_t ProcessStartNs() {
   long hz = sysconf(_SC_CLK_TCK);
   if (hz <= 0) return 0;
   timespec mono, boot;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_BOOTTIME, &boot);
+  ReadClock(CLOCK_MONOTONIC, &mono);
+  ReadClock(CLOCK_BOOTTIME, &boot);
   int64_t boot_minus_mono =
       (boot.tv_sec - mono.tv_sec) * 1000000000ll + (boot.tv_nsec - mono.tv_nsec);
   int64_t start_boot = static_cast<int64_t>(ticks) * (1000000000ll / hz);
@@ -585,8 +599,8 @@ trace::Header BuildHeader() {
   h.world_size = EnvInt("WORLD_SIZE");
   h.slurm_procid = EnvInt("SLURM_PROCID");
   timespec mono, real;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &real);
+  ReadClock(CLOCK_MONOTONIC, &mono);
+  ReadClock(CLOCK_REALTIME, &real);
   h.clock.monotonic_ns = mono.tv_sec * 1000000000ull + mono.tv_nsec;
   h.clock.realtime_ns = real.tv_sec * 1000000000ull + real.tv_nsec;
   h.origin = g_origin;
@@ -772,14 +786,16 @@ void FlushLocked(bool final = false) {
   std::vector<RawGpuActivity> gpu;
   std::vector<RawDeviceInfo> devices;
   std::vector<trace::Notice> notices;
-  uint64_t gpu_dropped;
-  {
-    std::lock_guard<std::mutex> lock(g_queue_mu);
+  uint64_t gpu_dropped = 0;
+  // On a signal the queues' mutex may be held by the thread the signal stopped (a notice being
+  // queued): their content is then left out rather than waited for.
+  if (t_final_of_signal ? LockWithin(g_queue_mu, 100'000'000) : (g_queue_mu.lock(), true)) {
     gpu.swap(*g_gpu_queue);
     devices.swap(*g_devices_pending);
     notices.swap(*g_notices_pending);
     gpu_dropped = g_gpu_dropped_pending + g_gpu_queue_overflow;
     g_gpu_dropped_pending = g_gpu_queue_overflow = 0;
+    g_queue_mu.unlock();
   }
 
   trace::Interned interned;
@@ -801,17 +817,21 @@ void FlushLocked(bool final = false) {
   stacks::TakeNewNodes(&nodes);
   stacks::Symbolizer& sym = stacks::WriterSymbolizer();
   for (const stacks::NewNode& node : nodes) {
-    uint64_t frame = sym.FrameFor(node.pc, &interned);
+    uint64_t frame = sym.FrameFor(node.pc, &interned, /*loader_free=*/t_final_of_signal);
     interned.stack_nodes.push_back({node.id, node.parent, frame});
   }
   std::vector<trace::Module> modules;
-  sym.TakeNewModules(&modules);
+  sym.TakeNewModules(&modules, /*loader_free=*/t_final_of_signal);
   // Every id an event above uses was published before the event was recorded (no lock: see
   // "Interned strings").
   uint32_t published = g_strings_published.load(std::memory_order_acquire);
   for (; g_strings_emitted < published; ++g_strings_emitted) {
     const StringRef& ref = PublishedString(g_strings_emitted + 1);
     interned.strings.push_back({g_strings_emitted + 1, std::string(ref.data, ref.size)});
+  }
+  if (t_unlisted_strings != nullptr) {
+    for (trace::InternedString& u : *t_unlisted_strings) interned.strings.push_back(std::move(u));
+    t_unlisted_strings->clear();
   }
 
   wire::Buffer out;
@@ -855,6 +875,32 @@ void FinalFlush(trace::ExitReason reason, int status) {
   WriteFooterLocked(reason, status);
 }
 
+void MarkFinalDone() {
+  g_final_done.store(1, std::memory_order_release);
+  Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+// SIGTERM and SIGINT stay pending while a program thread holds g_flush_mu (FlushNow, exec, the
+// final flush of exit): their handler has the writer flush, which needs that mutex, and would
+// otherwise wait for the very thread it interrupted. Those calls are rare; the mask costs two
+// system calls each.
+class TerminationSignalsBlocked {
+ public:
+  TerminationSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &saved_);
+  }
+  ~TerminationSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  TerminationSignalsBlocked(const TerminationSignalsBlocked&) = delete;
+  TerminationSignalsBlocked& operator=(const TerminationSignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The writer thread.
 
@@ -879,44 +925,58 @@ void TakeOwnFdTable() {
   detail::t_own_fd_table = true;
 }
 
+// The final flush asked for by Shutdown: on a signal the thread that asked may hold any lock of
+// ours or of libc (it was interrupted anywhere), so nothing here may wait for one without bound:
+// interned strings are read without their mutex, new frame names give up on it after a short wait
+// (t_final_of_signal), and the GPU and notice queues are skipped if their mutex stays taken.
+void ServeFinalRequest(uint32_t request) {
+  // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler cannot
+  // call into CUPTI, and this thread must not (its descriptor table lacks the CUDA driver's): the
+  // CUPTI layer's thread does it (bounded, within the handler's wait).
+  if (g_final_flush_cupti && idlescope_cupti_flush_on_cupti_thread != nullptr) {
+    idlescope_cupti_flush_on_cupti_thread();
+  }
+  t_final_of_signal = g_final_from_signal;
+  FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
+  MarkFinalDone();
+}
+
 void* WriterMain(void*) {
   detail::t_hook_depth = 1;  // nothing this thread does is traced
   t_thread_dead = true;      // and it never records
   TakeOwnFdTable();
-  g_writer_ready.store(1, std::memory_order_release);
-  Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
   for (;;) {
+    // Wait first: a short process ends before its first period, and its last flush is its own.
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
-    uint32_t request = g_final_request.load(std::memory_order_acquire);
-    if (request != 0) {
-      // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler
-      // cannot call into CUPTI, and this thread must not (its descriptor table lacks the CUDA
-      // driver's): the CUPTI layer's thread does it (bounded, within the handler's wait).
-      if (g_final_flush_cupti && idlescope_cupti_flush_on_cupti_thread != nullptr) {
-        idlescope_cupti_flush_on_cupti_thread();
-      }
-      FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
-      g_final_done.store(1, std::memory_order_release);
-      Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
-      break;
-    }
-    {
-      // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
-      // reopens the trace, and only a final request ends the thread.
-      std::lock_guard<std::mutex> lock(g_flush_mu);
-      FlushLocked();
-    }
-    timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
-                     static_cast<long>(g_config->flush_ms % 1000) * 1000000L};
-    if (g_wake_word.load(std::memory_order_acquire) == word &&
-        g_final_request.load(std::memory_order_acquire) == 0) {
+    if (g_final_request.load(std::memory_order_acquire) == 0 &&
+        !g_writer_stop.load(std::memory_order_acquire)) {
+      timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
+                       static_cast<long>(g_config->flush_ms % 1000) * 1000000L};
       Futex(&g_wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
     }
+    if (uint32_t request = g_final_request.load(std::memory_order_acquire); request != 0) {
+      ServeFinalRequest(request);
+      break;
+    }
+    if (g_writer_stop.load(std::memory_order_acquire)) break;
+    // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
+    // reopens the trace, and only a final request ends the thread.
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    FlushLocked();
   }
-  g_writer_running.store(false, std::memory_order_release);
+  g_writer_running.store(false, std::memory_order_seq_cst);
+  // A final request that came in as we stopped (it saw us running): served all the same.
+  if (uint32_t request = g_final_request.load(std::memory_order_seq_cst);
+      request != 0 && g_final_done.load(std::memory_order_acquire) == 0) {
+    ServeFinalRequest(request);
+  }
   return nullptr;
 }
 
+// Starts the writer thread without waiting for it: the program runs on at once. Until the new
+// thread has its own descriptor table (TakeOwnFdTable, its first action) the program's reads and
+// writes pay for a shared one; waiting for that cost every process a thread handoff at start,
+// milliseconds on a loaded machine (docs/architecture.md, "Process life").
 bool StartWriter() {
   // Block every signal in the writer (it inherits the creating thread's mask): a process-directed
   // signal must go to a program thread, never to ours.
@@ -926,9 +986,9 @@ bool StartWriter() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
+  g_writer_stop.store(false, std::memory_order_relaxed);
   g_writer_running.store(true, std::memory_order_release);
-  g_writer_ready.store(0, std::memory_order_relaxed);
-  int rc = pthread_create(&g_writer, &attr, WriterMain, nullptr);
+  int rc = RealPthreadCreate(&g_writer, &attr, WriterMain, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
@@ -937,17 +997,30 @@ bool StartWriter() {
     return false;
   }
   pthread_setname_np(g_writer, "idlescope-wr");
-  // The program starts once the writer has its own descriptor table: until then every read/write
-  // pays for the shared one, and on a loaded machine the new thread may wait milliseconds for a
-  // CPU. Bounded (100 ms): a writer that is that late costs time, never a hang.
-  uint64_t deadline = NowNs() + 100'000'000;
-  while (g_writer_ready.load(std::memory_order_acquire) == 0) {
-    uint64_t now = NowNs();
-    if (now >= deadline) break;
-    timespec ts{0, static_cast<long>(deadline - now)};
-    Futex(&g_writer_ready, FUTEX_WAIT_PRIVATE, 0, &ts);
-  }
   return true;
+}
+
+// The last program thread is ending (its key destructor): the writer leaves first (glibc counts it
+// as a thread), then glibc's exit(0) in this thread runs the atexit handlers and our destructor,
+// whose final flush writes what is left. A writer that never stops (a write stuck on a dead file
+// server) would keep the process alive, as any thread would.
+void StopWriterForLastThread() {
+  if (idlescope_cupti_stop_flush_thread != nullptr) idlescope_cupti_stop_flush_thread();
+  if (!g_writer_running.load(std::memory_order_acquire)) return;
+  pthread_t writer = g_writer;
+  g_writer_stop.store(true, std::memory_order_release);
+  WakeWriter();
+  pthread_join(writer, nullptr);
+}
+
+void OnProgramThreadEnd(void*) {
+  if (g_program_threads.fetch_sub(1, std::memory_order_acq_rel) == 1 && InTracedProcess()) {
+    int saved = errno;
+    ++detail::t_hook_depth;
+    StopWriterForLastThread();
+    --detail::t_hook_depth;
+    errno = saved;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -956,7 +1029,15 @@ bool StartWriter() {
 // The recorder's locks are taken in the order code takes them (the CUPTI layer's first, then
 // flush, strings, queues, stacks), and released in the child as well: only the forking thread
 // exists there, and nothing it needs may stay held by a thread that is gone.
+// The forking thread keeps SIGTERM/SIGINT pending meanwhile (TerminationSignalsBlocked says why).
+__thread sigset_t t_mask_before_fork;
+
 void ForkPrepare() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, &t_mask_before_fork);
   if (idlescope_cupti_fork_prepare != nullptr) idlescope_cupti_fork_prepare();
   g_flush_mu.lock();
   g_strings_mu.lock();
@@ -970,6 +1051,7 @@ void ForkParent() {
   g_strings_mu.unlock();
   g_flush_mu.unlock();
   if (idlescope_cupti_fork_parent != nullptr) idlescope_cupti_fork_parent();
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
 void ForkChild() {
@@ -978,6 +1060,7 @@ void ForkChild() {
   g_strings_mu.unlock();
   g_flush_mu.unlock();
   if (idlescope_cupti_fork_child != nullptr) idlescope_cupti_fork_child();
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
@@ -1010,6 +1093,8 @@ void ForkChild() {
   g_rings_unavailable.store(0);
   g_final_request.store(0);
   g_final_done.store(0);
+  g_writer_stop.store(false);
+  g_program_threads.store(1);  // the forking thread
   g_exit_status_set = false;
   close(g_fd);  // the parent's file stays the parent's
   g_fd = -1;
@@ -1026,6 +1111,21 @@ void ForkChild() {
 
 // ---------------------------------------------------------------------------------------------
 // Internal API.
+
+// libc's pthread_create: ours (lifecycle.cc) counts the program's threads, and the writer is not
+// one of them.
+int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                      void* arg) {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static constinit std::atomic<CreateFn> real{nullptr};
+  CreateFn f = real.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+    if (f == nullptr) return EAGAIN;
+    real.store(f, std::memory_order_release);
+  }
+  return f(thread, attr, fn, arg);
+}
 
 bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == g_pid; }
 
@@ -1061,6 +1161,7 @@ void Init() {
                  ? trace::kOriginPreload
                  : trace::kOriginInjection;
   pthread_key_create(&g_ring_key, OnThreadExit);
+  pthread_key_create(&g_life_key, OnProgramThreadEnd);
   detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
   stacks::Init(g_config->stack_depth);
   bool ok;
@@ -1095,7 +1196,7 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   if (g_shutdown_started.exchange(true)) {
     // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
     // are already in _exit): let it finish before this one lets the process die.
-    if (g_final_request.load(std::memory_order_acquire) != 0) WaitFinalDone(from_signal ? 3 : 10);
+    WaitFinalDone(from_signal ? 3 : 10);
     return;
   }
   int saved_errno = errno;
@@ -1117,19 +1218,55 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   bool flush_cupti = g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr;
   if (flush_cupti && !from_signal) idlescope_cupti_flush();
   g_final_flush_cupti = flush_cupti && from_signal;
+  g_final_from_signal = from_signal;
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
-  if (g_writer_running.load(std::memory_order_acquire)) {
-    // The writer does the final flush: this thread may be in a signal handler, or hold locks a
-    // flush needs. Wait a bounded time: a stuck writer must not hang the program's exit.
+  // Who writes the last batches and the footer. A signal handler cannot (encoding allocates), nor
+  // should _exit/_Exit, which programs call from signal handlers too (this thread may be inside
+  // malloc or hold a lock of ours): the writer does it for them, a bounded wait, so a stuck writer
+  // never hangs the exit. exit() and the end of main (the library destructor) flush right here:
+  // no handoff to another thread, which on a loaded machine costs the process milliseconds.
+  bool by_writer = from_signal || reason == trace::kExitUnderscore;
+  if (by_writer && g_writer_running.load(std::memory_order_seq_cst)) {
     g_final_status = status;
-    g_final_request.store(1 + reason, std::memory_order_release);
+    g_final_request.store(1 + reason, std::memory_order_seq_cst);
     WakeWriter();
     WaitFinalDone(from_signal ? 3 : 10);
   } else if (!from_signal) {
-    FinalFlush(reason, status);
+    {
+      TerminationSignalsBlocked blocked;
+      FinalFlush(reason, status);
+    }
+    MarkFinalDone();
+  } else {
+    MarkFinalDone();  // nothing more can be written: a second ending need not wait
   }
   --detail::t_hook_depth;
   errno = saved_errno;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Program threads. A process ends when its last thread does (the main thread may pthread_exit
+// first: glibc's exit(0) comes from whichever thread is last). The writer counts as a thread to
+// glibc, so it must be gone before the program's last thread ends, or the process would never
+// exit; threads are counted here (pthread_create hook, lifecycle.cc) and each has a key whose
+// destructor runs at its end, however it ends.
+
+void CountNewThread() { g_program_threads.fetch_add(1, std::memory_order_relaxed); }
+void UncountThread() { g_program_threads.fetch_sub(1, std::memory_order_relaxed); }
+
+void ThreadStarts() {
+  // Any non-null value: the key's destructor runs only for threads that set one.
+  pthread_setspecific(g_life_key, &g_life_key);
+}
+
+void EnsureWriter() {
+  if (!RecorderActive() || g_shutdown_started.load() || !InTracedProcess()) return;
+  bool expected = false;
+  if (!g_writer_running.load(std::memory_order_acquire) &&
+      g_writer_starting.compare_exchange_strong(expected, true)) {
+    if (!g_writer_running.load(std::memory_order_acquire)) StartWriter();
+    g_writer_starting.store(false);
+  }
 }
 
 }  // namespace internal
@@ -1197,12 +1334,21 @@ uint32_t InternString(std::string_view s) {
   int saved = errno;
   ++detail::t_hook_depth;
   uint32_t id = 0;
-  if (!t_intern_bounded) {
+  if (!t_final_of_signal) {
     g_strings_mu.lock();
-  } else if (!LockWithin(g_strings_mu, 50'000'000)) {
+  } else if (t_intern_gave_up || !LockWithin(g_strings_mu, 50'000'000)) {
+    t_intern_gave_up = true;
+    if (t_unlisted_strings == nullptr) t_unlisted_strings = new std::vector<trace::InternedString>;
+    for (const trace::InternedString& u : *t_unlisted_strings) {
+      if (u.str == s) id = static_cast<uint32_t>(u.id);
+    }
+    if (id == 0) {
+      id = kUnlistedStringIds + static_cast<uint32_t>(t_unlisted_strings->size());
+      t_unlisted_strings->push_back({id, std::string(s)});
+    }
     --detail::t_hook_depth;
     errno = saved;
-    return 0;  // the frame goes unnamed
+    return id;
   }
   if (g_string_ids == nullptr) {
     g_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
@@ -1275,6 +1421,7 @@ void FlushNow() {
   int saved = errno;
   ++detail::t_hook_depth;
   {
+    TerminationSignalsBlocked blocked;
     std::lock_guard<std::mutex> lock(g_flush_mu);
     FlushLocked();
   }
@@ -1290,6 +1437,7 @@ void BeforeExec() {
   RecordPendingEvent();
   ++detail::t_hook_depth;
   {
+    TerminationSignalsBlocked blocked;
     std::lock_guard<std::mutex> lock(g_flush_mu);
     FlushLocked();
     WriteFooterLocked(trace::kExitExec, 0);
@@ -1303,6 +1451,7 @@ void AfterExecFailed() {
   int saved = errno;
   ++detail::t_hook_depth;
   {
+    TerminationSignalsBlocked blocked;
     std::lock_guard<std::mutex> lock(g_flush_mu);
     // Drop the footer: the process goes on, and the file must end with its real footer.
     if (g_closed && g_fd >= 0 && !g_fd_lost_said && ftruncate(g_fd, g_footer_at) == 0) {

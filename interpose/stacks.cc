@@ -341,6 +341,7 @@ std::string ReadBuildId(const struct dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
+    if (ph.p_memsz == 0) continue;
     const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
     const uint8_t* end = p + ph.p_memsz;
     while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -430,11 +431,53 @@ class SymbolizerState {
         this);
   }
 
-  std::string FunctionName(ModuleInfo* m, uintptr_t addr) {
+  // The module of `addr` without the loader's locks (dl_iterate_phdr and dladdr take them, and
+  // the final flush of a signal may not wait for the thread the signal stopped, which may be
+  // inside dlopen: a Python import). _dl_find_object (glibc 2.35) is lock-free; the module's
+  // program headers and build id are read from its image, whose first page holds the ELF header.
+  ModuleInfo* FindWithoutLoader(uintptr_t addr) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+    struct dl_find_object found;
+    if (_dl_find_object(reinterpret_cast<void*>(addr), &found) != 0 ||
+        found.dlfo_link_map == nullptr) {
+      return nullptr;
+    }
+    auto m = std::make_unique<ModuleInfo>();
+    const struct link_map* map = found.dlfo_link_map;
+    if (map->l_name != nullptr && map->l_name[0] != '\0') {
+      m->path = map->l_name;
+    } else {
+      char exe[PATH_MAX];
+      ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+      m->path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "[main]";
+    }
+    m->bias = map->l_addr;
+    m->lo = reinterpret_cast<uintptr_t>(found.dlfo_map_start);
+    m->hi = reinterpret_cast<uintptr_t>(found.dlfo_map_end);
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(m->lo);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_phentsize == sizeof(ElfW(Phdr)) &&
+        eh->e_phoff + uint64_t{eh->e_phnum} * sizeof(ElfW(Phdr)) <= m->hi - m->lo) {
+      struct dl_phdr_info info {};
+      info.dlpi_addr = map->l_addr;
+      info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(m->lo + eh->e_phoff);
+      info.dlpi_phnum = eh->e_phnum;
+      m->build_id = ReadBuildId(&info);
+    }
+    modules.push_back(std::move(m));
+    return modules.back().get();
+#else
+    (void)addr;
+    return nullptr;
+#endif
+  }
+
+  // `loader_free`: dladdr is not used (see FindWithoutLoader); the module's .symtab, else
+  // .dynsym, names what dladdr would.
+  std::string FunctionName(ModuleInfo* m, uintptr_t addr, bool loader_free) {
     Dl_info info;
     std::string name;
-    if (dladdr(reinterpret_cast<void*>(addr), &info) != 0 && info.dli_sname != nullptr &&
-        info.dli_saddr != nullptr) {
+    if (!loader_free && dladdr(reinterpret_cast<void*>(addr), &info) != 0 &&
+        info.dli_sname != nullptr && info.dli_saddr != nullptr) {
       name = info.dli_sname;
     } else if (m != nullptr) {
       if (!m->symbols_loaded) {
@@ -465,7 +508,7 @@ SymbolizerState& State() {
 
 }  // namespace
 
-uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
+uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out, bool loader_free) {
   SymbolizerState& s = State();
   auto it = s.frame_ids.find(pc);
   if (it != s.frame_ids.end()) return it->second;
@@ -473,12 +516,16 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   uintptr_t addr = pc > 0 ? pc - 1 : 0;
   ModuleInfo* m = s.Find(addr);
   if (m == nullptr) {
-    s.Rescan();
-    m = s.Find(addr);
+    if (loader_free) {
+      m = s.FindWithoutLoader(addr);
+    } else {
+      s.Rescan();
+      m = s.Find(addr);
+    }
   }
   trace::Frame f;
   f.id = s.next_frame++;
-  std::string fn = s.FunctionName(m, addr);
+  std::string fn = s.FunctionName(m, addr, loader_free);
   if (!fn.empty()) f.function = InternString(fn);
   if (m != nullptr) {
     f.module = InternString(m->path);
@@ -491,9 +538,9 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   return f.id;
 }
 
-void Symbolizer::TakeNewModules(std::vector<trace::Module>* out) {
+void Symbolizer::TakeNewModules(std::vector<trace::Module>* out, bool loader_free) {
   SymbolizerState& s = State();
-  if (s.LoadedSetChanged()) s.Rescan();
+  if (!loader_free && s.LoadedSetChanged()) s.Rescan();
   for (auto& m : s.modules) {
     if (m->emitted) continue;
     m->emitted = true;

@@ -300,7 +300,7 @@ void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
   TickAnchor& a = t_tick_anchor;
   if (__builtin_expect(a.ns_per_tick_q32 == 0 || t1 - a.ticks > a.span, 0)) {
     a.ticks = io::CallTicks();
-    a.ns = io::UseTsc() ? NowNs() : a.ticks;  // without TSC, ticks are NowNs()
+    a.ns = io::TicksAreNs() ? a.ticks : NowNs();
     a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
     if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
     a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;

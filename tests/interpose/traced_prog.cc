@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -283,6 +285,65 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     Mark("parent-after");
     return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+  }
+  if (mode == "main_pthread_exit") {  // main ends with pthread_exit; n threads go on a while
+    Mark("main-before-exit");
+    for (int t = 0; t < n; ++t) {
+      std::thread([t] {
+        usleep(50000 * (t + 1));
+        Mark("worker-end");
+        Say("worker-done\n");
+      }).detach();
+    }
+    pthread_exit(nullptr);
+  }
+  if (mode == "tsc_disabled") {  // RDTSC faults from here on, in this thread and its children
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) return 96;
+    // (No libc function that reads the time: clock_gettime's vDSO reads the TSC too.)
+    auto io = [](const char* name) {
+      char path[64];
+      snprintf(path, sizeof(path), "/tmp/idlescope-tsc-%d-%s", getpid(), name);
+      int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0) return false;
+      unlink(path);
+      char buf[4096] = {};
+      bool ok = true;
+      for (int i = 0; i < 200; ++i) ok &= write(fd, buf, sizeof(buf)) == sizeof(buf);
+      usleep(2000);  // a gap: the next writes start another burst
+      for (int i = 0; i < 200; ++i) ok &= pwrite(fd, buf, sizeof(buf), 0) == sizeof(buf);
+      ok &= fsync(fd) == 0 && close(fd) == 0;
+      Mark(name);
+      return ok;
+    };
+    bool ok = io("main-io");
+    std::thread t([&] { ok &= io("thread-io"); });
+    t.join();
+    Say(ok ? "ok\n" : "io failed\n");
+    return ok ? 0 : 1;
+  }
+  if (mode == "many_paths") {  // every open interns a new path: the strings mutex is busy
+    Mark("before-ready");
+    Flush();
+    // Long names: interning one (hash, copy) takes longer than the failing open itself, so the
+    // thread holds the strings mutex most of the time.
+    char path[1100];
+    int prefix = snprintf(path, sizeof(path), "/nonexistent-idlescope/");
+    memset(path + prefix, 'x', 1000);
+    for (uint64_t i = 0;; ++i) {
+      snprintf(path + prefix + 1000, sizeof(path) - prefix - 1000, "%llu",
+               static_cast<unsigned long long>(i));
+      close(open(path, O_RDONLY));
+      if (i == 99) Say("ready\n");  // 100 opens in the ring, none flushed yet
+    }
+  }
+  if (mode == "dlopen_loop") {  // the loader's lock is taken most of the time (Python imports)
+    Mark("before-ready");
+    for (int i = 0;; ++i) {
+      void* lib = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
+      Mark("loaded");
+      if (lib != nullptr) dlclose(lib);
+      if (i == 99) Say("ready\n");
+    }
   }
   if (mode == "fork_storm") {  // fork while threads are inside hooks (DataLoader workers)
     return ForkStorm(8, n);
