@@ -434,7 +434,7 @@ std::atomic<bool> g_writer_stop{false};    // the last program thread is ending 
 std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
 int g_final_status = 0;
 bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself (signal handler)
-bool g_final_from_signal = false;  // the requester is a signal handler (see FinalFlushBy)
+bool g_final_from_signal = false;  // the requester may be a signal handler (ServeFinalRequest)
 std::atomic<uint32_t> g_final_done{0};  // the final flush is over (futex word)
 std::atomic<bool> g_shutdown_started{false};
 std::atomic<bool> g_writer_starting{false};  // EnsureWriter: one thread starts it
@@ -925,10 +925,12 @@ void TakeOwnFdTable() {
   detail::t_own_fd_table = true;
 }
 
-// The final flush asked for by Shutdown: on a signal the thread that asked may hold any lock of
-// ours or of libc (it was interrupted anywhere), so nothing here may wait for one without bound:
-// interned strings are read without their mutex, new frame names give up on it after a short wait
-// (t_final_of_signal), and the GPU and notice queues are skipped if their mutex stays taken.
+// The final flush asked for by Shutdown: on a signal (or _exit, which signal handlers call) the
+// thread that asked may hold any lock of ours or of libc (it was interrupted anywhere), so nothing
+// here may wait for one without bound (t_final_of_signal): interned strings are read without their
+// mutex, new frame names give up on it after a short wait, frames are resolved without the
+// loader's locks, the GPU and notice queues are skipped if their mutex stays taken, and nothing is
+// freed (alloc.cc: malloc's arena locks).
 void ServeFinalRequest(uint32_t request) {
   // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler cannot
   // call into CUPTI, and this thread must not (its descriptor table lacks the CUDA driver's): the
@@ -944,6 +946,10 @@ void ServeFinalRequest(uint32_t request) {
 void* WriterMain(void*) {
   detail::t_hook_depth = 1;  // nothing this thread does is traced
   t_thread_dead = true;      // and it never records
+  // glibc gives a thread its malloc arena at its first allocation: now, while the process has few
+  // threads, so that it is an arena of its own (alloc.cc: why the final flush of a signal needs
+  // one).
+  free(malloc(1));
   TakeOwnFdTable();
   for (;;) {
     // Wait first: a short process ends before its first period, and its last flush is its own.
@@ -1129,6 +1135,8 @@ int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)
 
 bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == g_pid; }
 
+bool LeakFrees() { return t_final_of_signal; }
+
 void SetExitStatus(int status) {
   g_exit_status = status;
   g_exit_status_set = true;
@@ -1218,7 +1226,8 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   bool flush_cupti = g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr;
   if (flush_cupti && !from_signal) idlescope_cupti_flush();
   g_final_flush_cupti = flush_cupti && from_signal;
-  g_final_from_signal = from_signal;
+  // _exit is called from signal handlers too: its final flush takes the same care.
+  g_final_from_signal = from_signal || reason == trace::kExitUnderscore;
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   // Who writes the last batches and the footer. A signal handler cannot (encoding allocates), nor
   // should _exit/_Exit, which programs call from signal handlers too (this thread may be inside

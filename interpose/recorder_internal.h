@@ -50,6 +50,9 @@ void ThreadStarts();
 // Starts the writer if it is not running (it stopped when the last program thread ended, and the
 // program made a new one). Only where a thread may be created: not in a signal handler.
 void EnsureWriter();
+// True on the writer during the final flush of a signal: the library's operator delete frees
+// nothing then (alloc.cc says why).
+bool LeakFrees();
 // libc's pthread_create, past our hook.
 int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg);
 

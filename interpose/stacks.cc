@@ -275,8 +275,11 @@ struct ElfSymbol {
 };
 
 // FUNC symbols of a module's file: .symtab when present (static functions, executables not
-// linked with -rdynamic: dladdr only sees .dynsym), else .dynsym. Sorted by address.
-std::vector<ElfSymbol> LoadElfSymbols(const std::string& path) {
+// linked with -rdynamic: dladdr only sees .dynsym), else .dynsym if `dynsym` (when dladdr, which
+// searches .dynsym, is not used: FindWithoutLoader). Sorted by address. Without .symtab and
+// `dynsym` nothing is read: a stripped library's .dynsym (libc's: 3000 names to copy and sort, a
+// third of a short process's traced cost) cannot name what dladdr did not.
+std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
   std::vector<ElfSymbol> out;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
@@ -297,7 +300,7 @@ std::vector<ElfSymbol> LoadElfSymbols(const std::string& path) {
       in_file(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr))) {
     const Elf64_Shdr* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
     const Elf64_Shdr* table = nullptr;
-    for (int pass = 0; pass < 2 && table == nullptr; ++pass) {
+    for (int pass = 0; pass < (dynsym ? 2 : 1) && table == nullptr; ++pass) {
       uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
       for (int i = 0; i < eh->e_shnum; ++i) {
         if (sh[i].sh_type == want && sh[i].sh_link < eh->e_shnum) table = &sh[i];
@@ -334,6 +337,7 @@ struct ModuleInfo {
   std::string build_id;
   bool emitted = false;
   bool symbols_loaded = false;
+  bool dynsym_loaded = false;  // `symbols` came from .dynsym too (loader_free)
   std::vector<ElfSymbol> symbols;
 };
 
@@ -480,9 +484,10 @@ class SymbolizerState {
         info.dli_sname != nullptr && info.dli_saddr != nullptr) {
       name = info.dli_sname;
     } else if (m != nullptr) {
-      if (!m->symbols_loaded) {
+      if (!m->symbols_loaded || (loader_free && !m->dynsym_loaded)) {
         m->symbols_loaded = true;
-        m->symbols = LoadElfSymbols(m->path);
+        m->dynsym_loaded = loader_free;
+        m->symbols = LoadElfSymbols(m->path, /*dynsym=*/loader_free);
       }
       uint64_t rel = addr - m->bias;
       auto it = std::upper_bound(m->symbols.begin(), m->symbols.end(), rel,
