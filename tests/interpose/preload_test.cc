@@ -322,6 +322,28 @@ TEST_F(PreloadTest, DisablingTheTscKeepsTheProgramAndTheTimesRight) {
   EXPECT_EQ(writes, 800);
 }
 
+// Issue 16: when a ring is full the event is dropped and counted, never waited for: 200,000 marks
+// into a 16 KiB ring (128 slots) meet a full ring many times; every mark is in the file or in the
+// footer's drop count (and in the batches' counts, which add up to it).
+TEST_F(PreloadTest, FullBuffersDropAndCountEventsAndNeverBlock) {
+  Child c = Run({"burst", "200000"}, {"IDLESCOPE_BUFFER_KB=16", "IDLESCOPE_STACK_DEPTH=0"});
+  ASSERT_TRUE(WIFEXITED(c.status)) << c.status;
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  EXPECT_EQ(t.packets[0].header().config().buffer_bytes(), 128u * 96u);
+  const idlescope::Footer* footer = FooterOf(t);
+  ASSERT_NE(footer, nullptr);
+  Flattened f = Flatten(t);
+  EXPECT_GT(footer->events_dropped(), 0u);
+  EXPECT_EQ(footer->events_dropped(), f.dropped);
+  EXPECT_EQ(footer->events(), f.events.size());
+  // Every mark is in the file or dropped; so may be the other two events (the exit, the write of
+  // "burst-ms").
+  uint64_t accounted = Count(f, "burst") + footer->events_dropped();
+  EXPECT_GE(accounted, 200000u);
+  EXPECT_LE(accounted, 200002u);
+}
+
 TEST_F(PreloadTest, ThreadsHandTheirRingsOverWhenTheyExit) {
   Child c = Run({"threads", "3000"}, {"IDLESCOPE_BUFFER_KB=64"});
   ASSERT_TRUE(WIFEXITED(c.status));
