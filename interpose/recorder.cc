@@ -126,8 +126,6 @@ struct Ring {
   uint64_t dropped_reported = 0;
   uint64_t seq = 0;
   uint64_t snap_head = 0;
-  bool snapped = false;
-  bool exited_at_snap = false;
   uint32_t name_checks = 0;
   char name[16] = {};
   // The final flush's copy of the pending event (below), written after the ring's events.
@@ -180,7 +178,6 @@ void ResetRing(Ring* r, uint32_t tid) {
   r->wake_pending.store(false, std::memory_order_relaxed);
   r->dropped_reported = 0;
   r->seq = 0;
-  r->snapped = false;
   r->name_checks = 0;
   r->name[0] = '\0';
   r->tid = tid;
@@ -771,12 +768,14 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
 void FlushLocked(bool final = false) {
   if (g_closed) return;
   uint32_t n = g_ring_count.load(std::memory_order_acquire);
+  // What each ring was at the snapshot (0: none of ours to read: free, or being claimed by a thread
+  // that is resetting its fields). Kept here, not in the ring: a claiming thread writes those.
+  std::vector<uint32_t> snapped(n, kUnused);
   for (uint32_t i = 0; i < n; ++i) {
     Ring* r = &g_rings[i];
     uint32_t st = r->state.load(std::memory_order_acquire);
-    r->snapped = st == kOwned || st == kExited;
-    if (!r->snapped) continue;
-    r->exited_at_snap = st == kExited;
+    if (st != kOwned && st != kExited) continue;
+    snapped[i] = st;
     if (final && st == kOwned) {
       SnapshotWithPending(r);
     } else {
@@ -802,10 +801,10 @@ void FlushLocked(bool final = false) {
   wire::Buffer body;
   for (uint32_t i = 0; i < n; ++i) {
     Ring* r = &g_rings[i];
-    if (!r->snapped) continue;
+    if (snapped[i] == kUnused) continue;
     EncodeRing(r, &body, &interned);
     r->wake_pending.store(false, std::memory_order_relaxed);
-    if (r->exited_at_snap) {
+    if (snapped[i] == kExited) {
       UnmapSlots(r);
       r->state.store(kFree, std::memory_order_release);
     }

@@ -344,6 +344,21 @@ TEST_F(PreloadTest, FullBuffersDropAndCountEventsAndNeverBlock) {
   EXPECT_LE(accounted, 200002u);
 }
 
+// pthread_cancel of a thread blocked in a hooked call (read: a cancellation point) unwinds through
+// the hook's frame. Before, our statically linked personality routine was called there by glibc's
+// unwinder and aborted the program.
+TEST_F(PreloadTest, CancelledThreadInAHookedCallEnds) {
+  Child c = Run({"cancel_in_read"});
+  ASSERT_TRUE(WIFEXITED(c.status)) << c.status;
+  EXPECT_EQ(WEXITSTATUS(c.status), 0);
+  EXPECT_EQ(c.stdout_text, "cancelled\n");
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  ASSERT_NE(FooterOf(t), nullptr);
+  Flattened f = Flatten(t);
+  EXPECT_EQ(Count(f, "reader-blocks"), 1);
+  EXPECT_EQ(Count(f, "after-join"), 1);
+}
+
 TEST_F(PreloadTest, ThreadsHandTheirRingsOverWhenTheyExit) {
   Child c = Run({"threads", "3000"}, {"IDLESCOPE_BUFFER_KB=64"});
   ASSERT_TRUE(WIFEXITED(c.status));

@@ -286,6 +286,29 @@ int main(int argc, char** argv) {
     Mark("parent-after");
     return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
   }
+  if (mode == "cancel_in_read") {  // a thread blocked in read() (a cancellation point) cancelled
+    int fds[2];
+    if (pipe(fds) != 0) return 97;
+    static int read_fd = fds[0];
+    pthread_t reader;
+    pthread_create(
+        &reader, nullptr,
+        [](void*) -> void* {
+          char c;
+          Mark("reader-blocks");
+          ssize_t r = read(read_fd, &c, 1);
+          (void)r;
+          return nullptr;
+        },
+        nullptr);
+    usleep(100000);
+    pthread_cancel(reader);
+    void* result = nullptr;
+    pthread_join(reader, &result);
+    Mark("after-join");
+    Say(result == PTHREAD_CANCELED ? "cancelled\n" : "not cancelled\n");
+    return 0;
+  }
   if (mode == "burst") {  // n marks as fast as possible: far more than a small ring holds
     uint64_t t0 = MonotonicMs();
     for (int i = 0; i < n; ++i) Mark("burst");
