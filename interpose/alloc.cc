@@ -15,9 +15,15 @@
 
 #include "interpose/recorder_internal.h"
 
+// Not under AddressSanitizer: it replaces operator new and delete itself, and checks that they
+// pair up.
+#if !defined(__SANITIZE_ADDRESS__)
+
 void operator delete(void* p) noexcept {
   if (!idlescope::internal::LeakFrees()) free(p);
 }
 void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 void operator delete[](void* p) noexcept { operator delete(p); }
 void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
+
+#endif  // !defined(__SANITIZE_ADDRESS__)

@@ -209,9 +209,13 @@ void Init(uint32_t depth) {
   g_slots = static_cast<TrieSlot*>(MapZeroed(sizeof(TrieSlot) * kTrieSlots));
   g_nodes = static_cast<Node*>(MapZeroed(sizeof(Node) * kMaxNodes));
   if (g_slots == nullptr || g_nodes == nullptr) return;
+#if !defined(__SANITIZE_THREAD__)
+  // (Not under ThreadSanitizer: libunwind, not instrumented, runs a thread-exit destructor after
+  // TSan has finished the thread, and TSan's mutex interceptor crashes there. libgcc unwinds.)
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib != nullptr)
     g_unw_backtrace = reinterpret_cast<UnwBacktraceFn>(dlsym(lib, "unw_backtrace"));
+#endif
   dl_iterate_phdr(FindSelf, reinterpret_cast<void*>(&Init));
   g_depth = std::min<uint32_t>(depth, kMaxDepth);
 }
