@@ -214,9 +214,6 @@ IDLESCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* att
   if (!RecorderActive() || detail::t_hook_depth != 0) {
     return RealPthreadCreate(thread, attr, routine, arg);
   }
-  // pthread_create is not async-signal-safe, so this is a place where a writer that stopped may
-  // start again.
-  EnsureWriter();
   auto* start = new (std::nothrow) ThreadStart{routine, arg};
   if (start == nullptr) return EAGAIN;
   CountNewThread();

@@ -264,7 +264,11 @@ class Dumper {
       absl::StrAppend(&out_, "  string ", s.id(), " = ", Quote(s.str()), "\n");
     }
     for (const Frame& f : in.frames()) {
-      absl::StrAppend(&out_, "  frame ", f.id(), " = ", interned_data_.FormatFrame(f), "\n");
+      absl::StrAppend(&out_, "  frame ", f.id(), " = ", interned_data_.FormatFrame(f),
+                      f.kind() != FRAME_PYTHON ? ""
+                      : f.python_entry()       ? " [python, entry]"
+                                               : " [python]",
+                      "\n");
     }
     for (const StackNode& n : in.stack_nodes()) {
       absl::StrAppend(&out_, "  stack ", n.id(), " = frame ", n.frame(), " parent ", n.parent(),
