@@ -1,14 +1,16 @@
 // The per-call workload of tests/bench/run.sh: CALLS calls of one intercepted API in a loop, the
 // same binary run bare, traced (stacks off / on), under `strace -f` and under `ltrace -f`, so the
 // difference between two runs is what each tool adds per call. Usage:
-//   call_loop write|read|memcpy|launch|allreduce CALLS
+//   call_loop write|read|memcpy|launch|allreduce CALLS [WARMUP]
 // Prints one line: "call_loop KIND CALLS WALL_NS CPU_NS" (the timed loop only: wall time, and the
 // process's CPU time, all threads, so a tracer's writer thread counts).
 //
-// Untimed: setup (file, buffers, stream, NCCL communicator), a warm-up of kWarmup calls (process
-// start, the first stack capture loading the unwinder, and a thread's event ring whose pages the
-// first ~11,000 events touch for the first time), and a cudaStreamSynchronize every kBatch calls
-// (keeps simgpu's queue short; the sync is itself a hooked call, 1 per kBatch, and is timed out).
+// Untimed: setup (file, buffers, stream, NCCL communicator), a warm-up of WARMUP calls (default
+// 16384: process start, the first stack capture loading the unwinder, and a thread's event ring
+// whose pages the first ~11,000 events touch for the first time; under ltrace, whose every call
+// costs milliseconds on a loaded machine, a few hundred), and a cudaStreamSynchronize every kBatch
+// calls (keeps simgpu's queue short; the sync is itself a hooked call, 1 per kBatch, and is timed
+// out).
 //   write/read: 4 KB to/from a file on tmpfs (/dev/shm), rewound every 16 MB.
 //   memcpy:     cudaMemcpyAsync of 64 B from pinned memory to the device.
 //   launch:     an empty kernel, <<<1, 32>>> on a stream.
@@ -27,7 +29,7 @@
 namespace {
 
 constexpr int kBatch = 256;
-constexpr int kWarmup = 16384;
+constexpr long kDefaultWarmup = 16384;
 constexpr size_t kIoBlock = 4096;
 constexpr long kIoRewind = 16 << 20;
 
@@ -119,16 +121,18 @@ struct Workload {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: call_loop write|read|memcpy|launch|allreduce CALLS\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: call_loop write|read|memcpy|launch|allreduce CALLS [WARMUP]\n");
     return 2;
   }
   Workload w;
   w.kind = argv[1];
   long calls = std::atol(argv[2]);
   if (calls <= 0) Fail("CALLS must be a positive number");
+  long warmup = argc == 4 ? std::atol(argv[3]) : kDefaultWarmup;
+  if (warmup < 0) Fail("WARMUP must be a number");
   w.Setup();
-  for (int i = 0; i < kWarmup; ++i) {
+  for (long i = 0; i < warmup; ++i) {
     w.Call();
     if (i % kBatch == kBatch - 1) w.Drain();
   }
