@@ -150,13 +150,16 @@ class Bench:
     def per_call(self):
         loop = self.need("tests/bench/call_loop", "bench_call_loop")
         strace, ltrace = shutil.which("strace"), shutil.which("ltrace")
-        calls = 20000 if self.quick else 200000
+        # GPU kinds fewer: simgpu runs each copy, kernel and all-reduce in (wall-clock) device
+        # time, and the untimed drains then wait for it.
+        calls = 20000 if self.quick else 100000
+        gpu_calls = 20000 if self.quick else 50000
         # strace and ltrace stop the program at every call (ptrace): tens of microseconds to
         # milliseconds each on a loaded machine, so fewer calls and a short warm-up.
         slow_calls = {"strace": 500 if self.quick else 5000, "ltrace": 100 if self.quick else 500}
         slow_warmup = "256"
-        reps = 3 if self.quick else 11
-        slow_reps = 1 if self.quick else 3
+        reps = 3 if self.quick else 7
+        slow_reps = 1 if self.quick else 2
         # What ltrace is told to record: the call as the program's PLT sees it (a <<<>>> launch
         # is a call of __cudaLaunchKernel, nvcc's stub for it).
         symbols = {"write": "write", "read": "read", "memcpy": "cudaMemcpyAsync",
@@ -164,10 +167,12 @@ class Bench:
         labels = {"write": "write 4 KB (tmpfs)", "read": "read 4 KB (tmpfs)",
                   "memcpy": "cudaMemcpyAsync 64 B", "launch": "kernel launch",
                   "allreduce": "ncclAllReduce 256 B"}
-        log("1. cost per intercepted call: %d calls per run (strace %d, ltrace %d), %d "
-            "repetitions (strace/ltrace %d)" % (calls, slow_calls["strace"], slow_calls["ltrace"],
-                                               reps, slow_reps))
+        log("1. cost per intercepted call: %d calls per run (GPU %d, strace %d, ltrace %d), %d "
+            "repetitions (strace/ltrace %d)" % (calls, gpu_calls, slow_calls["strace"],
+                                               slow_calls["ltrace"], reps, slow_reps))
+        all_calls = calls
         for kind in ["write", "read", "memcpy", "launch", "allreduce"]:
+            calls = all_calls if kind in ("write", "read") else gpu_calls
             out = self.fresh("calls-" + kind)
             modes = {
                 "bare": ([], self.base_env, calls),
@@ -352,7 +357,7 @@ class Bench:
         jobs.append(("mixed", run_pair.MIXED["args"], run_pair.MIXED.get("env", {})))
         if self.quick:
             jobs = [j for j in jobs if j[0] in ("host_transfer", "allreduce")]
-        reps = 1 if self.quick else 5
+        reps = 1 if self.quick else 3
         log("3. examples end to end: %d paired runs each" % reps)
         for name, args, env_extra in jobs:
             env = dict(self.base_env, **env_extra)
