@@ -333,9 +333,9 @@ class Bench:
                 for name in os.listdir(proj):
                     if name.endswith(".o") or name == "prog":
                         os.unlink(os.path.join(proj, name))
-                out = self.fresh("make-traces")
                 cmd = [make, "-s", "-j2"]
                 if m == "traced":
+                    out = self.fresh("make-traces")
                     cmd = [self.idlescope, "run", "-o", out, "--"] + cmd
                 got[m] = timed(cmd, env=self.base_env, cwd=proj)[0]
                 walls[m].append(got[m])
@@ -468,7 +468,7 @@ WITH ordered AS (
   FROM gpu),
 gaps AS (SELECT pid, device, busy_until AS gap_start, start AS gap_end
          FROM ordered WHERE start > busy_until),
-longest AS (SELECT MAX("end" - start) AS ns FROM host)
+longest AS (SELECT MAX("end" - start) AS ns FROM host),
 per_api AS (
   SELECT g.pid, g.device, g.gap_start, g.gap_end - g.gap_start AS gap_ns, n.name, COUNT(*) AS calls,
          SUM(MIN(h."end", g.gap_end) - MAX(h.start, g.gap_start)) AS overlap_ns
@@ -548,6 +548,7 @@ def main():
     started = machine()
     t0 = time.monotonic()
     sections = args.only.split(",")
+    failure = None
     try:
         if "calls" in sections:
             bench.per_call()
@@ -560,6 +561,9 @@ def main():
     except Missing as e:
         print("run.sh: " + str(e), file=sys.stderr)
         return 2
+    except (RuntimeError, OSError, ValueError, IndexError, AttributeError) as e:
+        # The rows measured so far still print: a failing step costs its own figures only.
+        failure = str(e)
     finally:
         bench.cleanup()
     rev = subprocess.run(["git", "-C", args.source, "rev-parse", "--short", "HEAD"],
@@ -569,6 +573,9 @@ def main():
         "tests/bench/run.sh", " --quick" if args.quick else "",
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rev or "?", time.monotonic() - t0),
         started, machine())
+    if failure is not None:
+        print("run.sh: stopped early: " + failure, file=sys.stderr)
+        return 1
     return 0
 
 
