@@ -228,7 +228,9 @@ class Bench:
                 row("per call", "%s, %s" % (labels[kind], m), figure,
                     "bare %.0f ns CPU, %.0f wall" % (bare["cpu"], bare["wall"]), target)
             shutil.rmtree(out, ignore_errors=True)
-        self.in_process_figures()
+        # Not in --quick: each of them is a ctest test of its own (label bench) already.
+        if not self.quick:
+            self.in_process_figures()
 
     def in_process_figures(self):
         bench = os.path.join(self.build, "tests/cuda/cuda_memcpy_bench")
