@@ -7,9 +7,10 @@
 // stopped may be inside malloc, holding its arena's lock (Python allocates all the time), and
 // freeing a block that thread's arena gave out (a queue vector grown on the CUPTI thread, a notice
 // recorded by a program thread) would wait for that lock forever: the process then lost its last
-// events and footer, 3 s later. So in that flush the writer frees nothing (`LeakFrees`): the
-// process ends right after it. Its own allocations come from the arena glibc gave it at its start
-// (WriterMain allocates once first thing), which the stopped thread does not hold.
+// events and footer, 3 s later. So in that flush, and in the rest of a flush under way when it
+// was asked for, the writer frees nothing (`LeakFrees`): the process ends right after it. Its own
+// allocations come from the arena glibc gave it at its start (WriterMain allocates once first
+// thing), which the stopped thread does not hold.
 #include <cstdlib>
 #include <new>
 

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -349,32 +350,42 @@ std::atomic<uint32_t> g_strings_published{0};  // ids 1..published have their St
 uint32_t g_strings_emitted = 0;                // written to the current file (under g_flush_mu)
 uint64_t g_strings_refused = 0;                // table full (under g_strings_mu)
 
-// Set on the writer for the final flush of a signal, which may not wait for a lock the thread
-// the signal stopped can hold: frames are resolved without the dynamic loader's locks
-// (Symbolizer::FrameFor), the queues are left out if their mutex stays taken (FlushLocked), and
-// InternString (frame and module names) waits for the strings mutex 50 ms at most, once, then
-// gives the string an id of its own, above any the table hands out, defined in that last flush
-// (`t_unlisted_strings`: nothing is written after it, so the string need not be found again).
+// Strings interned by a flush (function, module and Python file names of new frames): a table of
+// the flush's own, under g_flush_mu, never g_strings_mu, with ids from kFlushStringIds up. The
+// thread that holds g_strings_mu may be the one a signal stopped in a hook (every open interns
+// its path), and the final flush of that signal runs after the flush under way, on the same
+// writer: a periodic flush waiting for that mutex kept the final one from starting for the
+// handler's 3 s, and the process died with neither its last events nor its footer. Only frames
+// and modules use these ids, and a new file (a forked child's) resolves those again
+// (Symbolizer::Reset): the table is emptied with them. `t_flushing`: the calling thread is in
+// FlushLocked (hooks do not record meanwhile: t_hook_depth), so InternString uses this table.
+constexpr uint32_t kFlushStringIds = 0x7f000000u;
+constexpr uint32_t kMaxFlushStrings = 1u << 24;
+__thread bool t_flushing __attribute__((tls_model("initial-exec"))) = false;
+std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>* g_flush_string_ids;
+std::vector<const std::string*>* g_flush_strings;  // by id - kFlushStringIds (the map's keys)
+uint32_t g_flush_strings_emitted = 0;              // written to the current file
+
+uint32_t InternFlushString(std::string_view s) {
+  auto it = g_flush_string_ids->find(s);
+  if (it != g_flush_string_ids->end()) return it->second;
+  if (g_flush_strings->size() >= kMaxFlushStrings) return 0;
+  uint32_t id = kFlushStringIds + static_cast<uint32_t>(g_flush_strings->size());
+  g_flush_strings->push_back(&g_flush_string_ids->emplace(std::string(s), id).first->first);
+  return id;
+}
+
+// Set on the writer for the final flush of a signal (or of _exit, which signal handlers call),
+// which may not wait for a lock the thread the signal stopped can hold: frames are resolved
+// without the dynamic loader's locks (Symbolizer::FrameFor), the queues are left out if their
+// mutex stays taken (FlushLocked), nothing is freed (alloc.cc).
 __thread bool t_final_of_signal __attribute__((tls_model("initial-exec"))) = false;
-__thread bool t_intern_gave_up __attribute__((tls_model("initial-exec"))) = false;
-constexpr uint32_t kUnlistedStringIds = 0x7f000000u;
-std::vector<trace::InternedString>* t_unlisted_strings = nullptr;  // writer only (final flush)
 
 // The string of a published id (1..g_strings_published).
 const StringRef& PublishedString(uint32_t id) {
   uint32_t index = id - 1;
   return g_string_chunks[index >> kStringChunkBits].load(
       std::memory_order_relaxed)[index & (kStringChunk - 1)];
-}
-
-// Takes `mu` within `ns` nanoseconds, else gives up.
-bool LockWithin(std::mutex& mu, uint64_t ns) {
-  uint64_t deadline = NowNs() + ns;
-  while (!mu.try_lock()) {
-    if (NowNs() >= deadline) return false;
-    sched_yield();
-  }
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -437,13 +448,40 @@ bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself
 bool g_final_from_signal = false;  // the requester may be a signal handler (ServeFinalRequest)
 std::atomic<uint32_t> g_final_done{0};  // the final flush is over (futex word)
 std::atomic<bool> g_shutdown_started{false};
-std::atomic<bool> g_writer_started{false};   // g_writer is a thread not joined yet
+std::atomic<bool> g_writer_started{false};  // g_writer is a thread not joined yet
 // Program threads alive (the main thread, and those created through the pthread_create hook).
 std::atomic<int32_t> g_program_threads{1};
 pthread_key_t g_life_key;
 std::atomic<bool> g_initialized{false};
 trace::Origin g_origin = trace::kOriginPreload;
 uint32_t g_parent_pid = 0;
+
+// The process is ending on a signal or _exit (Shutdown asked for the final flush): the thread that
+// asked may be stopped holding any lock.
+bool SignalEndingRequested() {
+  return g_final_request.load(std::memory_order_acquire) != 0 && g_final_from_signal;
+}
+
+// Takes `mu` (held by program threads for a few instructions: the queues) for a flush. It waits
+// as long as it takes, except once the process ends on a signal: the holder may be the stopped
+// thread, and the flush then goes on without it 100 ms later.
+bool LockForFlush(std::mutex& mu) {
+  uint64_t give_up_at = 0;
+  while (!mu.try_lock()) {
+    if (t_final_of_signal || SignalEndingRequested()) {
+      uint64_t now = NowNs();
+      if (give_up_at == 0) {
+        give_up_at = now + 100'000'000;
+      } else if (now >= give_up_at) {
+        return false;
+      }
+    }
+    // A sleep, not a spin: the holder may be preempted (two cores, loaded).
+    timespec pause{0, 50'000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
@@ -878,6 +916,12 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
 // exited thread appended its own in OnThreadExit).
 void FlushLocked(bool final = false) {
   if (g_closed) return;
+  // Names of new frames go into the flush's own strings (InternFlushString); set until the locals
+  // below are freed (LeakFrees).
+  struct FlushingScope {
+    FlushingScope() { t_flushing = true; }
+    ~FlushingScope() { t_flushing = false; }
+  } flushing;
   uint32_t n = g_ring_count.load(std::memory_order_acquire);
   // What each ring was at the snapshot (0: none of ours to read: free, or being claimed by a thread
   // that is resetting its fields). Kept here, not in the ring: a claiming thread writes those.
@@ -899,7 +943,7 @@ void FlushLocked(bool final = false) {
   uint64_t gpu_dropped = 0;
   // On a signal the queues' mutex may be held by the thread the signal stopped (a notice being
   // queued): their content is then left out rather than waited for.
-  if (t_final_of_signal ? LockWithin(g_queue_mu, 100'000'000) : (g_queue_mu.lock(), true)) {
+  if (LockForFlush(g_queue_mu)) {
     gpu.swap(*g_gpu_queue);
     devices.swap(*g_devices_pending);
     notices.swap(*g_notices_pending);
@@ -926,12 +970,15 @@ void FlushLocked(bool final = false) {
   std::vector<stacks::NewNode> nodes;
   stacks::TakeNewNodes(&nodes);
   stacks::Symbolizer& sym = stacks::WriterSymbolizer();
+  // Without the loader's locks once the process ends on a signal (the stopped thread may be in
+  // dlopen), also in a flush that was under way when it came.
   for (const stacks::NewNode& node : nodes) {
-    uint64_t frame = sym.FrameFor(node.pc, &interned, /*loader_free=*/t_final_of_signal);
+    bool loader_free = t_final_of_signal || SignalEndingRequested();
+    uint64_t frame = sym.FrameFor(node.pc, &interned, loader_free);
     interned.stack_nodes.push_back({node.id, node.parent, frame});
   }
   std::vector<trace::Module> modules;
-  sym.TakeNewModules(&modules, /*loader_free=*/t_final_of_signal);
+  sym.TakeNewModules(&modules, t_final_of_signal || SignalEndingRequested());
   // Every id an event above uses was published before the event was recorded (no lock: see
   // "Interned strings").
   uint32_t published = g_strings_published.load(std::memory_order_acquire);
@@ -939,9 +986,9 @@ void FlushLocked(bool final = false) {
     const StringRef& ref = PublishedString(g_strings_emitted + 1);
     interned.strings.push_back({g_strings_emitted + 1, std::string(ref.data, ref.size)});
   }
-  if (t_unlisted_strings != nullptr) {
-    for (trace::InternedString& u : *t_unlisted_strings) interned.strings.push_back(std::move(u));
-    t_unlisted_strings->clear();
+  for (; g_flush_strings_emitted < g_flush_strings->size(); ++g_flush_strings_emitted) {
+    interned.strings.push_back(
+        {kFlushStringIds + g_flush_strings_emitted, *(*g_flush_strings)[g_flush_strings_emitted]});
   }
 
   wire::Buffer out;
@@ -1058,16 +1105,17 @@ void DoJobLocked(WriterJob job) {
   }
 }
 
-// Writer side: runs the posted job, if any.
-void ServeJob() {
+// Writer side: runs the posted job, if any (true if there was one).
+bool ServeJob() {
   WriterJob job = static_cast<WriterJob>(g_job.exchange(0, std::memory_order_acq_rel));
-  if (job == WriterJob::kNone) return;
+  if (job == WriterJob::kNone) return false;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     DoJobLocked(job);
   }
   g_jobs_done.fetch_add(1, std::memory_order_release);
   Futex(&g_jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  return true;
 }
 
 // Program thread: `job` done on the file, by the writer when the file is in its table, else here.
@@ -1104,9 +1152,10 @@ void RunJob(WriterJob job) {
 // The final flush asked for by Shutdown: on a signal (or _exit, which signal handlers call) the
 // thread that asked may hold any lock of ours or of libc (it was interrupted anywhere), so nothing
 // here may wait for one without bound (t_final_of_signal): interned strings are read without their
-// mutex, new frame names give up on it after a short wait, frames are resolved without the
+// mutex (and a flush interns new frame names in its own table), frames are resolved without the
 // loader's locks, the GPU and notice queues are skipped if their mutex stays taken, and nothing is
-// freed (alloc.cc: malloc's arena locks).
+// freed (alloc.cc: malloc's arena locks). The same holds for the rest of a periodic flush that was
+// under way when the request came: this one starts only after it.
 void ServeFinalRequest(uint32_t request) {
   // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler cannot
   // call into CUPTI, and this thread must not (its descriptor table lacks the CUDA driver's): the
@@ -1156,7 +1205,9 @@ void* WriterMain(void*) {
       break;
     }
     if (g_writer_stop.load(std::memory_order_acquire)) break;
-    ServeJob();
+    // A job's flush is this period's (a second one at once would find little, and compete with
+    // the program for the CPU).
+    if (ServeJob()) continue;
     // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
     // reopens the trace, and only a final request ends the thread.
     std::lock_guard<std::mutex> lock(g_flush_mu);
@@ -1285,7 +1336,10 @@ void ForkChild() {
   }
   g_strings_emitted = 0;
   stacks::MarkAllUnemitted();
-  stacks::WriterSymbolizer().Reset();
+  stacks::WriterSymbolizer().Reset();  // frames and modules are named again: in the flush's strings
+  g_flush_string_ids->clear();
+  g_flush_strings->clear();
+  g_flush_strings_emitted = 0;
   g_stream_ids->clear();
   g_gpu_queue->clear();
   g_devices_pending->clear();
@@ -1338,7 +1392,7 @@ int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)
 
 bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == g_pid; }
 
-bool LeakFrees() { return t_final_of_signal; }
+bool LeakFrees() { return t_final_of_signal || (t_flushing && SignalEndingRequested()); }
 
 void SetExitStatus(int status) {
   g_exit_status = status;
@@ -1364,6 +1418,8 @@ void Init() {
   g_notice_codes_said = new std::set<std::string>();
   g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
   g_comm_ids = new trace::CommIds();
+  g_flush_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
+  g_flush_strings = new std::vector<const std::string*>();
   // What was wrong with the configuration goes into the trace too (it was said on stderr only
   // where that is allowed).
   for (const std::string& warning : g_config->warnings) {
@@ -1544,22 +1600,13 @@ uint32_t InternString(std::string_view s) {
   int saved = errno;
   ++detail::t_hook_depth;
   uint32_t id = 0;
-  if (!t_final_of_signal) {
-    g_strings_mu.lock();
-  } else if (t_intern_gave_up || !LockWithin(g_strings_mu, 50'000'000)) {
-    t_intern_gave_up = true;
-    if (t_unlisted_strings == nullptr) t_unlisted_strings = new std::vector<trace::InternedString>;
-    for (const trace::InternedString& u : *t_unlisted_strings) {
-      if (u.str == s) id = static_cast<uint32_t>(u.id);
-    }
-    if (id == 0) {
-      id = kUnlistedStringIds + static_cast<uint32_t>(t_unlisted_strings->size());
-      t_unlisted_strings->push_back({id, std::string(s)});
-    }
+  if (t_flushing) {
+    id = InternFlushString(s);
     --detail::t_hook_depth;
     errno = saved;
     return id;
   }
+  g_strings_mu.lock();
   if (g_string_ids == nullptr) {
     g_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
   }

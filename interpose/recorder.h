@@ -271,7 +271,8 @@ void RecordGpuDropped(uint64_t records);
 
 // Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the process
 // (a forked child's file defines them all again). Thread-safe; costs a hash lookup. Hooks intern
-// their API name once per call site (ApiName).
+// their API name once per call site (ApiName). Inside a flush (names of new frames) the id comes
+// from the flush's own table instead, without the mutex hooks take, valid in the current file.
 uint32_t InternString(std::string_view s);
 
 // Interns a path (a file, a program or module, a socket address): InternString of what the trace
