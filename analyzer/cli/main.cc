@@ -19,6 +19,8 @@ constexpr Command kCommands[] = {
     {"report", idlescope::ReportCommand,
      "report [--format F] DIR|FILE... why the GPUs of a traced job sat idle"},
     {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
+    {"export", idlescope::ExportCommand,
+     "export --format perfetto|chrome -o FILE DIR|FILE... the job's timeline for a trace viewer"},
 };
 
 void Usage(FILE* out) {

@@ -11,6 +11,7 @@ absl::StatusOr<AnalyzedJob> AnalyzeJob(const std::vector<std::string>& inputs,
   absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(inputs);
   if (!reader.ok()) return reader.status();
   JobAnalysis analysis(options.analysis);
+  analysis.SetSliceObserver(options.slices);
   if (extra_sinks.empty()) {
     (*reader)->Run(analysis, options.read);
   } else {
@@ -22,6 +23,7 @@ absl::StatusOr<AnalyzedJob> AnalyzeJob(const std::vector<std::string>& inputs,
   job.stats = (*reader)->stats();
   job.symbols = (*reader)->TakeSymbols();
   job.report = analysis.BuildReport(job.symbols);
+  job.device_ids = analysis.DeviceIds();
   job.report.tool_version = "idlescope " IDLESCOPE_VERSION;
   return job;
 }

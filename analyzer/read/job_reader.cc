@@ -111,6 +111,10 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     info.cuda_visible_devices = h.cuda_visible_devices();
     info.main_tid = h.main_tid();
     info.forked = h.origin() == ORIGIN_FORK;
+    if (h.has_clock()) {
+      info.realtime_at_zero = static_cast<Ns>(h.clock().realtime_ns()) -
+                              static_cast<Ns>(h.clock().monotonic_ns()) - file->offset;
+    }
     file->process = static_cast<uint32_t>(stats_.files);
     file->interned = &symbols_.ForProcess(file->process);
     sink.AddProcess(file->process, info);
@@ -240,6 +244,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.nranks = ev.nranks();
         e.ptr = ev.ptr();
         e.child_pid = ev.child_pid();
+        e.correlation = ev.correlation();
         sink.AddHostEvent(e);
         f.last_time = std::max(f.last_time, e.end);
       }
@@ -268,6 +273,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         r.copy_kind = a.copy_kind();
         r.src_kind = a.src_kind();
         r.dst_kind = a.dst_kind();
+        r.correlation = a.correlation();
         sink.AddGpuRecord(r);
         f.last_time = std::max(f.last_time, r.end);
       }
