@@ -25,6 +25,7 @@ constexpr char kUsage[] =
     "  --format FORMAT      perfetto (Perfetto's protobuf trace: open it in ui.perfetto.dev)\n"
     "                       or chrome (Trace Event Format JSON: chrome://tracing, Perfetto)\n"
     "  -o, --output FILE    where to write it (required)\n"
+    "  -q, --quiet          no progress line (shown on a terminal for long analyses)\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms)\n"
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n";
 
@@ -34,6 +35,7 @@ int ExportCommand(int argc, char** argv) {
   const char* format = nullptr;
   std::string output;
   PipelineOptions pipeline;
+  pipeline.progress = "idlescope export";
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -59,6 +61,8 @@ int ExportCommand(int argc, char** argv) {
         std::fprintf(stderr, "idlescope export: %s needs a file name\n", argv[i]);
         return 2;
       }
+    } else if (arg == "-q" || arg == "--quiet") {
+      pipeline.progress.clear();
     } else if (arg == "--min-gap") {
       if (!value(&number)) return 2;
       pipeline.analysis.min_gap = static_cast<Ns>(number * 1e6);
@@ -94,8 +98,10 @@ int ExportCommand(int argc, char** argv) {
   std::string bytes =
       name == "perfetto" ? FormatPerfettoTrace(timeline) : FormatChromeTrace(timeline);
   if (!WriteOutput("export", output, bytes)) return 1;
-  std::fprintf(stderr, "idlescope export: %zu tracks, %zu slices written to %s\n",
-               timeline.tracks.size(), timeline.slices.size(), output.c_str());
+  if (!pipeline.progress.empty()) {
+    std::fprintf(stderr, "idlescope export: %zu tracks, %zu slices written to %s\n",
+                 timeline.tracks.size(), timeline.slices.size(), output.c_str());
+  }
   return 0;
 }
 

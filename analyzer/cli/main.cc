@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: idlescope <command> [args]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %s\n", c.help);
+  std::fprintf(out,
+               "  --version                version, git commit, trace formats read and written\n");
   std::fprintf(out, "\n'idlescope <command> --help' for a command's options.\n");
 }
 
@@ -41,10 +43,8 @@ int main(int argc, char** argv) {
     Usage(stdout);
     return 0;
   }
-  if (name == "--version") {
-    std::printf("idlescope %s\n", IDLESCOPE_VERSION);
-    return 0;
-  }
+  if (name == "--version" || name == "version")
+    return idlescope::VersionCommand(argc - 1, argv + 1);
   for (const Command& c : kCommands) {
     if (name == c.name) return c.main(argc - 1, argv + 1);
   }

@@ -1,7 +1,10 @@
 #include "analyzer/cli/pipeline.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
+
+#include "analyzer/cli/progress.h"
 
 namespace idlescope {
 
@@ -12,6 +15,13 @@ absl::StatusOr<AnalyzedJob> AnalyzeJob(const std::vector<std::string>& inputs,
   if (!reader.ok()) return reader.status();
   JobAnalysis analysis(options.analysis);
   analysis.SetSliceObserver(options.slices);
+  std::optional<ProgressSink> progress;
+  if (!options.progress.empty() && ProgressSink::Wanted(false)) {
+    JobReader* r = reader->get();
+    progress.emplace(
+        options.progress, [r] { return r->BytesRead(); }, r->TotalBytes());
+    extra_sinks.push_back(&*progress);
+  }
   if (extra_sinks.empty()) {
     (*reader)->Run(analysis, options.read);
   } else {
@@ -19,6 +29,7 @@ absl::StatusOr<AnalyzedJob> AnalyzeJob(const std::vector<std::string>& inputs,
     TeeSink tee(std::move(extra_sinks));
     (*reader)->Run(tee, options.read);
   }
+  if (progress) progress->Finish();
   AnalyzedJob job;
   job.stats = (*reader)->stats();
   job.symbols = (*reader)->TakeSymbols();

@@ -20,6 +20,9 @@ struct PipelineOptions {
   AnalysisOptions analysis;
   ReadOptions read;
   SliceObserver* slices = nullptr;  // sees every credited slice (timeline exporters)
+  // Progress on stderr while the files are read, when it is a terminal (cli/progress.h), headed
+  // by this ("idlescope report"); "" or --quiet: none.
+  std::string progress = {};
 };
 
 struct AnalyzedJob {

@@ -33,6 +33,8 @@ constexpr char kUsage[] =
     "                       timeline: docs/html-report.md)\n"
     "  --json               the same as --format json\n"
     "  -o, --output FILE    write the report to FILE instead of stdout\n"
+    "  -q, --quiet          no progress line (shown on a terminal for long analyses) and no\n"
+    "                       closing throughput line\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
     "  --top N              longest gaps and evidence items listed (default 10)\n"
@@ -43,6 +45,7 @@ constexpr char kUsage[] =
 int ReportCommand(int argc, char** argv) {
   const char* format = "text";
   std::string output;
+  bool quiet = false;
   AnalysisOptions options;
   ReadOptions read_options;
   std::vector<std::string> inputs;
@@ -71,6 +74,8 @@ int ReportCommand(int argc, char** argv) {
         std::fprintf(stderr, "idlescope report: %s needs a file name\n", argv[i]);
         return 2;
       }
+    } else if (arg == "-q" || arg == "--quiet") {
+      quiet = true;
     } else if (arg == "--min-gap") {
       if (!value(&number)) return 2;
       options.min_gap = static_cast<Ns>(number * 1e6);
@@ -104,6 +109,7 @@ int ReportCommand(int argc, char** argv) {
   DeviceStripRecorder strips;
   std::vector<RecordSink*> sinks;
   PipelineOptions pipeline{options, read_options};
+  if (!quiet) pipeline.progress = "idlescope report";
   if (html) {
     sinks.push_back(&strips);
     pipeline.slices = &strips;
@@ -123,6 +129,7 @@ int ReportCommand(int argc, char** argv) {
     bytes = out.text();
   }
   if (!WriteOutput("report", output, bytes)) return 1;
+  if (quiet) return 0;
 
   // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on
   // a loaded machine) and per wall second; peak RSS from the kernel's high-water mark.

@@ -1,5 +1,7 @@
 #include "analyzer/read/job_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -76,8 +78,16 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     job->files_.push_back(std::move(file));
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) job->total_bytes_ += static_cast<uint64_t>(st.st_size);
   }
   return job;
+}
+
+uint64_t JobReader::BytesRead() const {
+  uint64_t bytes = 0;
+  for (const auto& file : files_) bytes += file->reader->stats().bytes_read;
+  return bytes;
 }
 
 void JobReader::Run(RecordSink& sink, const ReadOptions& options) {

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Renders `idlescope report --format html` in headless Chromium (issue 14, "Done when" 1).
 
-Two jobs:
+Three pages:
   example  an example of examples/cuda/ traced on simgpu under `idlescope run` (the README's
            mixed job by default): the page must show the largest cause's name, its seconds and
            its fix, exactly as `idlescope report --format json` has them;
   ranks    a generated job of --ranks ranks (tools/gen_trace): the page must stay under 5 MB and
-           render in under 2 s, and show its largest cause the same way.
+           render in under 2 s, and show its largest cause the same way;
+  diff     `idlescope diff --format html` of two runs (--before, --after) with a gate that
+           trips: the page must give the verdict, the gate and the cause.
 render_page.js (puppeteer-core driving /usr/bin/chromium) checks that the page made no network
 request and logged no console error, clicks a gap to check the strip zooms to it, and takes a
 full-page screenshot, kept in --work as a test artifact. The figures are printed.
@@ -53,6 +55,21 @@ def CheckPage(opts, trace, name, extra=()):
           (name, top["cause"], Seconds(int(top["idle_ns"])), os.path.getsize(page)))
 
 
+def CheckDiffPage(opts):
+    """`idlescope diff --format html` with a gate that trips: the page must give the verdict,
+    the gate, and the cause that grew with its figures as the JSON diff has them."""
+    page = os.path.join(opts.work, "diff.html")
+    gate = ["--fail-if-slower", "5", "--fail-if-cause-grows", "data_loading:10"]
+    proc = subprocess.run([opts.idlescope, "diff", "--format", "html", "-o", page] + gate +
+                          [opts.before, opts.after], stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 3:
+        sys.exit("FAIL: diff with a tripping gate exited %d, expected 3" % proc.returncode)
+    Run([opts.node, opts.render, "--chromium", opts.chromium, "--page", page, "--screenshot",
+         os.path.join(opts.work, "diff.png"), "--expect", "gate tripped (exit 3)", "--expect",
+         "fail-if-cause-grows data_loading:10%", "--expect", "data_loading"],
+        env=dict(os.environ, NODE_PATH=opts.node_modules))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--idlescope", required=True)
@@ -68,7 +85,9 @@ def main():
     p.add_argument("--gen-trace", help="tools/gen_trace (for `ranks`)")
     p.add_argument("--ranks", type=int, default=64)
     p.add_argument("--events", type=int, default=2000000)
-    p.add_argument("job", choices=["example", "ranks"])
+    p.add_argument("--before", help="a trace directory (for `diff`)")
+    p.add_argument("--after", help="a trace directory (for `diff`)")
+    p.add_argument("job", choices=["example", "ranks", "diff"])
     opts = p.parse_args()
     shutil.rmtree(opts.work, ignore_errors=True)
     os.makedirs(opts.work)
@@ -84,6 +103,8 @@ def main():
              os.path.join(opts.examples, opts.example)] + opts.example_args.split(),
             cwd=cwd, env=env, timeout=240)
         CheckPage(opts, trace, opts.example)
+    elif opts.job == "diff":
+        CheckDiffPage(opts)
     else:
         trace = os.path.join(opts.work, "trace")
         Run([opts.gen_trace, "--out", trace, "--ranks", str(opts.ranks), "--events",

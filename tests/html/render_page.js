@@ -72,7 +72,7 @@ async function main() {
     // What the page itself measured: navigation start to the end of the strip's first draw.
     const inPage = await page.evaluate(() => ({
       loaded: performance.getEntriesByType('navigation')[0].loadEventEnd,
-      strip: Number(document.body.dataset.stripMs),
+      strip: document.body.dataset.stripMs === undefined ? NaN : Number(document.body.dataset.stripMs),
     }));
 
     const text = await page.evaluate(() => document.body.innerText);
@@ -101,8 +101,9 @@ async function main() {
     }
     if (bytes > opts.maxBytes) failures.push('page is ' + bytes + ' bytes, more than ' + opts.maxBytes);
     console.log('page ' + opts.page + ': ' + bytes + ' bytes, rendered in ' + renderMs.toFixed(0) +
-                ' ms (in the page: load event at ' + inPage.loaded.toFixed(0) + ' ms, strip script ' +
-                inPage.strip.toFixed(0) + ' ms), ' + requests.length +
+                ' ms (in the page: load event at ' + inPage.loaded.toFixed(0) + ' ms' +
+                (Number.isFinite(inPage.strip) ? ', strip script ' + inPage.strip.toFixed(0) + ' ms' : '') +
+                '), ' + requests.length +
                 ' network requests' + (opts.screenshot ? ', screenshot ' + opts.screenshot : ''));
   } finally {
     await browser.close();
