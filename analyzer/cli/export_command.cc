@@ -99,8 +99,11 @@ int ExportCommand(int argc, char** argv) {
       name == "perfetto" ? FormatPerfettoTrace(timeline) : FormatChromeTrace(timeline);
   if (!WriteOutput("export", output, bytes)) return 1;
   if (!pipeline.progress.empty()) {
-    std::fprintf(stderr, "idlescope export: %zu tracks, %zu slices written to %s\n",
-                 timeline.tracks.size(), timeline.slices.size(), output.c_str());
+    std::fprintf(stderr,
+                 "idlescope export: %zu tracks, %zu slices written to %s (%llu GPU records "
+                 "without a flow: they start before their call)\n",
+                 timeline.tracks.size(), timeline.slices.size(), output.c_str(),
+                 static_cast<unsigned long long>(timeline.flows_before_their_call));
   }
   return 0;
 }

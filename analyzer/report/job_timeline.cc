@@ -336,10 +336,12 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
     auto [it, inserted] = first_gpu.try_emplace(flow_id(g.process, g.correlation), i);
     if (!inserted && gpu_[it->second].start > g.start) it->second = i;
   }
-  absl::flat_hash_set<uint64_t> host_flows;
+  // The call's start per flow: a GPU record that starts before the call that caused it (the two
+  // clocks disagree by some microseconds) gets no flow, since a flow may not go back in time.
+  absl::flat_hash_map<uint64_t, Ns> host_flows;
   for (const Host& h : host_) {
     if (h.correlation != 0 && LaneOf(h.type) == HostLane::kCuda) {
-      host_flows.insert(flow_id(h.process, h.correlation));
+      host_flows.try_emplace(flow_id(h.process, h.correlation), h.start);
     }
   }
 
@@ -401,13 +403,18 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
       s.args.push_back(Number("correlation", static_cast<int64_t>(g.correlation)));
       uint64_t id = flow_id(g.process, g.correlation);
       auto first = first_gpu.find(id);
-      if (first != first_gpu.end() && first->second == i && host_flows.contains(id)) {
-        s.flow_in = id;
+      auto call = host_flows.find(id);
+      if (first != first_gpu.end() && first->second == i && call != host_flows.end()) {
+        if (g.start >= call->second) {
+          s.flow_in = id;
+        } else {
+          ++out.flows_before_their_call;
+        }
       }
     }
     out.slices.push_back(std::move(s));
   }
-  // A CUDA call whose GPU record carries no flow (the record came first: clock skew) keeps none.
+  // A CUDA call whose GPU record got no flow keeps none either.
   absl::flat_hash_set<uint64_t> flows_in;
   for (const TimelineSlice& s : out.slices) {
     if (s.flow_in != 0) flows_in.insert(s.flow_in);

@@ -65,6 +65,9 @@ struct JobTimeline {
   // The job's span on the job clock.
   Ns start = 0;
   Ns end = 0;
+  // GPU records that start before the CUDA call that caused them (the host's and the GPU's
+  // clocks disagree by microseconds): they get no flow, since a flow may not go back in time.
+  uint64_t flows_before_their_call = 0;
 };
 
 class JobTimelineRecorder : public RecordSink, public SliceObserver {

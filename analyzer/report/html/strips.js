@@ -28,15 +28,21 @@
 
   // Per row and state: prefix sums of the per-bucket shares, so any pixel's mean share is two
   // look-ups whether it covers a part of a bucket or many buckets.
+  const levelOf = new Float64Array(128);
+  for (let i = 0; i < LEVELS.length; i++) levelOf[LEVELS.charCodeAt(i)] = i / 63;
   const rows = data.rows.map((r) => {
+    const states = [];
     const prefix = [];
     for (const [state, levels] of Object.entries(r.levels || {})) {
       const p = new Float64Array(B + 1);
-      for (let i = 0; i < B; i++) p[i + 1] = p[i] + LEVELS.indexOf(levels[i]) / 63;
-      prefix.push([Number(state), p]);
+      for (let i = 0; i < B; i++) p[i + 1] = p[i] + levelOf[levels.charCodeAt(i)];
+      states.push(Number(state));
+      prefix.push(p);
     }
-    return {label: r.label, whole: r.whole, prefix: prefix};
+    return {label: r.label, whole: r.whole, states: states, prefix: prefix};
   });
+  // Colours as little-endian RGBA words, for a Uint32Array view of the image.
+  const rgba = rgb.map((c) => (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0);
 
   let t0 = 0;
   let t1 = span;
@@ -83,25 +89,33 @@
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, width, height);
     const img = ctx.createImageData(W, rows.length * (rowH + rowGap));
-    const px = img.data;
+    const px = new Uint32Array(img.data.buffer);
     const nsPerPx = (t1 - t0) / W;
+    // Each pixel column's bucket range, the same for every row.
+    const from = new Float64Array(W);
+    const to = new Float64Array(W);
+    for (let x = 0; x < W; x++) {
+      const a = t0 + x * nsPerPx;
+      from[x] = Math.max(0, Math.min(span, a)) / bucketNs;
+      to[x] = Math.max(0, Math.min(span, a + nsPerPx)) / bucketNs;
+    }
     const shares = new Float64Array(states.length);
-    rows.forEach((row, r) => {
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r];
       const y0 = r * (rowH + rowGap);
       for (let x = 0; x < W; x++) {
-        const a = t0 + x * nsPerPx;
-        const b = a + nsPerPx;
+        const ba = from[x];
+        const bb = to[x];
+        if (bb <= ba) continue;
         shares.fill(0);
-        if (b <= 0 || a >= span) continue;
         if (row.whole >= 0) {
           shares[row.whole] = 1;
         } else {
-          const ba = Math.max(0, a) / bucketNs;
-          const bb = Math.min(span, b) / bucketNs;
           let idle = 0;
-          for (const [state, p] of row.prefix) {
-            const v = bb > ba ? (sumTo(p, bb) - sumTo(p, ba)) / (bb - ba) : 0;
-            shares[state] = v;
+          for (let k = 0; k < row.prefix.length; k++) {
+            const p = row.prefix[k];
+            const v = (sumTo(p, bb) - sumTo(p, ba)) / (bb - ba);
+            shares[row.states[k]] = v;
             idle += v;
           }
           shares[0] = Math.max(0, 1 - idle);  // state 0: busy
@@ -110,19 +124,14 @@
         let cum = 0;
         for (let s = 0; s < states.length; s++) {
           if (shares[s] <= 0) continue;
-          const from = Math.round(cum * rowH);
+          const lo = Math.round(cum * rowH);
           cum += shares[s];
-          const to = Math.min(rowH, Math.round(cum * rowH));
-          for (let k = from; k < to; k++) {
-            const o = ((y0 + rowH - 1 - k) * W + x) * 4;
-            px[o] = rgb[s][0];
-            px[o + 1] = rgb[s][1];
-            px[o + 2] = rgb[s][2];
-            px[o + 3] = 255;
-          }
+          const hi = Math.min(rowH, Math.round(cum * rowH));
+          const color = rgba[s];
+          for (let k = lo; k < hi; k++) px[(y0 + rowH - 1 - k) * W + x] = color;
         }
       }
-    });
+    }
     ctx.putImageData(img, labelW, axisH);
 
     // Labels and axis.
@@ -131,11 +140,14 @@
     ctx.fillStyle = '#1d2430';
     rows.forEach((row, r) => {
       const y = axisH + r * (rowH + rowGap) + rowH / 2;
-      let label = row.label;
-      while (label.length > 4 && ctx.measureText(label).width > labelW - 12) {
-        label = label.slice(0, -2);
+      if (row.shown === undefined) {  // measured once: text metrics are slow
+        let label = row.label;
+        while (label.length > 4 && ctx.measureText(label).width > labelW - 12) {
+          label = label.slice(0, -2);
+        }
+        row.shown = label === row.label ? label : label + '…';
       }
-      ctx.fillText(label === row.label ? label : label + '…', 6, y);
+      ctx.fillText(row.shown, 6, y);
     });
     const step = niceStep(t1 - t0, 8);
     ctx.strokeStyle = '#dde2ea';
@@ -229,11 +241,11 @@
     } else {
       const bucket = Math.min(B - 1, Math.max(0, Math.floor(t / bucketNs)));
       let idle = 0;
-      for (const [state, p] of row.prefix) {
+      row.prefix.forEach((p, k) => {
         const v = p[bucket + 1] - p[bucket];
         idle += v;
-        if (v > 0.005) lines.push(states[state].name + ': ' + (100 * v).toFixed(0) + '%');
-      }
+        if (v > 0.005) lines.push(states[row.states[k]].name + ': ' + (100 * v).toFixed(0) + '%');
+      });
       lines.splice(2, 0, states[0].name + ': ' + (100 * Math.max(0, 1 - idle)).toFixed(0) + '%' +
           ' (bucket +' + fmt(bucket * bucketNs) + ')');
     }
@@ -264,5 +276,6 @@
   draw();
   // For tests: how long the strip's script took, and that it has drawn.
   document.body.dataset.stripMs = (performance.now() - scriptStart).toFixed(1);
+  document.body.dataset.renderedAtMs = performance.now().toFixed(1);
   document.body.dataset.rendered = '1';
 })();
