@@ -310,6 +310,30 @@ def CheckChrome(opts, perfetto_slices):
         Fail("%d flows started, %d finished" % (len(flow_start), flows_done))
 
 
+def CheckBadInput(opts):
+    """Bad input gets one line on stderr and a usage (2) or input (1) exit status."""
+    missing_dir = os.path.join(opts.work, "no-such-dir", "out")
+    cases = [
+        (["export", "--format", "perfetto", opts.trace], 2, "usage"),  # no -o
+        (["export", "--format", "svg", "-o", "x", opts.trace], 2, "unknown format 'svg'"),
+        (["export", "--format", "perfetto", "-o", missing_dir, opts.trace], 1, "cannot write"),
+        (["export", "--format", "chrome", "-o", os.path.join(opts.work, "x.json"),
+          os.path.join(opts.work, "no-such-trace")], 1, ""),
+        (["report", "--format", "html", "-o", missing_dir, opts.trace], 1, "cannot write"),
+    ]
+    for args, status, words in cases:
+        proc = subprocess.run([opts.idlescope] + args, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        first = proc.stderr.strip().splitlines()[:1]
+        print("idlescope %s -> %d: %s" % (" ".join(args[:4]), proc.returncode,
+                                          first[0] if first else ""))
+        if proc.returncode != status or words not in proc.stderr:
+            Fail("idlescope %s exited %d (expected %d) with %r" %
+                 (" ".join(args), proc.returncode, status, proc.stderr))
+    if os.path.exists(os.path.dirname(missing_dir)):
+        Fail("a failed write left files behind")
+
+
 def Run(cmd):
     print("$ " + " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -353,6 +377,7 @@ def main():
     slices = CheckPerfetto(opts, report)
     if slices is not None:
         CheckChrome(opts, slices)
+    CheckBadInput(opts)
     if failures:
         sys.exit("%d failures" % len(failures))
     print("ok")
