@@ -289,7 +289,7 @@ def CheckChrome(opts, perfetto_slices):
         if stack:
             Fail("%d B events without E on %s" % (len(stack), key))
     # X slices of one thread must nest (a partial overlap is drawn wrongly by every viewer).
-    eps = 1e-6
+    eps = 1.5e-3  # 1.5 ns: the microsecond doubles round at the nanosecond
     for key, spans in per_thread.items():
         if key not in named_threads:
             Fail("thread %s has slices but no thread_name" % (key,))
