@@ -47,8 +47,9 @@ uintptr_t g_self_lo = 0, g_self_hi = 0;
 // dl_iterate_phdr), and a fork then leaves it held in the child, whose first stack capture waits
 // for it forever (children of a threaded process hung so in libunwind's lock, which the CFI walk
 // replaced). So a fork waits until no thread is inside such a walk, and none starts while a fork
-// is under way (that event gets no stack). The CFI walk takes no lock and needs none of this. Threads count themselves in
-// one of a few stripes, so that captures on different threads rarely share a cache line.
+// is under way (that event gets no stack). The CFI walk takes no lock and needs none of this.
+// Threads count themselves in one of a few stripes, so that captures on different threads rarely
+// share a cache line.
 struct alignas(64) WalkStripe {
   std::atomic<uint32_t> inside{0};
 };

@@ -9,7 +9,10 @@ packages=(
   libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace ltrace sqlite3
+  chromium nodejs npm
 )
+# chromium renders the HTML report in its tests (tests/html/, through puppeteer-core from npm,
+# which the tests' setup installs from tests/html/package-lock.json).
 
 missing=()
 for p in "${packages[@]}"; do

@@ -325,6 +325,13 @@ void JobAnalysis::Prune() {
   });
 }
 
+std::vector<std::string> JobAnalysis::DeviceIds() const {
+  std::vector<std::string> ids;
+  ids.reserve(devices_.size());
+  for (uint32_t d = 0; d < devices_.size(); ++d) ids.push_back(devices_[d].id);
+  return ids;
+}
+
 JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
   Start();
   const Ns job_end = processes_.JobEnd(job_start_);

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "analyzer/analysis/attribution.h"
@@ -56,6 +57,9 @@ class JobAnalysis : public RecordSink {
 
   // Sees every credited slice from now on (analysis/crediting.h); nullptr: none.
   void SetSliceObserver(SliceObserver* observer) { crediting_.SetObserver(observer); }
+  // The job devices the observer's slices are numbered by: their ids ("host/uuid"), as the
+  // report's DeviceReport.id names them.
+  std::vector<std::string> DeviceIds() const;
 
   // Closes every gap at the job's end and builds the report, resolving evidence with `symbols`.
   JobReport BuildReport(const SymbolSource& symbols);

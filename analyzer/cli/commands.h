@@ -12,5 +12,9 @@ int DumpCommand(int argc, char** argv);
 int ReportCommand(int argc, char** argv);
 // idlescope diff BEFORE AFTER        (diff_command.cc)
 int DiffCommand(int argc, char** argv);
+// idlescope export --format F -o FILE DIR|FILE...   (export_command.cc)
+int ExportCommand(int argc, char** argv);
+// idlescope --version                (version_command.cc)
+int VersionCommand(int argc, char** argv);
 
 }  // namespace idlescope

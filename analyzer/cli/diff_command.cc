@@ -1,5 +1,5 @@
-// idlescope diff [--format text|json] [--per-step|--per-run] [--fail-if-slower PCT]
-//                [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
+// idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run]
+//                [--fail-if-slower PCT] [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
 // Analyzes two runs of a job (trace directories or files) with the same pipeline as
 // `idlescope report`, and prints them side by side (analyzer/diff/diff.h, docs/diff.md). Exit
@@ -12,6 +12,7 @@
 
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
 #include "analyzer/diff/diff.h"
 #include "analyzer/diff/diff_exporters.h"
@@ -21,11 +22,14 @@ namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope diff [--format text|json] [--per-step|--per-run] [--fail-if-slower PCT]\n"
-    "                      [--fail-if-cause-grows CAUSE:PCT]... [--min-gap MS] BEFORE AFTER\n"
+    "usage: idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run]\n"
+    "                      [--fail-if-slower PCT] [--fail-if-cause-grows CAUSE:PCT]...\n"
+    "                      [--min-gap MS] BEFORE AFTER\n"
     "  BEFORE, AFTER           trace directories (or single trace files) of two runs\n"
-    "  --format FORMAT         text (default) or json (machine-readable, schema: docs/diff.md)\n"
+    "  --format FORMAT         text (default), json (machine-readable, schema: docs/diff.md)\n"
+    "                          or html (one self-contained page)\n"
     "  --json                  the same as --format json\n"
+    "  -o, --output FILE       write the diff to FILE instead of stdout\n"
     "  --per-step, --per-run   force the normalization (default: per step when both runs'\n"
     "                          steps are recognized and their counts differ)\n"
     "  --fail-if-slower PCT    exit 3 when AFTER's wall time is more than PCT% above BEFORE's\n"
@@ -51,6 +55,7 @@ std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOption
 
 int DiffCommand(int argc, char** argv) {
   const char* format = "text";
+  std::string output;
   DiffOptions options;
   AnalysisOptions analysis_options;
   std::vector<std::string> inputs;
@@ -70,6 +75,11 @@ int DiffCommand(int argc, char** argv) {
       if (format == nullptr) {
         std::fprintf(stderr, "idlescope diff: --format needs a value (%s)\n",
                      DiffExporterNames().c_str());
+        return kDiffExitUsage;
+      }
+    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
+      if (output.empty()) {
+        std::fprintf(stderr, "idlescope diff: %s needs a file name\n", argv[i]);
         return kDiffExitUsage;
       }
     } else if (arg == "--per-step") {
@@ -122,9 +132,9 @@ int DiffCommand(int argc, char** argv) {
   if (!after) return kDiffExitUnreadable;
 
   JobDiff diff = CompareRuns(*before, *after, options);
-  FileOutput out(stdout);
+  StringOutput out;
   exporter->Write(diff, out);
-  std::fflush(stdout);
+  if (!WriteOutput("diff", output, out.text())) return kDiffExitUnreadable;
   for (const GateResult& g : diff.gates) {
     if (g.tripped)
       std::fprintf(stderr, "idlescope diff: gate tripped: %s: %s\n", GateLabel(g).c_str(),

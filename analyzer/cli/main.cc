@@ -24,6 +24,8 @@ constexpr Command kCommands[] = {
     {"report", idlescope::ReportCommand,
      "report [--format F] DIR|FILE... why the GPUs of a traced job sat idle"},
     {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
+    {"export", idlescope::ExportCommand,
+     "export --format perfetto|chrome -o FILE DIR|FILE... the job's timeline for a trace viewer"},
 };
 
 const char* g_command = "idlescope";
@@ -56,6 +58,8 @@ void OutOfMemory() {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: idlescope <command> [args]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %s\n", c.help);
+  std::fprintf(out,
+               "  --version                version, git commit, trace formats read and written\n");
   std::fprintf(out, "\n'idlescope <command> --help' for a command's options.\n");
 }
 
@@ -71,10 +75,8 @@ int main(int argc, char** argv) {
     Usage(stdout);
     return 0;
   }
-  if (name == "--version") {
-    std::printf("idlescope %s\n", IDLESCOPE_VERSION);
-    return 0;
-  }
+  if (name == "--version" || name == "version")
+    return idlescope::VersionCommand(argc - 1, argv + 1);
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     g_command = c.name;

@@ -19,12 +19,17 @@ namespace idlescope {
 struct PipelineOptions {
   AnalysisOptions analysis;
   ReadOptions read;
+  SliceObserver* slices = nullptr;  // sees every credited slice (timeline exporters)
+  // Progress on stderr while the files are read, when it is a terminal (cli/progress.h), headed
+  // by this ("idlescope report"); "" or --quiet: none.
+  std::string progress = {};
 };
 
 struct AnalyzedJob {
   JobReport report;
   ReadStats stats;
   JobSymbols symbols;  // what the report's evidence and the extra sinks' ids resolve with
+  std::vector<std::string> device_ids;  // the ids of the devices slices are numbered by
 };
 
 // Errors: the inputs are not readable traces (one line, from JobReader::Open).

@@ -1,8 +1,9 @@
-// idlescope report [--format text|json] [--min-gap MS] [--top N] [--reorder-window MS]
-//                  DIR|FILE...
+// idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]
+//                  [--reorder-window MS] DIR|FILE...
 //
 // Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
 // through the exporter named by --format (report/report_exporters.h; --json is --format json).
+// html also watches the credited slices for its timeline strip (report/html_report.h).
 // Ends with one line on stderr: throughput and peak memory.
 #include <sys/resource.h>
 
@@ -15,18 +16,25 @@
 
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
+#include "analyzer/report/device_strips.h"
+#include "analyzer/report/html_report.h"
 #include "analyzer/report/report_exporters.h"
 
 namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope report [--format text|json] [--min-gap MS] [--top N] [--reorder-window MS]\n"
-    "                        DIR|FILE...\n"
-    "  --format FORMAT      text (default) or json (machine-readable; schema:\n"
-    "                       docs/report-json.md)\n"
+    "usage: idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]\n"
+    "                        [--reorder-window MS] DIR|FILE...\n"
+    "  --format FORMAT      text (default), json (machine-readable; schema:\n"
+    "                       docs/report-json.md) or html (one self-contained page with a\n"
+    "                       timeline: docs/html-report.md)\n"
     "  --json               the same as --format json\n"
+    "  -o, --output FILE    write the report to FILE instead of stdout\n"
+    "  -q, --quiet          no progress line (shown on a terminal for long analyses) and no\n"
+    "                       closing throughput line\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
     "  --top N              longest gaps and evidence items listed (default 10)\n"
@@ -36,6 +44,8 @@ constexpr char kUsage[] =
 
 int ReportCommand(int argc, char** argv) {
   const char* format = "text";
+  std::string output;
+  bool quiet = false;
   AnalysisOptions options;
   ReadOptions read_options;
   std::vector<std::string> inputs;
@@ -59,6 +69,13 @@ int ReportCommand(int argc, char** argv) {
                      ReportExporterNames().c_str());
         return 2;
       }
+    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
+      if (output.empty()) {
+        std::fprintf(stderr, "idlescope report: %s needs a file name\n", argv[i]);
+        return 2;
+      }
+    } else if (arg == "-q" || arg == "--quiet") {
+      quiet = true;
     } else if (arg == "--min-gap") {
       if (!value(&number)) return 2;
       options.min_gap = static_cast<Ns>(number * 1e6);
@@ -80,23 +97,39 @@ int ReportCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  const bool html = std::string_view(format) == "html";
   const Exporter<JobReport>* exporter = FindReportExporter(format);
-  if (exporter == nullptr) {
-    std::fprintf(stderr, "idlescope report: unknown format '%s' (formats: %s)\n", format,
+  if (exporter == nullptr && !html) {
+    std::fprintf(stderr, "idlescope report: unknown format '%s' (formats: %s, html)\n", format,
                  ReportExporterNames().c_str());
     return 2;
   }
 
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(inputs, {options, read_options});
+  DeviceStripRecorder strips;
+  std::vector<RecordSink*> sinks;
+  PipelineOptions pipeline{options, read_options};
+  if (!quiet) pipeline.progress = "idlescope report";
+  if (html) {
+    sinks.push_back(&strips);
+    pipeline.slices = &strips;
+  }
+  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(inputs, pipeline, sinks);
   if (!job.ok()) {
     std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
     return 1;
   }
   const JobReport& report = job->report;
-  FileOutput out(stdout);
-  exporter->Write(report, out);
-  std::fflush(stdout);
+  std::string bytes;
+  if (html) {
+    bytes = FormatHtmlReport(report, strips.Finish(report.span, job->device_ids));
+  } else {
+    StringOutput out;
+    exporter->Write(report, out);
+    bytes = out.text();
+  }
+  if (!WriteOutput("report", output, bytes)) return 1;
+  if (quiet) return 0;
 
   // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on
   // a loaded machine) and per wall second; peak RSS from the kernel's high-water mark.

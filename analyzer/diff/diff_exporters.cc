@@ -308,7 +308,8 @@ namespace {
 
 const FormatExporter<JobDiff> kText("text", FormatTextDiff);
 const FormatExporter<JobDiff> kJson("json", FormatJsonDiff);
-const std::array<const Exporter<JobDiff>*, 2> kExporters = {&kText, &kJson};
+const FormatExporter<JobDiff> kHtml("html", FormatHtmlDiff);
+const std::array<const Exporter<JobDiff>*, 3> kExporters = {&kText, &kJson, &kHtml};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // The exporters of `idlescope diff` (report/exporter.h): text for people, JSON for tools
-// (docs/diff.md documents its schema).
+// (docs/diff.md documents its schema), and html: one self-contained page (diff/diff_html.cc).
 #pragma once
 
 #include <string>
@@ -24,5 +24,6 @@ std::string NormalizationText(const Normalization& normalization);
 std::string GateLabel(const GateResult& gate);
 std::string GateDetail(const GateResult& gate);
 std::string FormatJsonDiff(const JobDiff& diff);
+std::string FormatHtmlDiff(const JobDiff& diff);
 
 }  // namespace idlescope

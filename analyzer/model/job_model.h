@@ -37,6 +37,9 @@ struct ProcessInfo {
   std::string cuda_visible_devices;  // Header.cuda_visible_devices ("" when unset)
   uint32_t main_tid = 0;             // Header.main_tid (0: unknown, the pid is assumed)
   bool forked = false;               // Header.origin == ORIGIN_FORK: a fork()ed child, no exec
+  // CLOCK_REALTIME at job-clock time 0 by this file's Header.clock (0: the file has no snapshot):
+  // what a timeline export shows wall-clock time with.
+  Ns realtime_at_zero = 0;
 };
 
 // A device as a process saw it (DeviceInfo). Devices of different processes are the same device
@@ -83,6 +86,8 @@ struct HostEvent {
   uint64_t ptr = 0;
   // PROC_FORK / PROC_SPAWN: the child's pid (0: unknown)
   uint32_t child_pid = 0;
+  // CUDA calls: the CUPTI correlation id of the call, matching its GpuRecord (0: none)
+  uint64_t correlation = 0;
 };
 
 // One GPU activity record (proto GpuActivity) with absolute times.
@@ -101,6 +106,7 @@ struct GpuRecord {
   CopyKind copy_kind = COPY_UNSPECIFIED;
   MemKind src_kind = MEM_UNSPECIFIED;
   MemKind dst_kind = MEM_UNSPECIFIED;
+  uint64_t correlation = 0;  // the CUPTI correlation id of the API call that caused it (0: none)
 };
 
 }  // namespace idlescope

@@ -1,6 +1,7 @@
 #include "analyzer/read/job_reader.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <limits>
@@ -118,6 +119,8 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     job->files_.push_back(std::move(file));
+    struct stat st;
+    if (stat(input.path.c_str(), &st) == 0) job->total_bytes_ += static_cast<uint64_t>(st.st_size);
   }
   if (job->files_.empty()) {
     return absl::InvalidArgumentError(absl::StrFormat("no readable trace file: %d skipped (%s)",
@@ -126,6 +129,12 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
   }
   job->stats_.skipped_files = job->skipped_.size();
   return job;
+}
+
+uint64_t JobReader::BytesRead() const {
+  uint64_t bytes = 0;
+  for (const auto& file : files_) bytes += file->reader->stats().bytes_read;
+  return bytes;
 }
 
 void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
@@ -160,6 +169,10 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     info.cuda_visible_devices = h.cuda_visible_devices();
     info.main_tid = h.main_tid();
     info.forked = h.origin() == ORIGIN_FORK;
+    if (h.has_clock()) {
+      info.realtime_at_zero = static_cast<Ns>(h.clock().realtime_ns()) -
+                              static_cast<Ns>(h.clock().monotonic_ns()) - file->offset;
+    }
     file->process = static_cast<uint32_t>(stats_.files);
     file->interned = &symbols_.ForProcess(file->process);
     sink.AddProcess(file->process, info);
@@ -329,6 +342,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.nranks = ev.nranks();
         e.ptr = ev.ptr();
         e.child_pid = ev.child_pid();
+        e.correlation = ev.correlation();
         sink.AddHostEvent(e);
         f.last_time = std::max(f.last_time, e.end);
       }
@@ -357,6 +371,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         r.copy_kind = a.copy_kind();
         r.src_kind = a.src_kind();
         r.dst_kind = a.dst_kind();
+        r.correlation = a.correlation();
         sink.AddGpuRecord(r);
         f.last_time = std::max(f.last_time, r.end);
       }

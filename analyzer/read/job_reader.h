@@ -61,6 +61,10 @@ class JobReader {
   void Run(RecordSink& sink, const ReadOptions& options);
 
   const ReadStats& stats() const { return stats_; }
+  // For progress while Run streams (a sink may call them): the bytes of complete packets read so
+  // far, and the files' sizes when opened.
+  uint64_t BytesRead() const;
+  uint64_t TotalBytes() const { return total_bytes_; }
 
   // The files' interned tables, after Run: what the report's evidence is resolved with.
   JobSymbols TakeSymbols() { return std::move(symbols_); }
@@ -77,6 +81,7 @@ class JobReader {
   std::vector<std::unique_ptr<File>> files_;
   std::vector<std::pair<std::string, std::string>> skipped_;  // path, why
   ReadStats stats_;
+  uint64_t total_bytes_ = 0;
   JobSymbols symbols_;
 };
 

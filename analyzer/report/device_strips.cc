@@ -1,0 +1,74 @@
+#include "analyzer/report/device_strips.h"
+
+#include <algorithm>
+
+namespace idlescope {
+
+void DeviceStripRecorder::AddProcess(uint32_t /*process*/, const ProcessInfo& info) {
+  job_start_ = have_start_ ? std::min(job_start_, info.start) : info.start;
+  have_start_ = true;
+}
+
+void DeviceStripRecorder::OnSlice(const CreditedSlice& slice) {
+  if (slice.correction) Add(slice.device, slice.when, slice.replaces, -1);
+  Add(slice.device, slice.when, slice.cause, 1);
+}
+
+void DeviceStripRecorder::Widen() {
+  bucket_ns_ *= 2;
+  for (auto& device : buckets_) {
+    size_t merged = (device.size() + 1) / 2;
+    for (size_t i = 0; i < merged; ++i) {
+      std::array<Ns, kCauseCount> sum = device[2 * i];
+      if (2 * i + 1 < device.size()) {
+        for (int c = 0; c < kCauseCount; ++c) sum[c] += device[2 * i + 1][c];
+      }
+      device[i] = sum;
+    }
+    device.resize(merged);
+  }
+}
+
+void DeviceStripRecorder::Add(uint32_t device, Interval when, Cause cause, Ns sign) {
+  Ns start = std::max<Ns>(when.start - job_start_, 0);
+  Ns end = when.end - job_start_;
+  if (end <= start) return;
+  while (static_cast<size_t>((end - 1) / bucket_ns_) >= kMaxBuckets) Widen();
+  if (device >= buckets_.size()) buckets_.resize(device + 1);
+  auto& strip = buckets_[device];
+  size_t last = static_cast<size_t>((end - 1) / bucket_ns_);
+  if (last >= strip.size()) strip.resize(last + 1, std::array<Ns, kCauseCount>{});
+  // Split the slice over the buckets it crosses, exactly: the parts add up to its length.
+  for (size_t i = static_cast<size_t>(start / bucket_ns_); i <= last; ++i) {
+    Ns bucket_start = static_cast<Ns>(i) * bucket_ns_;
+    Ns part = std::min(end, bucket_start + bucket_ns_) - std::max(start, bucket_start);
+    strip[i][Index(cause)] += sign * part;
+  }
+}
+
+JobStrips DeviceStripRecorder::Finish(Ns span, const std::vector<std::string>& device_ids) const {
+  JobStrips out;
+  // A job that ends in a long quiet stretch (no slice near its end) widens the buckets here.
+  out.bucket_ns = bucket_ns_;
+  auto count = [&](Ns width) {
+    return span > 0 ? static_cast<size_t>((span + width - 1) / width) : 0;
+  };
+  while (count(out.bucket_ns) > kMaxBuckets) out.bucket_ns *= 2;
+  out.buckets = count(out.bucket_ns);
+  const size_t merge = static_cast<size_t>(out.bucket_ns / bucket_ns_);
+  for (size_t d = 0; d < device_ids.size(); ++d) {
+    DeviceStrip strip;
+    strip.device = device_ids[d];
+    strip.idle.assign(out.buckets, std::array<Ns, kCauseCount>{});
+    if (d < buckets_.size()) {
+      const auto& have = buckets_[d];
+      for (size_t i = 0; i < have.size() && i / merge < out.buckets; ++i) {
+        for (int c = 0; c < kCauseCount; ++c) strip.idle[i / merge][c] += have[i][c];
+      }
+    }
+    out.devices.push_back(std::move(strip));
+  }
+  return out;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,64 @@
+// DeviceStrips: each device's idle time by cause over the job, in a fixed number of time buckets:
+// what the HTML report's timeline strip draws. It watches the analysis's credited slices
+// (analysis/crediting.h, corrections included) and never the analysis itself; the report's
+// figures stay the report's own, the buckets only place them in time.
+//
+// Memory is bounded whatever the job's length: the bucket width starts at kFirstBucketNs and
+// doubles (neighbouring buckets merge) whenever a slice lands beyond kMaxBuckets buckets, so a
+// device holds at most kMaxBuckets x kCauseCount counters and the strip keeps between
+// kMaxBuckets / 2 and kMaxBuckets buckets over the job's span.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/analysis/crediting.h"
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/record_sink.h"
+
+namespace idlescope {
+
+inline constexpr Ns kFirstBucketNs = 1'000'000;  // 1 ms
+inline constexpr size_t kMaxBuckets = 2048;
+
+// One device's strip: bucket i covers [i * bucket_ns, (i + 1) * bucket_ns) since the job start.
+struct DeviceStrip {
+  std::string device;  // DeviceReport.id
+  // idle[i][cause]: idle ns of that cause credited inside bucket i
+  std::vector<std::array<Ns, kCauseCount>> idle;
+};
+
+struct JobStrips {
+  Ns bucket_ns = kFirstBucketNs;
+  size_t buckets = 0;  // every strip has this many (covering the job span)
+  std::vector<DeviceStrip> devices;
+};
+
+class DeviceStripRecorder : public RecordSink, public SliceObserver {
+ public:
+  // RecordSink: the processes' starts give the job start (the earliest).
+  void AddProcess(uint32_t process, const ProcessInfo& info) override;
+  // SliceObserver
+  void OnSlice(const CreditedSlice& slice) override;
+
+  // The strips over [job start, job start + span), devices named by `device_ids` (the
+  // analysis's device numbering, JobAnalysis::DeviceIds).
+  JobStrips Finish(Ns span, const std::vector<std::string>& device_ids) const;
+
+  Ns bucket_ns() const { return bucket_ns_; }
+
+ private:
+  void Add(uint32_t device, Interval when, Cause cause, Ns sign);
+  void Widen();
+
+  bool have_start_ = false;
+  Ns job_start_ = 0;
+  Ns bucket_ns_ = kFirstBucketNs;
+  std::vector<std::vector<std::array<Ns, kCauseCount>>> buckets_;  // by device
+};
+
+}  // namespace idlescope

@@ -1,0 +1,174 @@
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "analyzer/report/timeline_exporters.h"
+#include "perfetto_trace.pb.h"
+
+namespace idlescope {
+namespace {
+
+namespace pp = ::perfetto::protos;
+
+// Every packet is on this one sequence: interned names are valid on their sequence only.
+constexpr uint32_t kSequence = 1;
+
+// Appends `packet` to `out` as one `Trace.packet` (field 1, length-delimited): a trace file is
+// a Trace message, whose packets can be written one after another.
+void Append(const pp::TracePacket& packet, std::string& out) {
+  std::string bytes = packet.SerializeAsString();
+  out += static_cast<char>((1 << 3) | 2);
+  for (uint64_t n = bytes.size();; n >>= 7) {
+    if (n < 0x80) {
+      out += static_cast<char>(n);
+      break;
+    }
+    out += static_cast<char>((n & 0x7f) | 0x80);
+  }
+  out += bytes;
+}
+
+// Interned strings of one kind (event names, categories, annotation names): an id per string,
+// and the definitions not yet written, which go out with the next packet that uses them.
+class Interner {
+ public:
+  uint64_t Id(const std::string& s, bool* is_new) {
+    auto [it, inserted] = ids_.try_emplace(s, ids_.size() + 1);
+    *is_new = inserted;
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<std::string, uint64_t> ids_;
+};
+
+}  // namespace
+
+std::string FormatPerfettoTrace(const JobTimeline& t) {
+  std::string out;
+  {
+    // The first packet clears the sequence's incremental state and ties the clocks: the
+    // timestamps are the job clock, CLOCK_MONOTONIC of the job's first host.
+    pp::TracePacket packet;
+    packet.set_timestamp(static_cast<uint64_t>(t.start));
+    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+    packet.set_trusted_packet_sequence_id(kSequence);
+    packet.set_first_packet_on_sequence(true);
+    packet.set_sequence_flags(pp::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+    pp::ClockSnapshot* clocks = packet.mutable_clock_snapshot();
+    clocks->set_primary_trace_clock(pp::BUILTIN_CLOCK_MONOTONIC);
+    pp::ClockSnapshot::Clock* mono = clocks->add_clocks();
+    mono->set_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+    mono->set_timestamp(static_cast<uint64_t>(t.start));
+    if (t.has_realtime) {
+      pp::ClockSnapshot::Clock* real = clocks->add_clocks();
+      real->set_clock_id(pp::BUILTIN_CLOCK_REALTIME);
+      real->set_timestamp(static_cast<uint64_t>(t.start + t.realtime_at_zero));
+    }
+    Append(packet, out);
+  }
+  for (const TimelineTrack& track : t.tracks) {
+    pp::TracePacket packet;
+    packet.set_trusted_packet_sequence_id(kSequence);
+    pp::TrackDescriptor* d = packet.mutable_track_descriptor();
+    d->set_uuid(track.uuid);
+    if (track.parent != 0) d->set_parent_uuid(track.parent);
+    d->set_name(track.name);
+    d->set_sibling_order_rank(track.order);
+    d->set_child_ordering(pp::TrackDescriptor::EXPLICIT);
+    if (track.kind == TimelineTrack::Kind::kProcess) {
+      d->mutable_process()->set_pid(track.pid);
+      d->mutable_process()->set_process_name(track.name);
+    } else if (track.kind == TimelineTrack::Kind::kThread) {
+      d->mutable_thread()->set_pid(track.pid);
+      d->mutable_thread()->set_tid(track.tid);
+      d->mutable_thread()->set_thread_name(track.name);
+    }
+    Append(packet, out);
+  }
+
+  Interner names, categories, annotations;
+  // Slice ends are merged into the begins in time order from a heap: an end at t goes before a
+  // begin at t (a slice that ends where the next begins closes first), and of two ends at the
+  // same time the later-begun slice's goes first (it nests inside the other).
+  struct End {
+    Ns at;
+    uint64_t track;
+    size_t order;  // later-begun slices end first at equal times (they nest inside)
+  };
+  std::vector<End> ends;
+  auto heap_less = [](const End& a, const End& b) {
+    return a.at != b.at ? a.at > b.at : a.order < b.order;
+  };
+  auto emit_end = [&](const End& e) {
+    pp::TracePacket packet;
+    packet.set_timestamp(static_cast<uint64_t>(e.at));
+    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+    packet.set_trusted_packet_sequence_id(kSequence);
+    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+    pp::TrackEvent* ev = packet.mutable_track_event();
+    ev->set_type(pp::TrackEvent::TYPE_SLICE_END);
+    ev->set_track_uuid(e.track);
+    Append(packet, out);
+  };
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    const TimelineSlice& s = t.slices[i];
+    while (!ends.empty() && ends.front().at <= s.start) {
+      std::pop_heap(ends.begin(), ends.end(), heap_less);
+      emit_end(ends.back());
+      ends.pop_back();
+    }
+    pp::TracePacket packet;
+    packet.set_timestamp(static_cast<uint64_t>(s.start));
+    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+    packet.set_trusted_packet_sequence_id(kSequence);
+    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+    pp::TrackEvent* ev = packet.mutable_track_event();
+    ev->set_type(pp::TrackEvent::TYPE_SLICE_BEGIN);
+    ev->set_track_uuid(s.track);
+    bool is_new = false;
+    ev->set_name_iid(names.Id(s.name, &is_new));
+    if (is_new) {
+      pp::EventName* n = packet.mutable_interned_data()->add_event_names();
+      n->set_iid(ev->name_iid());
+      n->set_name(s.name);
+    }
+    uint64_t category = categories.Id(s.category, &is_new);
+    ev->add_category_iids(category);
+    if (is_new) {
+      pp::EventCategory* c = packet.mutable_interned_data()->add_event_categories();
+      c->set_iid(category);
+      c->set_name(s.category);
+    }
+    for (const TimelineArg& arg : s.args) {
+      pp::DebugAnnotation* a = ev->add_debug_annotations();
+      a->set_name_iid(annotations.Id(arg.name, &is_new));
+      if (is_new) {
+        pp::DebugAnnotationName* n = packet.mutable_interned_data()->add_debug_annotation_names();
+        n->set_iid(a->name_iid());
+        n->set_name(arg.name);
+      }
+      if (arg.is_number) {
+        a->set_int_value(arg.number);
+      } else {
+        a->set_string_value(arg.text);
+      }
+    }
+    if (s.flow_out != 0) ev->add_flow_ids(s.flow_out);
+    if (s.flow_in != 0) ev->add_terminating_flow_ids(s.flow_in);
+    Append(packet, out);
+    ends.push_back({s.end, s.track, i});
+    std::push_heap(ends.begin(), ends.end(), heap_less);
+  }
+  while (!ends.empty()) {
+    std::pop_heap(ends.begin(), ends.end(), heap_less);
+    emit_end(ends.back());
+    ends.pop_back();
+  }
+  return out;
+}
+
+}  // namespace idlescope

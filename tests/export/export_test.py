@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+"""Checks `idlescope export` (issue 14, "Done when" 2) on one job's traces.
+
+perfetto: the file must decode with `protoc --decode=perfetto.protos.Trace` against
+proto/perfetto_trace.proto (Perfetto's own field numbers), and hold what a Perfetto trace
+processor needs and what the export promises (docs/timeline-export.md):
+  - the first packet clears the sequence's incremental state and carries a clock snapshot with
+    CLOCK_MONOTONIC as the primary trace clock; every packet is on one trusted sequence;
+  - a process track per trace file (pids unique), thread tracks, device tracks (compute /
+    communication / transfer) and a "GPU idle by cause" group with a track per device; every
+    track's parent is declared before it;
+  - every track event names a declared track; every interned name, category and annotation name
+    is defined on the sequence before (or in) the packet that uses it; the packets are in time
+    order, and each track's begins and ends pair up and nest;
+  - idle slices are named by cause, carry a `cause` annotation (and `explained_by` evidence), and
+    their seconds per cause equal `idlescope report --json`'s for every cause that is placed in
+    time (all but the short-gap causes and whole devices);
+  - flows: every flow id leaves exactly one CUDA call and ends on exactly one GPU slice, and
+    with --expect-flows there is at least one.
+chrome: the JSON must pass the Trace Event Format rules checked here (required fields per
+phase, known phases, durations, matched B/E, nesting X slices per thread, flow ids that start
+before they finish, metadata names) and hold the same slices as the Perfetto file.
+(Perfetto's trace_processor is not installed here: these are the structural checks of its
+documented schema.) Only the Python standard library is used.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+# Causes whose idle time the analysis credits slice by slice (the others are counted per device).
+UNPLACED = {"small_batch", "insufficient_memory", "launch_bound", "unused_gpus", "no_gpu_work"}
+
+failures = []
+
+
+def Fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def ParseText(text):
+    """protoc's text format as nested dicts: field -> list of values (str or dict)."""
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"|[{}]|[A-Za-z_][A-Za-z0-9_]*:?|-?[0-9][0-9.e+-]*', text)
+    pos = 0
+
+    def block():
+        nonlocal pos
+        out = collections.defaultdict(list)
+        while pos < len(tokens):
+            t = tokens[pos]
+            if t == "}":
+                pos += 1
+                return out
+            pos += 1
+            if t.endswith(":"):
+                v = tokens[pos]
+                pos += 1
+                out[t[:-1]].append(json.loads(v) if v.startswith('"') else v)
+            else:  # a message field: NAME {
+                assert tokens[pos] == "{", tokens[pos]
+                pos += 1
+                out[t].append(block())
+        return out
+
+    return block()
+
+
+def One(msg, field, default=None):
+    values = msg.get(field, [])
+    return values[0] if values else default
+
+
+def CheckPerfetto(opts, report):
+    path = os.path.join(opts.work, "job.pftrace")
+    Run([opts.idlescope, "export", "--format", "perfetto", "-o", path, opts.trace])
+    with open(path, "rb") as f:
+        proc = subprocess.run([opts.protoc, "--decode=perfetto.protos.Trace",
+                               "--proto_path=" + os.path.dirname(opts.proto), opts.proto],
+                              stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        Fail("protoc --decode failed: " + proc.stderr.decode())
+        return None
+    trace = ParseText(proc.stdout.decode())
+    packets = trace["packet"]
+    print("perfetto: %d bytes, %d packets" % (os.path.getsize(path), len(packets)))
+
+    first = packets[0]
+    if int(One(first, "sequence_flags", 0)) & 1 == 0:
+        Fail("the first packet does not clear the incremental state")
+    snap = One(first, "clock_snapshot")
+    if not snap or One(snap, "primary_trace_clock") != "BUILTIN_CLOCK_MONOTONIC":
+        Fail("the first packet has no clock snapshot with CLOCK_MONOTONIC as the trace clock")
+    else:
+        clocks = {One(c, "clock_id") for c in snap["clocks"]}
+        print("clock snapshot: clocks %s" % sorted(clocks))
+    sequences = {One(p, "trusted_packet_sequence_id") for p in packets}
+    if sequences != {"1"}:
+        Fail("packets on sequences %s, expected one" % sequences)
+
+    tracks = {}
+    processes, threads = {}, 0
+    names, categories, annotations = {}, {}, {}
+    open_slices = collections.defaultdict(list)  # track -> stack of (name, begin ts)
+    slices = []  # (track, name, category, begin, end, annotations, flow_ids, terminating)
+    last_ts = 0
+    for i, p in enumerate(packets):
+        interned = One(p, "interned_data")
+        if interned:
+            for e in interned.get("event_names", []):
+                names[One(e, "iid")] = One(e, "name")
+            for e in interned.get("event_categories", []):
+                categories[One(e, "iid")] = One(e, "name")
+            for e in interned.get("debug_annotation_names", []):
+                annotations[One(e, "iid")] = One(e, "name")
+        td = One(p, "track_descriptor")
+        if td:
+            uuid = One(td, "uuid")
+            parent = One(td, "parent_uuid")
+            if parent is not None and parent not in tracks:
+                Fail("track %s declared before its parent %s" % (uuid, parent))
+            tracks[uuid] = td
+            if One(td, "process"):
+                pid = One(One(td, "process"), "pid")
+                if pid in processes:
+                    Fail("two process tracks with pid %s" % pid)
+                processes[pid] = One(td, "name")
+            if One(td, "thread"):
+                threads += 1
+        ev = One(p, "track_event")
+        if not ev:
+            continue
+        ts = int(One(p, "timestamp"))
+        if ts < last_ts:
+            Fail("packet %d at %d is before the previous one at %d" % (i, ts, last_ts))
+        last_ts = ts
+        if One(p, "timestamp_clock_id") != "3":
+            Fail("packet %d is not on CLOCK_MONOTONIC" % i)
+        if int(One(p, "sequence_flags", 0)) & 2 == 0:
+            Fail("packet %d does not say it needs the incremental state" % i)
+        track = One(ev, "track_uuid")
+        if track not in tracks:
+            Fail("event on undeclared track %s" % track)
+        kind = One(ev, "type")
+        if kind == "TYPE_SLICE_BEGIN":
+            iid = One(ev, "name_iid")
+            if iid not in names:
+                Fail("name iid %s used before it is interned" % iid)
+            cats = [categories.get(c) for c in ev.get("category_iids", [])]
+            if None in cats:
+                Fail("category iid used before it is interned")
+            args = {}
+            for a in ev.get("debug_annotations", []):
+                n = annotations.get(One(a, "name_iid"))
+                if n is None:
+                    Fail("annotation name used before it is interned")
+                args[n] = One(a, "string_value", One(a, "int_value"))
+            open_slices[track].append(len(slices))
+            slices.append([track, names.get(iid), cats[0] if cats else None, ts, None, args,
+                           ev.get("flow_ids", []), ev.get("terminating_flow_ids", [])])
+        elif kind == "TYPE_SLICE_END":
+            if not open_slices[track]:
+                Fail("an end without a begin on track %s" % track)
+                continue
+            slices[open_slices[track].pop()][4] = ts
+        else:
+            Fail("unexpected event type %s" % kind)
+    for track, stack in open_slices.items():
+        if stack:
+            Fail("%d slices never end on track %s" % (len(stack), track))
+
+    def Named(pattern):
+        return [t for t in tracks.values() if re.search(pattern, One(t, "name", ""))]
+
+    files = len(report["files"])
+    print("tracks: %d processes (%d files), %d threads, %d device tracks, %d idle tracks, %d "
+          "slices" % (len(processes), files, threads, len(Named(r"^GPU \d+ ")),
+                      len(Named(r"^GPU idle")) and len(
+                          [t for t in tracks.values()
+                           if One(t, "parent_uuid") == One(Named(r"^GPU idle")[0], "uuid")]),
+                      len(slices)))
+    if len(processes) != files:
+        Fail("%d process tracks for %d trace files" % (len(processes), files))
+    if threads == 0:
+        Fail("no thread track")
+    if not Named(r"^GPU \d+ compute"):
+        Fail("no device compute track")
+    if opts.expect_transfer and not Named(r"^GPU \d+ transfer"):
+        Fail("no device transfer track")
+    if not Named(r"^GPU idle by cause"):
+        Fail("no GPU idle group")
+
+    idle_by_cause = collections.Counter()
+    for track, name, cat, begin, end, args, _, _ in slices:
+        if cat != "idle":
+            continue
+        if args.get("cause") != name:
+            Fail("idle slice %s without its cause annotation" % name)
+        if "explained_by" not in args:
+            Fail("idle slice %s without evidence" % name)
+        idle_by_cause[name] += end - begin
+    expected = {c["cause"]: int(c["idle_ns"]) for c in report["causes"]
+                if c["cause"] not in UNPLACED}
+    for cause in sorted(set(expected) | set(idle_by_cause)):
+        got, want = idle_by_cause.get(cause, 0), expected.get(cause, 0)
+        print("  idle slices %-22s %14d ns (report %d ns)" % (cause, got, want))
+        if got != want:
+            Fail("idle slices of %s add up to %d ns, the report says %d ns" % (cause, got, want))
+    if opts.expect_cause and idle_by_cause.get(opts.expect_cause, 0) == 0:
+        Fail("no idle slice of %s" % opts.expect_cause)
+
+    outs = collections.Counter(f for s in slices for f in s[6])
+    ins = collections.Counter(f for s in slices for f in s[7])
+    for f, n in outs.items():
+        if n != 1 or ins.get(f) != 1:
+            Fail("flow %s leaves %d slices and ends on %d" % (f, n, ins.get(f, 0)))
+    for f in ins:
+        if f not in outs:
+            Fail("flow %s ends without a start" % f)
+    flow_sources = {s[2] for s in slices if s[6]}
+    flow_sinks = {s[2] for s in slices if s[7]}
+    print("flows: %d (from %s to %s)" % (len(outs), sorted(flow_sources), sorted(flow_sinks)))
+    if opts.expect_flows and not outs:
+        Fail("no flow from a CUDA call to its GPU record")
+    if outs and (flow_sources != {"cuda"} or flow_sinks != {"gpu"}):
+        Fail("flows must go from CUDA calls to GPU slices")
+    return slices
+
+
+def CheckChrome(opts, perfetto_slices):
+    path = os.path.join(opts.work, "job.json")
+    Run([opts.idlescope, "export", "--format", "chrome", "-o", path, opts.trace])
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"]
+    print("chrome: %d bytes, %d events" % (os.path.getsize(path), len(events)))
+    required = {"X": ["name", "ts", "dur", "pid", "tid"], "B": ["name", "ts", "pid", "tid"],
+                "E": ["ts", "pid", "tid"], "M": ["name", "pid", "args"],
+                "s": ["name", "id", "ts", "pid", "tid"], "t": ["name", "id", "ts", "pid", "tid"],
+                "f": ["name", "id", "ts", "pid", "tid"], "i": ["name", "ts", "pid"],
+                "C": ["name", "ts", "pid", "args"]}
+    stacks = collections.defaultdict(list)  # B/E per thread
+    per_thread = collections.defaultdict(list)  # X slices per thread
+    flow_start = {}
+    flows_done = 0
+    named_threads = set()
+    for e in sorted(events, key=lambda e: (e.get("ts", -1), -e.get("dur", 0))):
+        ph = e.get("ph")
+        if ph not in required:
+            Fail("unknown phase %r" % ph)
+            continue
+        missing = [k for k in required[ph] if k not in e]
+        if missing:
+            Fail("%s event without %s: %s" % (ph, missing, e))
+            continue
+        if ph != "M" and not isinstance(e["ts"], (int, float)):
+            Fail("ts is not a number: %s" % e)
+        key = (e["pid"], e.get("tid"))
+        if ph == "X":
+            if e["dur"] < 0:
+                Fail("negative duration: %s" % e)
+            per_thread[key].append((e["ts"], e["ts"] + e["dur"]))
+        elif ph == "B":
+            stacks[key].append(e)
+        elif ph == "E":
+            if not stacks[key]:
+                Fail("E without B on %s" % (key,))
+            else:
+                stacks[key].pop()
+        elif ph == "M":
+            if e["name"] in ("process_name", "thread_name") and "name" not in e["args"]:
+                Fail("metadata without a name: %s" % e)
+            if e["name"] == "thread_name":
+                named_threads.add(key)
+        elif ph == "s":
+            if (e.get("cat"), e["id"]) in flow_start:
+                Fail("flow id %s started twice" % e["id"])
+            flow_start[(e.get("cat"), e["id"])] = e["ts"]
+        elif ph == "f":
+            start = flow_start.get((e.get("cat"), e["id"]))
+            if start is None or start > e["ts"]:
+                Fail("flow %s finishes before it starts" % e["id"])
+            flows_done += 1
+    for key, stack in stacks.items():
+        if stack:
+            Fail("%d B events without E on %s" % (len(stack), key))
+    # X slices of one thread must nest (a partial overlap is drawn wrongly by every viewer).
+    eps = 1.5e-3  # 1.5 ns: the microsecond doubles round at the nanosecond
+    for key, spans in per_thread.items():
+        if key not in named_threads:
+            Fail("thread %s has slices but no thread_name" % (key,))
+        open_ends = []
+        for begin, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while open_ends and open_ends[-1] <= begin + eps:
+                open_ends.pop()
+            if open_ends and end > open_ends[-1] + eps:
+                Fail("slices overlap without nesting on %s at %s" % (key, begin))
+                break
+            open_ends.append(end)
+    slices = sum(len(v) for v in per_thread.values())
+    print("chrome: %d slices on %d threads, %d flows" % (slices, len(per_thread), flows_done))
+    if slices != len(perfetto_slices):
+        Fail("%d slices in the Chrome JSON, %d in the Perfetto file" %
+             (slices, len(perfetto_slices)))
+    if flows_done != len(flow_start):
+        Fail("%d flows started, %d finished" % (len(flow_start), flows_done))
+
+
+def CheckBadInput(opts):
+    """Bad input gets one line on stderr and a usage (2) or input (1) exit status."""
+    missing_dir = os.path.join(opts.work, "no-such-dir", "out")
+    cases = [
+        (["export", "--format", "perfetto", opts.trace], 2, "usage"),  # no -o
+        (["export", "--format", "svg", "-o", "x", opts.trace], 2, "unknown format 'svg'"),
+        (["export", "--format", "perfetto", "-o", missing_dir, opts.trace], 1, "cannot write"),
+        (["export", "--format", "chrome", "-o", os.path.join(opts.work, "x.json"),
+          os.path.join(opts.work, "no-such-trace")], 1, ""),
+        (["report", "--format", "html", "-o", missing_dir, opts.trace], 1, "cannot write"),
+    ]
+    for args, status, words in cases:
+        proc = subprocess.run([opts.idlescope] + args, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        first = proc.stderr.strip().splitlines()[:1]
+        print("idlescope %s -> %d: %s" % (" ".join(args[:4]), proc.returncode,
+                                          first[0] if first else ""))
+        if proc.returncode != status or words not in proc.stderr:
+            Fail("idlescope %s exited %d (expected %d) with %r" %
+                 (" ".join(args), proc.returncode, status, proc.stderr))
+    if os.path.exists(os.path.dirname(missing_dir)):
+        Fail("a failed write left files behind")
+
+
+def Run(cmd):
+    print("$ " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout.splitlines():
+        print("  | " + line)
+    if proc.returncode != 0:
+        sys.exit("FAIL: %s exited with %d" % (" ".join(cmd), proc.returncode))
+    return proc.stdout
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--idlescope", required=True)
+    p.add_argument("--protoc", required=True)
+    p.add_argument("--proto", required=True, help="proto/perfetto_trace.proto")
+    p.add_argument("--work", required=True)
+    p.add_argument("--trace", help="a job's trace directory (else --run traces one)")
+    p.add_argument("--run", nargs=argparse.REMAINDER,
+                   help="a command to trace with `idlescope run` (with --simgpu-lib)")
+    p.add_argument("--simgpu-lib")
+    p.add_argument("--expect-cause")
+    p.add_argument("--expect-flows", action="store_true")
+    p.add_argument("--expect-transfer", action="store_true")
+    opts = p.parse_args()
+    os.makedirs(opts.work, exist_ok=True)
+    if opts.run:
+        opts.trace = os.path.join(opts.work, "trace")
+        subprocess.run(["rm", "-rf", opts.trace], check=True)
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = opts.simgpu_lib + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        cwd = os.path.join(opts.work, "cwd")
+        os.makedirs(cwd, exist_ok=True)
+        cmd = [opts.idlescope, "run", "-o", opts.trace, "--"] + opts.run
+        print("$ " + " ".join(cmd), flush=True)
+        subprocess.run(cmd, cwd=cwd, env=env, check=True, timeout=240,
+                       stdout=subprocess.DEVNULL)
+    report = json.loads(subprocess.run([opts.idlescope, "report", "--json", opts.trace],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                       text=True, check=True).stdout)
+    slices = CheckPerfetto(opts, report)
+    if slices is not None:
+        CheckChrome(opts, slices)
+    CheckBadInput(opts)
+    if failures:
+        sys.exit("%d failures" % len(failures))
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

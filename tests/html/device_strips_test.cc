@@ -1,0 +1,90 @@
+// DeviceStripRecorder (analyzer/report/device_strips.h): slices land in their buckets exactly,
+// corrections move time between causes, and widening keeps every nanosecond.
+#include "analyzer/report/device_strips.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace idlescope {
+namespace {
+
+constexpr Ns kMs = 1'000'000;
+
+ProcessInfo StartingAt(Ns start) {
+  ProcessInfo info;
+  info.start = start;
+  return info;
+}
+
+Ns Total(const DeviceStrip& strip, Cause cause) {
+  Ns sum = 0;
+  for (const auto& bucket : strip.idle) sum += bucket[Index(cause)];
+  return sum;
+}
+
+TEST(DeviceStripsTest, SplitsSlicesAtBucketEdgesSinceTheJobStart) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(10 * kMs));
+  r.AddProcess(1, StartingAt(5 * kMs));  // the earliest start is the job start
+  r.OnSlice({.device = 0,
+             .when = {5 * kMs + kMs / 2, 5 * kMs + 5 * kMs / 2},
+             .cause = Cause::kDataLoading});
+  JobStrips s = r.Finish(4 * kMs, {"h/a"});
+  ASSERT_EQ(s.bucket_ns, kFirstBucketNs);
+  ASSERT_EQ(s.buckets, 4u);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].device, "h/a");
+  const Cause c = Cause::kDataLoading;
+  EXPECT_EQ(s.devices[0].idle[0][Index(c)], kMs / 2);
+  EXPECT_EQ(s.devices[0].idle[1][Index(c)], kMs);
+  EXPECT_EQ(s.devices[0].idle[2][Index(c)], kMs / 2);
+  EXPECT_EQ(s.devices[0].idle[3][Index(c)], 0);
+}
+
+TEST(DeviceStripsTest, ACorrectionMovesTimeFromTheCauseItReplaces) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  r.OnSlice({.device = 1, .when = {0, 3 * kMs}, .cause = Cause::kUnknown});
+  r.OnSlice({.device = 1,
+             .when = {kMs, 2 * kMs},
+             .cause = Cause::kCheckpointing,
+             .correction = true,
+             .replaces = Cause::kUnknown});
+  JobStrips s = r.Finish(3 * kMs, {"h/a", "h/b"});
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(Total(s.devices[0], Cause::kUnknown), 0);  // a device without slices: all zero
+  EXPECT_EQ(Total(s.devices[1], Cause::kUnknown), 2 * kMs);
+  EXPECT_EQ(Total(s.devices[1], Cause::kCheckpointing), kMs);
+  EXPECT_EQ(s.devices[1].idle[1][Index(Cause::kUnknown)], 0);
+}
+
+TEST(DeviceStripsTest, WideningKeepsEveryNanosecondAndBoundsTheBuckets) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  Ns credited = 0;
+  // One 0.3 ms slice every 7 ms for an hour: far more than kMaxBuckets buckets of 1 ms.
+  const Ns hour = 3600LL * 1000 * kMs;
+  for (Ns t = 0; t < hour; t += 7 * kMs) {
+    r.OnSlice({.device = 0, .when = {t, t + 300'000}, .cause = Cause::kHostGpuTransfer});
+    credited += 300'000;
+  }
+  JobStrips s = r.Finish(hour, {"h/a"});
+  EXPECT_LE(s.buckets, kMaxBuckets);
+  EXPECT_GT(s.buckets, kMaxBuckets / 2);
+  EXPECT_GE(static_cast<Ns>(s.buckets) * s.bucket_ns, hour);
+  EXPECT_EQ(Total(s.devices[0], Cause::kHostGpuTransfer), credited);
+}
+
+TEST(DeviceStripsTest, AQuietEndWidensTheBucketsAtFinish) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  r.OnSlice({.device = 0, .when = {0, 2 * kMs}, .cause = Cause::kStartup});
+  // The job runs on for 10 s after its last idle slice: 10000 buckets of 1 ms would be too many.
+  JobStrips s = r.Finish(10'000 * kMs, {"h/a"});
+  EXPECT_LE(s.buckets, kMaxBuckets);
+  EXPECT_EQ(Total(s.devices[0], Cause::kStartup), 2 * kMs);
+}
+
+}  // namespace
+}  // namespace idlescope
