@@ -21,6 +21,7 @@
 
 #include "cupti/cupti_api.h"
 #include "interpose/hooks/cudart.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
 namespace idlescope::cupti {
@@ -228,6 +229,9 @@ uint64_t g_devices_described = 0;  // bit per ordinal < 64
 // Synchronization records carry a context, not a device: learnt from kernel/copy records.
 std::unordered_map<uint32_t, uint32_t>* g_context_device = nullptr;
 
+// The driver CUPTI runs on; only ever looked up, never loaded by us (interpose/real_symbol.h).
+constinit RealLibrary g_libcuda{{"libcuda.so.1", nullptr, nullptr}};
+
 void DescribeDevice(uint32_t ordinal) {
   if (ordinal >= 64) return;
   {
@@ -235,7 +239,7 @@ void DescribeDevice(uint32_t ordinal) {
     if (g_devices_described & (1ull << ordinal)) return;
     g_devices_described |= 1ull << ordinal;
   }
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void* cuda = g_libcuda.Handle();
   if (cuda == nullptr) return;
   auto get = reinterpret_cast<CUresult (*)(CUdevice*, int)>(dlsym(cuda, "cuDeviceGet"));
   auto count = reinterpret_cast<CUresult (*)(int*)>(dlsym(cuda, "cuDeviceGetCount"));
@@ -247,10 +251,7 @@ void DescribeDevice(uint32_t ordinal) {
   RawDeviceInfo info;
   info.device = ordinal;
   CUdevice dev = 0;
-  if (get == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS) {
-    dlclose(cuda);
-    return;
-  }
+  if (get == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS) return;
   int n = 0;
   if (count && count(&n) == CUDA_SUCCESS) info.visible_devices = static_cast<uint32_t>(n);
   if (name) name(info.name, sizeof(info.name) - 1, dev);
@@ -272,7 +273,6 @@ void DescribeDevice(uint32_t ordinal) {
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
              b[15]);
   }
-  dlclose(cuda);
   RecordDeviceInfo(info);
 }
 

@@ -7,7 +7,6 @@
 // FlushNow() caller.
 #include "interpose/recorder.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/futex.h>
@@ -33,6 +32,7 @@
 #include <vector>
 
 #include "interpose/python/pystacks.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
 #include "interpose/wire.h"
@@ -437,7 +437,7 @@ bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself
 bool g_final_from_signal = false;  // the requester may be a signal handler (ServeFinalRequest)
 std::atomic<uint32_t> g_final_done{0};  // the final flush is over (futex word)
 std::atomic<bool> g_shutdown_started{false};
-std::atomic<bool> g_writer_started{false};   // g_writer is a thread not joined yet
+std::atomic<bool> g_writer_started{false};  // g_writer is a thread not joined yet
 // Program threads alive (the main thread, and those created through the pthread_create hook).
 std::atomic<int32_t> g_program_threads{1};
 pthread_key_t g_life_key;
@@ -1326,13 +1326,9 @@ void ForkChild() {
 int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
                       void* arg) {
   using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  static constinit std::atomic<CreateFn> real{nullptr};
-  CreateFn f = real.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-    if (f == nullptr) return EAGAIN;
-    real.store(f, std::memory_order_release);
-  }
+  static constinit RealFunction<CreateFn> real{"pthread_create"};
+  CreateFn f = real.Get();
+  if (f == nullptr) return EAGAIN;
   return f(thread, attr, fn, arg);
 }
 

@@ -3,17 +3,16 @@
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
 //
 // The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
-// ns after the call: clock_gettime(CLOCK_MONOTONIC) through the vDSO measured 2-3x the cost of
-// RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
+// ns after the call: clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
+// 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
 #include "interpose/hooks/cudart.h"
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cerrno>
 
 #include "cupti/cupti_layer.h"
 #include "interpose/hooks/io_clock.h"
+#include "interpose/real_symbol.h"
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
 
@@ -32,58 +31,21 @@ namespace {
 
 std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
 
-// What is resolved once here lives in constant-initialised atomics, not in function-local statics:
-// a thread that fork() caught inside a static's initialiser (a dlopen) would leave its guard taken
-// in the child (recorder.h, ApiName). Two threads that resolve at once find the same thing.
-std::atomic<void*> g_cudart_handle{nullptr};
-std::atomic<bool> g_cudart_handle_tried{false};
+// libcudart as RealLibrary: RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin.
+constinit RealLibrary g_cudart{{"libcudart.so.13", "libcudart.so.12", nullptr}};
 
-void* CudartHandle() {
-  // Kept open for the life of the process: a pointer we resolved must never dangle because the
-  // plugin that loaded libcudart dlclose'd it.
-  if (!g_cudart_handle_tried.load(std::memory_order_acquire)) {
-    void* handle = nullptr;
-    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
-      if ((handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
-    }
-    g_cudart_handle.store(handle, std::memory_order_release);
-    g_cudart_handle_tried.store(true, std::memory_order_release);
-  }
-  return g_cudart_handle.load(std::memory_order_acquire);
-}
-
-// A libcudart function the hooks call themselves, resolved at its first use (a miss is kept too).
-struct CudartFunction {
-  const char* name;
-  std::atomic<void*> fn{nullptr};
-  std::atomic<bool> tried{false};
-  template <typename Fn>
-  Fn Get() {
-    if (!tried.load(std::memory_order_acquire)) {
-      fn.store(CudartSymbol(name), std::memory_order_release);
-      tried.store(true, std::memory_order_release);
-    }
-    return reinterpret_cast<Fn>(fn.load(std::memory_order_acquire));
-  }
-};
-constinit CudartFunction g_get_device{"cudaGetDevice"};
-constinit CudartFunction g_pointer_attributes{"cudaPointerGetAttributes"};
-constinit CudartFunction g_array_info{"cudaArrayGetInfo"};
+// libcudart functions the hooks call themselves; a miss is kept (they are asked on hook paths).
+constinit RealFunction<cudaError_t (*)(int*)> g_get_device{"cudaGetDevice", nullptr, &g_cudart,
+                                                           OnMiss::kKeep};
+constinit RealFunction<cudaError_t (*)(cudaPointerAttributes*, const void*)> g_pointer_attributes{
+    "cudaPointerGetAttributes", nullptr, &g_cudart, OnMiss::kKeep};
+constinit RealFunction<cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*,
+                                       cudaArray_t)>
+    g_array_info{"cudaArrayGetInfo", nullptr, &g_cudart, OnMiss::kKeep};
 
 }  // namespace
 
-void* CudartSymbol(const char* name) {
-  if (void* f = dlsym(RTLD_NEXT, name)) return f;
-  // CudartHandle caches a miss too; a libcudart dlopen'ed later is found by RTLD_NEXT only
-  // if global, so retry the NOLOAD open while we have none.
-  void* h = CudartHandle();
-  if (h == nullptr) {
-    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
-      if ((h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
-    }
-  }
-  return h ? dlsym(h, name) : nullptr;
-}
+void* CudartSymbol(const char* name) { return FindRealSymbol(name, nullptr, &g_cudart); }
 
 void* ResolveReal(HookId id) {
   void* f = CudartSymbol(kHookNames[id]);
@@ -93,8 +55,7 @@ void* ResolveReal(HookId id) {
 
 int CurrentDeviceSlow() {
   ThreadState& t = Thread();
-  using GetDeviceFn = cudaError_t (*)(int*);
-  auto get_device = g_get_device.Get<GetDeviceFn>();
+  auto get_device = g_get_device.Get();
   int dev = 0;
   if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
   return t.device < 0 ? 0 : t.device;
@@ -129,8 +90,7 @@ ev::MemKind FromRange(RangeKind k) {
 }
 
 ev::MemKind AskRuntime(const void* p) {
-  using AttrFn = cudaError_t (*)(cudaPointerAttributes*, const void*);
-  auto get_attributes = g_pointer_attributes.Get<AttrFn>();
+  auto get_attributes = g_pointer_attributes.Get();
   if (get_attributes == nullptr) return ev::kPageable;
   cudaPointerAttributes attr{};
   // CUDA >= 11 answers cudaMemoryTypeUnregistered (no error) for pageable memory.
@@ -212,8 +172,7 @@ CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
 }
 
 uint64_t ArrayElementBytes(cudaArray_const_t array) {
-  using InfoFn = cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*, cudaArray_t);
-  auto get_info = g_array_info.Get<InfoFn>();
+  auto get_info = g_array_info.Get();
   cudaChannelFormatDesc desc{};
   cudaExtent extent{};
   unsigned int flags = 0;

@@ -2,8 +2,8 @@
 //
 // NCCL 2.x exports every public function twice, PMPI style: a strong `pncclX` and a weak `ncclX`.
 // The program's calls bind to our `ncclX` (we are preloaded); we call the real strong `pncclX`
-// (dlsym RTLD_NEXT, then `ncclX`, then dlopen("libnccl.so.2", RTLD_NOLOAD) for a library loaded
-// RTLD_LOCAL by a plugin). libnccl is never a link dependency of the preload library: a process
+// (interpose/real_symbol.h: RTLD_NEXT, then `ncclX`, then libnccl.so.2 if a plugin loaded it
+// RTLD_LOCAL). libnccl is never a link dependency of the preload library: a process
 // without NCCL never loads it.
 //
 // Every collective records: op, element count, datatype, bytes this rank sends (nccl_comms.h),
@@ -15,7 +15,6 @@
 // happens at ncclGroupEnd).
 #if __has_include(<nccl.h>)
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -27,6 +26,7 @@
 #include <string_view>
 
 #include "interpose/hooks/nccl_comms.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
 #define IDLESCOPE_NCCL_HOOK extern "C" __attribute__((visibility("default")))
@@ -40,33 +40,15 @@ namespace nccl = idlescope::nccl;
 
 namespace {
 
-void* ResolveNccl(const char* strong, const char* weak) {
-  void* fn = dlsym(RTLD_NEXT, strong);
-  if (fn == nullptr) fn = dlsym(RTLD_NEXT, weak);
-  if (fn == nullptr) {
-    // Loaded RTLD_LOCAL (a framework plugin): RTLD_NEXT cannot see it. The handle keeps a
-    // reference, which is fine: the library is in use.
-    void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
-    if (handle != nullptr) {
-      fn = dlsym(handle, strong);
-      if (fn == nullptr) fn = dlsym(handle, weak);
-    }
-  }
-  return fn;
-}
+// Loaded RTLD_LOCAL by a framework plugin, libnccl is invisible to RTLD_NEXT (real_symbol.h).
+constinit idlescope::RealLibrary g_libnccl{{"libnccl.so.2", nullptr, nullptr}};
 
 // One accessor per function in nccl.def: RealAllReduce() etc., resolved on first use.
-#define IDLESCOPE_NCCL(name, params)                                             \
-  using name##Fn = ncclResult_t(*) params;                                       \
-  name##Fn Real##name() {                                                        \
-    static std::atomic<name##Fn> slot{nullptr};                                  \
-    name##Fn fn = slot.load(std::memory_order_acquire);                          \
-    if (fn == nullptr) {                                                         \
-      fn = reinterpret_cast<name##Fn>(ResolveNccl("pnccl" #name, "nccl" #name)); \
-      slot.store(fn, std::memory_order_release);                                 \
-    }                                                                            \
-    return fn;                                                                   \
-  }
+#define IDLESCOPE_NCCL(name, params)                                                     \
+  using name##Fn = ncclResult_t(*) params;                                               \
+  constinit idlescope::RealFunction<name##Fn> g_real_##name{"pnccl" #name, "nccl" #name, \
+                                                            &g_libnccl};                 \
+  name##Fn Real##name() { return g_real_##name.Get(); }
 #include "interpose/hooks/nccl.def"
 #undef IDLESCOPE_NCCL
 
