@@ -3,7 +3,7 @@
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
 //
 // The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
-// ns after the call: clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
+// ns after the call (io::TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
 // 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
 #include "interpose/hooks/cudart.h"
 
@@ -235,41 +235,6 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
-namespace {
-// Tick -> trace-clock ns for the hooks: a per-thread anchor (adjacent NowNs() and tick readings)
-// and io's current ns-per-tick ratio as Q32 fixed point, refreshed every 1 ms of ticks: an
-// integer multiply per timestamp instead of io::TicksToNs's double arithmetic and checks (~70
-// instructions per call). The error is the ratio's error times <= 1 ms (io calibrates to ~1e-3
-// at load and refines it), so host and CUPTI times (both CLOCK_MONOTONIC) agree to < 1 us.
-struct TickAnchor {
-  uint64_t ticks = 0;
-  uint64_t ns = 0;
-  uint64_t ns_per_tick_q32 = 0;  // 0: not anchored yet
-  uint64_t span = 0;             // ticks after `ticks` this anchor is used for
-};
-__thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
-constexpr uint64_t kTickAnchorNs = 1'000'000;
-
-uint64_t SpanNs(const TickAnchor& a, uint64_t ticks) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * a.ns_per_tick_q32) >> 32);
-}
-
-// Trace-clock ns of `t0` and the length in ns of [t0, t1] (CallTicks readings, t0 <= t1).
-void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
-  TickAnchor& a = t_tick_anchor;
-  if (__builtin_expect(a.ns_per_tick_q32 == 0 || t1 - a.ticks > a.span, 0)) {
-    a.ticks = io::CallTicks();
-    a.ns = io::TicksAreNs() ? a.ticks : NowNs();
-    a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
-    if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
-    a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;
-  }
-  // t0 may precede the anchor (just re-anchored, or a long call): signed distance.
-  *ts = t0 >= a.ticks ? a.ns + SpanNs(a, t0 - a.ticks) : a.ns - SpanNs(a, a.ticks - t0);
-  *dur = t1 >= t0 ? SpanNs(a, t1 - t0) : 0;
-}
-}  // namespace
-
 void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
             uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
@@ -278,7 +243,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   }
   RawEvent e;
   // Tick readings become trace-clock ns here, outside the timed span.
-  TicksToSpan(t0, t1, &e.ts, &e.dur);
+  io::TicksToSpan(t0, t1, &e.ts, &e.dur);
   e.type = call.type;
   e.result = result;
   e.stack = stack;
