@@ -20,15 +20,17 @@
 #include <unordered_map>
 
 #include "cupti/cupti_api.h"
-#include "interpose/hooks/cudart.h"
+#include "interpose/cuda_calls.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
+namespace idlescope::cuda::detail {
+std::atomic<bool> g_cupti_start_attempted{false};
+}  // namespace idlescope::cuda::detail
+
 namespace idlescope::cupti {
 
-namespace detail {
-std::atomic<bool> g_start_attempted{false};
-}  // namespace detail
+using cuda::detail::g_cupti_start_attempted;
 
 namespace {
 
@@ -69,7 +71,7 @@ void* TryOpen(const std::string& path, std::string* tried) {
 
 // Directory of the libcudart this process loaded (dladdr on one of its functions).
 std::string CudartDir() {
-  void* f = cudart::CudartSymbol("cudaGetDevice");
+  void* f = cuda::CudartSymbol("cudaGetDevice");
   Dl_info info{};
   if (f == nullptr || dladdr(f, &info) == 0 || info.dli_fname == nullptr) return {};
   std::string path = info.dli_fname;
@@ -495,8 +497,6 @@ bool LoadApi(void* lib, std::string* missing) {
   }
   IDLESCOPE_CUPTI_FUNCTIONS(IDLESCOPE_CUPTI_RESOLVE)
 #undef IDLESCOPE_CUPTI_RESOLVE
-  g_api.cuptiGetCallbackName =
-      reinterpret_cast<decltype(g_api.cuptiGetCallbackName)>(dlsym(lib, "cuptiGetCallbackName"));
   return true;
 }
 
@@ -593,18 +593,16 @@ const char* ResultText(CUptiResult r) {
   return buf;
 }
 
-namespace detail {
 void Start() {
   if (!RecorderActive()) return;  // retried at the next hooked call
   std::lock_guard<std::mutex> lock(g_start_mu);
-  if (g_start_attempted.load(std::memory_order_relaxed)) return;
+  if (g_cupti_start_attempted.load(std::memory_order_relaxed)) return;
   if (FamilyEnabled(Family::kCupti)) {
     HookGuard guard(Family::kCupti);  // CUPTI's own loading (dlopen, files) is not the job's
     StartLocked();
   }
-  g_start_attempted.store(true, std::memory_order_release);
+  g_cupti_start_attempted.store(true, std::memory_order_release);
 }
-}  // namespace detail
 
 bool ActivityEnabled() { return g_activity.load(std::memory_order_acquire); }
 
@@ -626,6 +624,8 @@ void Flush() {
 }
 
 }  // namespace idlescope::cupti
+
+void idlescope::cuda::detail::StartCupti() { idlescope::cupti::Start(); }
 
 extern "C" void idlescope_cupti_flush() { idlescope::cupti::Flush(); }
 
@@ -690,7 +690,7 @@ extern "C" void idlescope_cupti_fork_child() {
     g_start_mu.unlock();
   } else {
     new (&g_start_mu) std::mutex();
-    detail::g_start_attempted.store(true, std::memory_order_release);
+    g_cupti_start_attempted.store(true, std::memory_order_release);
   }
 }
 
@@ -698,6 +698,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   // libcuda calls this at cuInit when CUDA_INJECTION64_PATH names us. Our library constructor has
   // already started the recorder (Origin INJECTION: LD_PRELOAD does not name us). No hook sees the
   // runtime's exports in this mode: the CUPTI callbacks record the host side.
-  idlescope::cupti::EnsureStarted();
+  idlescope::cuda::EnsureCuptiStarted();
   return 1;
 }

@@ -10,48 +10,24 @@
 #include <atomic>
 #include <cerrno>
 
-#include "cupti/cupti_layer.h"
 #include "interpose/hooks/io_clock.h"
 #include "interpose/real_symbol.h"
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
 
-namespace idlescope::cudart {
+// The hooks' side of the interface with cupti/ (interpose/cuda_calls.h).
+namespace idlescope::cuda {
 
-const char* const kHookNames[kHookCount] = {
-#define CUDART_HOOK(name, params, args, describe) #name,
-#include "interpose/hooks/cudart.def"
-#undef CUDART_HOOK
-};
-
-std::atomic<void*> g_real[kHookCount];
 __thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
 
 namespace {
-
-std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
-
 // libcudart as RealLibrary: RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin.
 constinit RealLibrary g_cudart{{"libcudart.so.13", "libcudart.so.12", nullptr}};
-
-// libcudart functions the hooks call themselves; a miss is kept (they are asked on hook paths).
 constinit RealFunction<cudaError_t (*)(int*)> g_get_device{"cudaGetDevice", nullptr, &g_cudart,
                                                            OnMiss::kKeep};
-constinit RealFunction<cudaError_t (*)(cudaPointerAttributes*, const void*)> g_pointer_attributes{
-    "cudaPointerGetAttributes", nullptr, &g_cudart, OnMiss::kKeep};
-constinit RealFunction<cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*,
-                                       cudaArray_t)>
-    g_array_info{"cudaArrayGetInfo", nullptr, &g_cudart, OnMiss::kKeep};
-
 }  // namespace
 
 void* CudartSymbol(const char* name) { return FindRealSymbol(name, nullptr, &g_cudart); }
-
-void* ResolveReal(HookId id) {
-  void* f = CudartSymbol(kHookNames[id]);
-  if (f != nullptr) g_real[id].store(f, std::memory_order_release);
-  return f;
-}
 
 int CurrentDeviceSlow() {
   ThreadState& t = Thread();
@@ -59,6 +35,36 @@ int CurrentDeviceSlow() {
   int dev = 0;
   if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
   return t.device < 0 ? 0 : t.device;
+}
+
+void NotePinnedRange(uintptr_t begin, size_t size) {
+  HostRanges().Insert(begin, size, RangeKind::kPinned);
+}
+void ForgetHostRange(uintptr_t begin) { HostRanges().Remove(begin); }
+
+}  // namespace idlescope::cuda
+
+namespace idlescope::cudart {
+
+std::atomic<void*> g_real[kHookCount];
+
+namespace {
+
+std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
+
+// libcudart functions the hooks call themselves; a miss is kept (they are asked on hook paths).
+constinit RealFunction<cudaError_t (*)(cudaPointerAttributes*, const void*)> g_pointer_attributes{
+    "cudaPointerGetAttributes", nullptr, &cuda::g_cudart, OnMiss::kKeep};
+constinit RealFunction<cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*,
+                                       cudaArray_t)>
+    g_array_info{"cudaArrayGetInfo", nullptr, &cuda::g_cudart, OnMiss::kKeep};
+
+}  // namespace
+
+void* ResolveReal(HookId id) {
+  void* f = cuda::CudartSymbol(cuda::kRuntimeCalls[id].name);
+  if (f != nullptr) g_real[id].store(f, std::memory_order_release);
+  return f;
 }
 
 namespace {
@@ -150,7 +156,12 @@ namespace {
 bool HostLike(ev::MemKind k) { return k == ev::kPageable || k == ev::kPinned; }
 }  // namespace
 
+}  // namespace idlescope::cudart
+
+namespace idlescope::cuda {
 CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
+  using cudart::ClassifyPointer;
+  using cudart::HostLike;
   switch (memcpy_kind) {
     case cudaMemcpyHostToDevice:
       return {ev::kH2D, ClassifyPointer(src)};
@@ -170,6 +181,9 @@ CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
     }
   }
 }
+}  // namespace idlescope::cuda
+
+namespace idlescope::cudart {
 
 uint64_t ArrayElementBytes(cudaArray_const_t array) {
   auto get_info = g_array_info.Get();
@@ -254,7 +268,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   e.u.cuda.async = call.async;
   uint32_t api = g_api[id].load(std::memory_order_relaxed);
   if (api == 0) {
-    api = InternString(kHookNames[id]);
+    api = InternString(cuda::kRuntimeCalls[id].name);
     g_api[id].store(api, std::memory_order_relaxed);
   }
   e.api = api;
@@ -295,12 +309,12 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
 }  // namespace idlescope::cudart
 
 // The hooks. The parameter lists come from cudart.def; `describe` sees the parameters.
-#define CUDART_HOOK(name, params, args, describe)                                        \
+#define CUDART_HOOK(name, cbid, cupti, params, args, describe)                           \
   extern "C" IDLESCOPE_EXPORT cudaError_t name params {                                  \
     using namespace ::idlescope;                                                         \
     using namespace ::idlescope::cudart;                                                 \
     using Fn = cudaError_t(*) params;                                                    \
-    auto real = reinterpret_cast<Fn>(Real(kHook_##name));                                \
+    auto real = reinterpret_cast<Fn>(Real(cuda::kCall_##name));                          \
     if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;                     \
     HookGuard guard(Family::kCuda);                                                      \
     if (!guard.active()) return real args;                                               \
@@ -316,9 +330,9 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \
     const uint32_t stack = call.stack ? CaptureStack(1) : 0;                             \
-    Finish(call, kHook_##name, t0, t1, result, thread.correlation, stack);               \
+    Finish(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);         \
     errno = saved_errno;                                                                 \
     return result;                                                                       \
   }
-#include "interpose/hooks/cudart.def"
+#include "interpose/cudart.def"
 #undef CUDART_HOOK
