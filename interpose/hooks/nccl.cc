@@ -185,101 +185,17 @@ ncclResult_t DestroyHook(uint32_t (*api)(), ncclComm_t comm, Call&& call) {
   auto real = Real##name(); \
   if (real == nullptr) return Missing("nccl" #name)
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, ncclRedOp_t op,
-                                               ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(AllReduce);
-  return CollectiveHook(
-      nccl::kAllReduce, NCCL_API("AllReduce"), count, datatype, op, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
-}
-
-// count = sendcount: each rank sends sendcount and receives nranks*sendcount.
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
-                                               size_t sendcount, ncclDataType_t datatype,
-                                               ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(AllGather);
-  return CollectiveHook(
-      nccl::kAllGather, NCCL_API("AllGather"), sendcount, datatype, 0, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
-}
-
-// count = recvcount: each rank sends nranks*recvcount.
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
-                                                   size_t recvcount, ncclDataType_t datatype,
-                                                   ncclRedOp_t op, ncclComm_t comm,
-                                                   cudaStream_t stream) {
-  NCCL_REAL(ReduceScatter);
-  return CollectiveHook(
-      nccl::kReduceScatter, NCCL_API("ReduceScatter"), recvcount, datatype, op, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, int root, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  NCCL_REAL(Broadcast);
-  return CollectiveHook(
-      nccl::kBroadcast, NCCL_API("Broadcast"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype,
-                                           int root, ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Bcast);
-  return CollectiveHook(nccl::kBroadcast, NCCL_API("Bcast"), count, datatype, 0, root, comm, stream,
-                        [&] { return real(buff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                            ncclDataType_t datatype, ncclRedOp_t op, int root,
-                                            ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Reduce);
-  return CollectiveHook(
-      nccl::kReduce, NCCL_API("Reduce"), count, datatype, op, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                                              ncclDataType_t datatype, ncclComm_t comm,
-                                              cudaStream_t stream) {
-  NCCL_REAL(AlltoAll);
-  return CollectiveHook(nccl::kAllToAll, NCCL_API("AlltoAll"), count, datatype, 0, 0, comm, stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                                            ncclDataType_t datatype, int root, ncclComm_t comm,
-                                            cudaStream_t stream) {
-  NCCL_REAL(Gather);
-  return CollectiveHook(
-      nccl::kGather, NCCL_API("Gather"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                             ncclDataType_t datatype, int root, ncclComm_t comm,
-                                             cudaStream_t stream) {
-  NCCL_REAL(Scatter);
-  return CollectiveHook(
-      nccl::kScatter, NCCL_API("Scatter"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count,
-                                          ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                          cudaStream_t stream) {
-  NCCL_REAL(Send);
-  return CollectiveHook(nccl::kSend, NCCL_API("Send"), count, datatype, 0, peer, comm, stream,
-                        [&] { return real(sendbuff, count, datatype, peer, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
-                                          int peer, ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Recv);
-  return CollectiveHook(nccl::kRecv, NCCL_API("Recv"), count, datatype, 0, peer, comm, stream,
-                        [&] { return real(recvbuff, count, datatype, peer, comm, stream); });
-}
+// Generated from nccl.def: the collective and point-to-point hooks.
+#define IDLESCOPE_NCCL(name, params)
+#define IDLESCOPE_NCCL_COLLECTIVE(name, params, args, op, count, redop, root_or_peer)            \
+  IDLESCOPE_NCCL_HOOK ncclResult_t nccl##name params {                                           \
+    NCCL_REAL(name);                                                                             \
+    return CollectiveHook(nccl::op, NCCL_API(#name), count, datatype, redop, root_or_peer, comm, \
+                          stream, [&] { return real args; });                                    \
+  }
+#include "interpose/hooks/nccl.def"
+#undef IDLESCOPE_NCCL_COLLECTIVE
+#undef IDLESCOPE_NCCL
 
 // ---------------------------------------------------------------------------------------------
 // Groups: group_depth after the call.
