@@ -10,167 +10,44 @@
 
 #include <cstring>
 #include <string>
-#include <string_view>
 
 #include "cupti/cupti_api.h"
-#include "interpose/hooks/cudart.h"
+#include "interpose/cuda_calls.h"
 #include "interpose/recorder.h"
 
 namespace idlescope::cupti {
 
 namespace {
 
-enum class Shape : uint8_t {
-  kUnclassified = 0,
-  kIgnore,
-  kCopyRuntime,    // {void* dst; const void* src; size_t count; cudaMemcpyKind kind[; stream]}
-  kCopyDriver,     // {CUdeviceptr dst; CUdeviceptr src; size_t ByteCount[; CUstream]}
-  kCopyOther,      // direction from the name only
-  kMemsetRuntime,  // {void* devPtr; int value; size_t count[; stream]}
-  kMemsetDriver,   // {CUdeviceptr dst; unsigned value; size_t N[; CUstream]}, N elements
-  kMemsetOther,    // 2D/3D memsets: no byte count taken
-  kSyncStream,     // {stream}
-  kSyncOther,      // device/context/event sync, stream waits
-  kLaunch,
-  kGraphLaunch,
-  kHostAllocOut,  // {void** out; size_t size; ...}: pinned range from the result
-  kHostRegister,  // {void* p; size_t size; ...}
-  kHostFree,      // {void* p}
-};
+using cuda::CallDescription;
+using cuda::Shape;
 
+// One enabled callback id: the call's description (interpose/cudart.def, cuda_driver.def) and its
+// API name's string id, interned when the call is first recorded from here.
 struct CbInfo {
-  std::atomic<uint8_t> shape{0};
-  uint8_t copy_kind = 0;   // ev::CopyKind known from the name (driver HtoD/DtoH/...)
-  uint8_t elem_bytes = 1;  // driver memset element size
-  bool async = false;
-  bool has_stream = false;
-  uint32_t api = 0;  // InternString id of the name without the _vNNNN suffix
+  const CallDescription* call = nullptr;  // nullptr: not a call we enabled
+  std::atomic<uint32_t> api{0};
 };
 
 CbInfo g_runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 CbInfo g_driver[CUPTI_DRIVER_TRACE_CBID_SIZE];
 CUpti_SubscriberHandle g_subscriber = nullptr;
 
-// "cudaMemcpy_v3020" -> "cudaMemcpy" (runtime callback names carry the API version).
-std::string_view BaseName(std::string_view name) {
-  size_t v = name.rfind("_v");
-  if (v == std::string_view::npos || v + 2 >= name.size()) return name;
-  for (size_t i = v + 2; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return name;
-  }
-  // Driver "_v2" is part of the versioned driver symbol; strip it too: "cuMemcpyHtoD".
-  return name.substr(0, v);
-}
-
-std::string_view StripPerThread(std::string_view s) {
-  if (s.ends_with("_ptds") || s.ends_with("_ptsz")) s.remove_suffix(5);
-  if (s.ends_with("_v2")) s.remove_suffix(3);
-  return s;
-}
-
-bool HookedRuntimeName(std::string_view base) {
-  for (uint32_t i = 0; i < cudart::kHookCount; ++i) {
-    if (base == cudart::kHookNames[i]) return true;
-  }
-  return false;
-}
-
-Shape Classify(CUpti_CallbackDomain domain, std::string_view name, CbInfo* info) {
-  // Per-thread forms keep their name in the trace, as in the hooks.
-  std::string_view api = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? BaseName(name) : name;
-  std::string_view core = StripPerThread(api);
-  info->async = core.ends_with("Async") || core.find("Launch") != std::string_view::npos ||
-                core.find("WaitEvent") != std::string_view::npos;
+CbInfo* Info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (!HookedRuntimeName(api)) return Shape::kIgnore;
-    info->api = InternString(api);
-    if (core == "cudaMemcpy" || core == "cudaMemcpyAsync") {
-      info->has_stream = core == "cudaMemcpyAsync";
-      return Shape::kCopyRuntime;
-    }
-    if (core == "cudaMemset" || core == "cudaMemsetAsync") {
-      info->has_stream = core == "cudaMemsetAsync";
-      return Shape::kMemsetRuntime;
-    }
-    if (core == "cudaStreamSynchronize") return Shape::kSyncStream;
-    if (core == "cudaMallocHost" || core == "cudaHostAlloc") return Shape::kHostAllocOut;
-    if (core == "cudaHostRegister") return Shape::kHostRegister;
-    if (core == "cudaFreeHost" || core == "cudaHostUnregister") return Shape::kHostFree;
-    if (core.starts_with("cudaMemcpy")) {
-      if (core.find("Peer") != std::string_view::npos) info->copy_kind = ev::kPeer;
-      return Shape::kCopyOther;
-    }
-    if (core.starts_with("cudaMemset")) return Shape::kMemsetOther;
-    if (core.find("Synchronize") != std::string_view::npos ||
-        core.find("WaitEvent") != std::string_view::npos) {
-      return Shape::kSyncOther;
-    }
-    if (core == "cudaGraphLaunch") return Shape::kGraphLaunch;
-    if (core.find("Launch") != std::string_view::npos) return Shape::kLaunch;
-    return Shape::kIgnore;
+    return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? &g_runtime[cbid] : nullptr;
   }
-  // Driver API.
-  if (core == "cuMemcpy" || core == "cuMemcpyAsync" || core == "cuMemcpyHtoD" ||
-      core == "cuMemcpyHtoDAsync" || core == "cuMemcpyDtoH" || core == "cuMemcpyDtoHAsync" ||
-      core == "cuMemcpyDtoD" || core == "cuMemcpyDtoDAsync") {
-    info->api = InternString(api);
-    info->has_stream = core.ends_with("Async");
-    if (core.starts_with("cuMemcpyHtoD")) info->copy_kind = ev::kH2D;
-    if (core.starts_with("cuMemcpyDtoH")) info->copy_kind = ev::kD2H;
-    if (core.starts_with("cuMemcpyDtoD")) info->copy_kind = ev::kD2D;
-    return Shape::kCopyDriver;
-  }
-  if (core.starts_with("cuMemcpy")) {
-    info->api = InternString(api);
-    if (core.find("Peer") != std::string_view::npos) info->copy_kind = ev::kPeer;
-    if (core.find("HtoA") != std::string_view::npos) info->copy_kind = ev::kH2D;
-    if (core.find("AtoH") != std::string_view::npos) info->copy_kind = ev::kD2H;
-    return Shape::kCopyOther;
-  }
-  if (core.starts_with("cuMemsetD8") || core.starts_with("cuMemsetD16") ||
-      core.starts_with("cuMemsetD32")) {
-    info->api = InternString(api);
-    if (core.starts_with("cuMemsetD2D")) return Shape::kMemsetOther;
-    info->elem_bytes = core.starts_with("cuMemsetD8") ? 1 : core.starts_with("cuMemsetD16") ? 2 : 4;
-    info->has_stream = core.ends_with("Async");
-    return Shape::kMemsetDriver;
-  }
-  if (core == "cuStreamSynchronize") {
-    info->api = InternString(api);
-    return Shape::kSyncStream;
-  }
-  if (core == "cuCtxSynchronize" || core == "cuEventSynchronize" || core == "cuStreamWaitEvent") {
-    info->api = InternString(api);
-    return Shape::kSyncOther;
-  }
-  if (core == "cuGraphLaunch") {
-    info->api = InternString(api);
-    return Shape::kGraphLaunch;
-  }
-  if (core == "cuLaunchKernel" || core == "cuLaunchKernelEx" ||
-      core == "cuLaunchCooperativeKernel") {
-    info->api = InternString(api);
-    return Shape::kLaunch;
-  }
-  if (core == "cuMemHostAlloc" || core == "cuMemAllocHost") return Shape::kHostAllocOut;
-  if (core == "cuMemHostRegister") return Shape::kHostRegister;
-  if (core == "cuMemFreeHost" || core == "cuMemHostUnregister") return Shape::kHostFree;
-  return Shape::kIgnore;
+  return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? &g_driver[cbid] : nullptr;
 }
 
-CbInfo* Info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name) {
-  CbInfo* table = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? g_runtime : g_driver;
-  size_t size = domain == CUPTI_CB_DOMAIN_RUNTIME_API
-                    ? static_cast<size_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
-                    : static_cast<size_t>(CUPTI_DRIVER_TRACE_CBID_SIZE);
-  if (cbid >= size) return nullptr;
-  CbInfo* info = &table[cbid];
-  if (info->shape.load(std::memory_order_acquire) == 0) {
-    // Benign race: two threads compute the same answer.
-    Shape s = name ? Classify(domain, name, info) : Shape::kIgnore;
-    info->shape.store(static_cast<uint8_t>(s), std::memory_order_release);
+uint32_t ApiId(CbInfo& info) {
+  uint32_t api = info.api.load(std::memory_order_relaxed);
+  if (api == 0) {
+    // Benign race: two threads intern the same string.
+    api = InternString(info.call->name);
+    info.api.store(api, std::memory_order_relaxed);
   }
-  return info;
+  return api;
 }
 
 struct CopyParams {
@@ -211,7 +88,7 @@ void UpdateRanges(Shape shape, const CUpti_CallbackData* cb) {
   const void* params = cb->functionParams;
   if (params == nullptr) return;
   if (shape == Shape::kHostFree && cb->callbackSite == CUPTI_API_ENTER) {
-    HostRanges().Remove(reinterpret_cast<uintptr_t>(*static_cast<void* const*>(params)));
+    cuda::ForgetHostRange(reinterpret_cast<uintptr_t>(*static_cast<void* const*>(params)));
     return;
   }
   if (cb->callbackSite != CUPTI_API_EXIT || cb->functionReturnValue == nullptr ||
@@ -221,32 +98,33 @@ void UpdateRanges(Shape shape, const CUpti_CallbackData* cb) {
   if (shape == Shape::kHostAllocOut) {
     const auto* p = static_cast<const OutAllocParams*>(params);
     if (p->out && *p->out) {
-      HostRanges().Insert(reinterpret_cast<uintptr_t>(*p->out), p->size, RangeKind::kPinned);
+      cuda::NotePinnedRange(reinterpret_cast<uintptr_t>(*p->out), p->size);
     }
   } else if (shape == Shape::kHostRegister) {
     const auto* p = static_cast<const RegisterParams*>(params);
-    HostRanges().Insert(reinterpret_cast<uintptr_t>(p->p), p->size, RangeKind::kPinned);
+    cuda::NotePinnedRange(reinterpret_cast<uintptr_t>(p->p), p->size);
   }
 }
 
-void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, uint64_t t0,
+void RecordCall(CbInfo& cb_info, Shape shape, const CUpti_CallbackData* cb, uint64_t t0,
                 uint64_t t1, uint32_t stack) {
+  const cuda::CuptiReading& info = cb_info.call->cupti;
   RawEvent e;
   e.ts = t0;
   e.dur = t1 - t0;
-  e.api = info.api;
+  e.api = ApiId(cb_info);
   e.stack = stack;
   e.result = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : 0;
   e.u.cuda.correlation = cb->correlationId;
-  e.u.cuda.device = static_cast<uint32_t>(cudart::CurrentDevice());
+  e.u.cuda.device = static_cast<uint32_t>(cuda::CurrentDevice());
   e.u.cuda.async = info.async;
   e.u.cuda.copy_kind = info.copy_kind;
   const void* params = cb->functionParams;
   if (params == nullptr) {
     // Without parameters only the kind of call is known.
-    if (shape == Shape::kCopyRuntime || shape == Shape::kCopyDriver) shape = Shape::kCopyOther;
+    if (shape == Shape::kCopyRuntime || shape == Shape::kCopyDriver) shape = Shape::kCopyUnsized;
     if (shape == Shape::kMemsetRuntime || shape == Shape::kMemsetDriver)
-      shape = Shape::kMemsetOther;
+      shape = Shape::kMemsetUnsized;
     if (shape == Shape::kSyncStream) shape = Shape::kSyncOther;
   }
   switch (shape) {
@@ -254,7 +132,7 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
       const auto* p = static_cast<const CopyParamsRuntime*>(params);
       e.type = ev::kCudaMemcpy;
       e.bytes = p->count;
-      cudart::CopyClass c = cudart::ClassifyCopy(p->kind, p->dst, p->src);
+      cuda::CopyClass c = cuda::ClassifyCopy(p->kind, p->dst, p->src);
       e.u.cuda.copy_kind = c.copy_kind;
       e.u.cuda.host_mem = c.host_mem;
       e.u.cuda.stream = info.has_stream ? StreamAfter<CopyParamsRuntime>(params) : 0;
@@ -268,14 +146,14 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
                  : info.copy_kind == ev::kD2H ? cudaMemcpyDeviceToHost
                  : info.copy_kind == ev::kD2D ? cudaMemcpyDeviceToDevice
                                               : cudaMemcpyDefault;
-      cudart::CopyClass c = cudart::ClassifyCopy(kind, reinterpret_cast<const void*>(p->dst),
-                                                 reinterpret_cast<const void*>(p->src));
+      cuda::CopyClass c = cuda::ClassifyCopy(kind, reinterpret_cast<const void*>(p->dst),
+                                             reinterpret_cast<const void*>(p->src));
       e.u.cuda.copy_kind = c.copy_kind;
       e.u.cuda.host_mem = c.host_mem;
       e.u.cuda.stream = info.has_stream ? StreamAfter<CopyParams>(params) : 0;
       break;
     }
-    case Shape::kCopyOther:
+    case Shape::kCopyUnsized:
       e.type = ev::kCudaMemcpy;
       break;
     case Shape::kMemsetRuntime: {
@@ -284,7 +162,7 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
       e.bytes = p->count;
       break;
     }
-    case Shape::kMemsetOther:
+    case Shape::kMemsetUnsized:
       e.type = ev::kCudaMemset;
       break;
     case Shape::kMemsetDriver: {
@@ -316,11 +194,11 @@ void RecordCall(const CbInfo& info, Shape shape, const CUpti_CallbackData* cb, u
 
 // A call no hook of ours is waiting for (static cudart, driver API, injection mode).
 __attribute__((noinline)) void OnUnhookedApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                             const CUpti_CallbackData* cb, cudart::ThreadState& t) {
-  CbInfo* info = Info(domain, cbid, cb->functionName);
-  if (info == nullptr) return;
-  const auto shape = static_cast<Shape>(info->shape.load(std::memory_order_relaxed));
-  if (shape == Shape::kIgnore) return;
+                                             const CUpti_CallbackData* cb, cuda::ThreadState& t) {
+  CbInfo* info = Info(domain, cbid);
+  if (info == nullptr || info->call == nullptr) return;
+  const Shape shape = info->call->cupti.shape;
+  if (shape == Shape::kIdOnly) return;
   if (shape == Shape::kHostAllocOut || shape == Shape::kHostRegister || shape == Shape::kHostFree) {
     UpdateRanges(shape, cb);
     return;
@@ -336,7 +214,7 @@ __attribute__((noinline)) void OnUnhookedApi(CUpti_CallbackDomain domain, CUpti_
   if (!guard.active()) return;
   const bool wants_stack = shape != Shape::kLaunch && shape != Shape::kGraphLaunch &&
                            shape != Shape::kMemsetDriver && shape != Shape::kMemsetRuntime &&
-                           shape != Shape::kMemsetOther;
+                           shape != Shape::kMemsetUnsized;
   RecordCall(*info, shape, cb, t.cb_start, t1, wants_stack ? CaptureStack(1) : 0);
 }
 
@@ -345,7 +223,7 @@ __attribute__((noinline)) void OnUnhookedApi(CUpti_CallbackDomain domain, CUpti_
 void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  cudart::ThreadState& t = cudart::Thread();
+  cuda::ThreadState& t = cuda::Thread();
   if (__builtin_expect(t.in_hook, 1)) {
     // One of our hooks is waiting for this call: lend it the correlation id. The runtime exit
     // comes after the nested driver exits, so the runtime call's id wins.
@@ -358,15 +236,13 @@ void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   OnUnhookedApi(domain, cbid, cb, t);
 }
 
-bool WantedDriverName(std::string_view n) {
-  for (const char* prefix :
-       {"cuMemcpy", "cuMemset", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
-        "cuStreamWaitEvent", "cuLaunchKernel", "cuLaunchCooperativeKernel", "cuGraphLaunch",
-        "cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister", "cuMemFreeHost",
-        "cuMemHostUnregister"}) {
-    if (n.starts_with(prefix)) return true;
-  }
-  return false;
+// The callbacks of one domain's calls: described in `table` (by callback id), enabled in CUPTI.
+// Returns how many CUPTI accepted (an id this CUPTI does not know is refused).
+int EnableCalls(const Api& api, CUpti_CallbackDomain domain, CbInfo* table, size_t size,
+                const CallDescription& call, uint32_t cbid) {
+  if (cbid == 0 || cbid >= size) return 0;
+  table[cbid].call = &call;
+  return api.cuptiEnableCallback(1, g_subscriber, domain, cbid) == CUPTI_SUCCESS ? 1 : 0;
 }
 
 }  // namespace
@@ -378,31 +254,24 @@ const char* StartCallbacks(const Api& api) {
     why = std::string("cuptiSubscribe: ") + ResultText(r);  // e.g. another profiler subscribed
     return why.c_str();
   }
-  if (api.cuptiGetCallbackName != nullptr) {
-    // Only the callbacks we use: every enabled callback costs on every call of that API.
-    for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS ||
-          name == nullptr || !HookedRuntimeName(BaseName(name))) {
-        continue;
-      }
-      api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-    }
-    for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS ||
-          name == nullptr || !WantedDriverName(name)) {
-        continue;
-      }
-      api.cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    }
-    return nullptr;
+  // Only the callbacks of the calls we describe: every enabled callback costs on every call of
+  // that API.
+  int enabled = 0;
+  for (uint32_t i = 0; i < cuda::kRuntimeCallCount; ++i) {
+    const CallDescription& call = cuda::kRuntimeCalls[i];
+    enabled += EnableCalls(api, CUPTI_CB_DOMAIN_RUNTIME_API, g_runtime, std::size(g_runtime), call,
+                           call.cbid);
   }
-  // No name lookup: enable both API domains and filter by name in OnApi (classified once per id).
-  r = api.cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-  if (r == CUPTI_SUCCESS) r = api.cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-  if (r != CUPTI_SUCCESS) {
-    why = std::string("cuptiEnableDomain: ") + ResultText(r);
+  for (const cuda::RuntimeCallVersion& v : cuda::RuntimeCallVersions()) {
+    enabled += EnableCalls(api, CUPTI_CB_DOMAIN_RUNTIME_API, g_runtime, std::size(g_runtime),
+                           cuda::kRuntimeCalls[v.call], v.cbid);
+  }
+  for (const CallDescription& call : cuda::DriverCalls()) {
+    enabled += EnableCalls(api, CUPTI_CB_DOMAIN_DRIVER_API, g_driver, std::size(g_driver), call,
+                           call.cbid);
+  }
+  if (enabled == 0) {
+    why = "cuptiEnableCallback: no callback of the CUDA calls we record could be enabled";
     return why.c_str();
   }
   return nullptr;

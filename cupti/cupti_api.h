@@ -16,15 +16,12 @@ namespace idlescope::cupti {
   X(cuptiActivityGetNextRecord)             \
   X(cuptiActivityGetNumDroppedRecords)      \
   X(cuptiSubscribe)                         \
-  X(cuptiEnableCallback)                    \
-  X(cuptiEnableDomain)
+  X(cuptiEnableCallback)
 
 struct Api {
 #define IDLESCOPE_CUPTI_FIELD(name) decltype(&::name) name = nullptr;
   IDLESCOPE_CUPTI_FUNCTIONS(IDLESCOPE_CUPTI_FIELD)
 #undef IDLESCOPE_CUPTI_FIELD
-  // Optional: real CUPTI has it; without it we enable whole callback domains and filter.
-  decltype(&::cuptiGetCallbackName) cuptiGetCallbackName = nullptr;
 };
 
 // Valid once Start() loaded CUPTI; null before and when CUPTI is unavailable.

@@ -20,14 +20,17 @@
 #include <unordered_map>
 
 #include "cupti/cupti_api.h"
-#include "interpose/hooks/cudart.h"
+#include "interpose/cuda_calls.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
+
+namespace idlescope::cuda::detail {
+std::atomic<bool> g_cupti_start_attempted{false};
+}  // namespace idlescope::cuda::detail
 
 namespace idlescope::cupti {
 
-namespace detail {
-std::atomic<bool> g_start_attempted{false};
-}  // namespace detail
+using cuda::detail::g_cupti_start_attempted;
 
 namespace {
 
@@ -68,7 +71,7 @@ void* TryOpen(const std::string& path, std::string* tried) {
 
 // Directory of the libcudart this process loaded (dladdr on one of its functions).
 std::string CudartDir() {
-  void* f = cudart::CudartSymbol("cudaGetDevice");
+  void* f = cuda::CudartSymbol("cudaGetDevice");
   Dl_info info{};
   if (f == nullptr || dladdr(f, &info) == 0 || info.dli_fname == nullptr) return {};
   std::string path = info.dli_fname;
@@ -228,6 +231,9 @@ uint64_t g_devices_described = 0;  // bit per ordinal < 64
 // Synchronization records carry a context, not a device: learnt from kernel/copy records.
 std::unordered_map<uint32_t, uint32_t>* g_context_device = nullptr;
 
+// The driver CUPTI runs on; only ever looked up, never loaded by us (interpose/real_symbol.h).
+constinit RealLibrary g_libcuda{{"libcuda.so.1", nullptr, nullptr}};
+
 void DescribeDevice(uint32_t ordinal) {
   if (ordinal >= 64) return;
   {
@@ -235,7 +241,7 @@ void DescribeDevice(uint32_t ordinal) {
     if (g_devices_described & (1ull << ordinal)) return;
     g_devices_described |= 1ull << ordinal;
   }
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void* cuda = g_libcuda.Handle();
   if (cuda == nullptr) return;
   auto get = reinterpret_cast<CUresult (*)(CUdevice*, int)>(dlsym(cuda, "cuDeviceGet"));
   auto count = reinterpret_cast<CUresult (*)(int*)>(dlsym(cuda, "cuDeviceGetCount"));
@@ -247,10 +253,7 @@ void DescribeDevice(uint32_t ordinal) {
   RawDeviceInfo info;
   info.device = ordinal;
   CUdevice dev = 0;
-  if (get == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS) {
-    dlclose(cuda);
-    return;
-  }
+  if (get == nullptr || get(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS) return;
   int n = 0;
   if (count && count(&n) == CUDA_SUCCESS) info.visible_devices = static_cast<uint32_t>(n);
   if (name) name(info.name, sizeof(info.name) - 1, dev);
@@ -272,7 +275,6 @@ void DescribeDevice(uint32_t ordinal) {
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
              b[15]);
   }
-  dlclose(cuda);
   RecordDeviceInfo(info);
 }
 
@@ -495,8 +497,6 @@ bool LoadApi(void* lib, std::string* missing) {
   }
   IDLESCOPE_CUPTI_FUNCTIONS(IDLESCOPE_CUPTI_RESOLVE)
 #undef IDLESCOPE_CUPTI_RESOLVE
-  g_api.cuptiGetCallbackName =
-      reinterpret_cast<decltype(g_api.cuptiGetCallbackName)>(dlsym(lib, "cuptiGetCallbackName"));
   return true;
 }
 
@@ -593,18 +593,16 @@ const char* ResultText(CUptiResult r) {
   return buf;
 }
 
-namespace detail {
 void Start() {
   if (!RecorderActive()) return;  // retried at the next hooked call
   std::lock_guard<std::mutex> lock(g_start_mu);
-  if (g_start_attempted.load(std::memory_order_relaxed)) return;
+  if (g_cupti_start_attempted.load(std::memory_order_relaxed)) return;
   if (FamilyEnabled(Family::kCupti)) {
     HookGuard guard(Family::kCupti);  // CUPTI's own loading (dlopen, files) is not the job's
     StartLocked();
   }
-  g_start_attempted.store(true, std::memory_order_release);
+  g_cupti_start_attempted.store(true, std::memory_order_release);
 }
-}  // namespace detail
 
 bool ActivityEnabled() { return g_activity.load(std::memory_order_acquire); }
 
@@ -626,6 +624,8 @@ void Flush() {
 }
 
 }  // namespace idlescope::cupti
+
+void idlescope::cuda::detail::StartCupti() { idlescope::cupti::Start(); }
 
 extern "C" void idlescope_cupti_flush() { idlescope::cupti::Flush(); }
 
@@ -690,7 +690,7 @@ extern "C" void idlescope_cupti_fork_child() {
     g_start_mu.unlock();
   } else {
     new (&g_start_mu) std::mutex();
-    detail::g_start_attempted.store(true, std::memory_order_release);
+    g_cupti_start_attempted.store(true, std::memory_order_release);
   }
 }
 
@@ -698,6 +698,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   // libcuda calls this at cuInit when CUDA_INJECTION64_PATH names us. Our library constructor has
   // already started the recorder (Origin INJECTION: LD_PRELOAD does not name us). No hook sees the
   // runtime's exports in this mode: the CUPTI callbacks record the host side.
-  idlescope::cupti::EnsureStarted();
+  idlescope::cuda::EnsureCuptiStarted();
   return 1;
 }

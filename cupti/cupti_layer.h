@@ -7,19 +7,7 @@
 
 namespace idlescope::cupti {
 
-namespace detail {
-extern std::atomic<bool> g_start_attempted;
-void Start();
-}  // namespace detail
-
-// Starts CUPTI once, on the first CUDA call the process makes through a hook (a process that never
-// calls CUDA never loads libcupti). Cheap after the first call. If CUPTI cannot be used, records
-// a "cupti_unavailable" notice once and host-side tracing goes on.
-inline void EnsureStarted() {
-  if (__builtin_expect(!detail::g_start_attempted.load(std::memory_order_acquire), 0)) {
-    detail::Start();
-  }
-}
+// Starting CUPTI: cuda::EnsureCuptiStarted (interpose/cuda_calls.h), which the hooks call.
 
 // Whether activity tracing is on (CUPTI loaded and kinds enabled).
 bool ActivityEnabled();

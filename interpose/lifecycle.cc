@@ -12,7 +12,6 @@
 // - SIGTERM/SIGINT with the default action: the process dies without exit handlers; our handler
 //   has the writer thread flush (async-signal-safe handshake, bounded wait), restores SIG_DFL
 //   and re-raises, so the exit status is the signal's. A handler of the program is chained.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -23,6 +22,7 @@
 #include <cstring>
 #include <new>
 
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
@@ -46,7 +46,7 @@ MainFn g_program_main = nullptr;
 
 template <typename F>
 F Resolve(F& slot, const char* name) {
-  if (slot == nullptr) slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+  if (slot == nullptr) slot = reinterpret_cast<F>(FindRealSymbol(name));
   return slot;
 }
 
@@ -189,7 +189,7 @@ using namespace idlescope::internal;  // NOLINT
 
 IDLESCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
                                        void (*fini)(), void (*rtld_fini)(), void* stack_end) {
-  StartMainFn real = reinterpret_cast<StartMainFn>(dlsym(RTLD_NEXT, "__libc_start_main"));
+  StartMainFn real = reinterpret_cast<StartMainFn>(FindRealSymbol("__libc_start_main"));
   g_program_main = main;
   return real(MainWrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -7,7 +7,6 @@
 // FlushNow() caller.
 #include "interpose/recorder.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/futex.h>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "interpose/python/pystacks.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
 #include "interpose/wire.h"
@@ -1380,13 +1380,9 @@ void ForkChild() {
 int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
                       void* arg) {
   using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  static constinit std::atomic<CreateFn> real{nullptr};
-  CreateFn f = real.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-    if (f == nullptr) return EAGAIN;
-    real.store(f, std::memory_order_release);
-  }
+  static constinit RealFunction<CreateFn> real{"pthread_create"};
+  CreateFn f = real.Get();
+  if (f == nullptr) return EAGAIN;
   return f(thread, attr, fn, arg);
 }
 

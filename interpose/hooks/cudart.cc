@@ -3,101 +3,68 @@
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
 //
 // The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
-// ns after the call: clock_gettime(CLOCK_MONOTONIC) through the vDSO measured 2-3x the cost of
-// RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
+// ns after the call (io::TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
+// 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
 #include "interpose/hooks/cudart.h"
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cerrno>
 
-#include "cupti/cupti_layer.h"
 #include "interpose/hooks/io_clock.h"
+#include "interpose/real_symbol.h"
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
 
+// The hooks' side of the interface with cupti/ (interpose/cuda_calls.h).
+namespace idlescope::cuda {
+
+__thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
+
+namespace {
+// libcudart as RealLibrary: RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin.
+constinit RealLibrary g_cudart{{"libcudart.so.13", "libcudart.so.12", nullptr}};
+constinit RealFunction<cudaError_t (*)(int*)> g_get_device{"cudaGetDevice", nullptr, &g_cudart,
+                                                           OnMiss::kKeep};
+}  // namespace
+
+void* CudartSymbol(const char* name) { return FindRealSymbol(name, nullptr, &g_cudart); }
+
+int CurrentDeviceSlow() {
+  ThreadState& t = Thread();
+  auto get_device = g_get_device.Get();
+  int dev = 0;
+  if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
+  return t.device < 0 ? 0 : t.device;
+}
+
+void NotePinnedRange(uintptr_t begin, size_t size) {
+  HostRanges().Insert(begin, size, RangeKind::kPinned);
+}
+void ForgetHostRange(uintptr_t begin) { HostRanges().Remove(begin); }
+
+}  // namespace idlescope::cuda
+
 namespace idlescope::cudart {
 
-const char* const kHookNames[kHookCount] = {
-#define CUDART_HOOK(name, params, args, describe) #name,
-#include "interpose/hooks/cudart.def"
-#undef CUDART_HOOK
-};
-
 std::atomic<void*> g_real[kHookCount];
-__thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
 
 namespace {
 
 std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
 
-// What is resolved once here lives in constant-initialised atomics, not in function-local statics:
-// a thread that fork() caught inside a static's initialiser (a dlopen) would leave its guard taken
-// in the child (recorder.h, ApiName). Two threads that resolve at once find the same thing.
-std::atomic<void*> g_cudart_handle{nullptr};
-std::atomic<bool> g_cudart_handle_tried{false};
-
-void* CudartHandle() {
-  // Kept open for the life of the process: a pointer we resolved must never dangle because the
-  // plugin that loaded libcudart dlclose'd it.
-  if (!g_cudart_handle_tried.load(std::memory_order_acquire)) {
-    void* handle = nullptr;
-    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
-      if ((handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
-    }
-    g_cudart_handle.store(handle, std::memory_order_release);
-    g_cudart_handle_tried.store(true, std::memory_order_release);
-  }
-  return g_cudart_handle.load(std::memory_order_acquire);
-}
-
-// A libcudart function the hooks call themselves, resolved at its first use (a miss is kept too).
-struct CudartFunction {
-  const char* name;
-  std::atomic<void*> fn{nullptr};
-  std::atomic<bool> tried{false};
-  template <typename Fn>
-  Fn Get() {
-    if (!tried.load(std::memory_order_acquire)) {
-      fn.store(CudartSymbol(name), std::memory_order_release);
-      tried.store(true, std::memory_order_release);
-    }
-    return reinterpret_cast<Fn>(fn.load(std::memory_order_acquire));
-  }
-};
-constinit CudartFunction g_get_device{"cudaGetDevice"};
-constinit CudartFunction g_pointer_attributes{"cudaPointerGetAttributes"};
-constinit CudartFunction g_array_info{"cudaArrayGetInfo"};
+// libcudart functions the hooks call themselves; a miss is kept (they are asked on hook paths).
+constinit RealFunction<cudaError_t (*)(cudaPointerAttributes*, const void*)> g_pointer_attributes{
+    "cudaPointerGetAttributes", nullptr, &cuda::g_cudart, OnMiss::kKeep};
+constinit RealFunction<cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*,
+                                       cudaArray_t)>
+    g_array_info{"cudaArrayGetInfo", nullptr, &cuda::g_cudart, OnMiss::kKeep};
 
 }  // namespace
 
-void* CudartSymbol(const char* name) {
-  if (void* f = dlsym(RTLD_NEXT, name)) return f;
-  // CudartHandle caches a miss too; a libcudart dlopen'ed later is found by RTLD_NEXT only
-  // if global, so retry the NOLOAD open while we have none.
-  void* h = CudartHandle();
-  if (h == nullptr) {
-    for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
-      if ((h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
-    }
-  }
-  return h ? dlsym(h, name) : nullptr;
-}
-
 void* ResolveReal(HookId id) {
-  void* f = CudartSymbol(kHookNames[id]);
+  void* f = cuda::CudartSymbol(cuda::kRuntimeCalls[id].name);
   if (f != nullptr) g_real[id].store(f, std::memory_order_release);
   return f;
-}
-
-int CurrentDeviceSlow() {
-  ThreadState& t = Thread();
-  using GetDeviceFn = cudaError_t (*)(int*);
-  auto get_device = g_get_device.Get<GetDeviceFn>();
-  int dev = 0;
-  if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
-  return t.device < 0 ? 0 : t.device;
 }
 
 namespace {
@@ -129,8 +96,7 @@ ev::MemKind FromRange(RangeKind k) {
 }
 
 ev::MemKind AskRuntime(const void* p) {
-  using AttrFn = cudaError_t (*)(cudaPointerAttributes*, const void*);
-  auto get_attributes = g_pointer_attributes.Get<AttrFn>();
+  auto get_attributes = g_pointer_attributes.Get();
   if (get_attributes == nullptr) return ev::kPageable;
   cudaPointerAttributes attr{};
   // CUDA >= 11 answers cudaMemoryTypeUnregistered (no error) for pageable memory.
@@ -190,7 +156,12 @@ namespace {
 bool HostLike(ev::MemKind k) { return k == ev::kPageable || k == ev::kPinned; }
 }  // namespace
 
+}  // namespace idlescope::cudart
+
+namespace idlescope::cuda {
 CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
+  using cudart::ClassifyPointer;
+  using cudart::HostLike;
   switch (memcpy_kind) {
     case cudaMemcpyHostToDevice:
       return {ev::kH2D, ClassifyPointer(src)};
@@ -210,10 +181,12 @@ CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
     }
   }
 }
+}  // namespace idlescope::cuda
+
+namespace idlescope::cudart {
 
 uint64_t ArrayElementBytes(cudaArray_const_t array) {
-  using InfoFn = cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*, cudaArray_t);
-  auto get_info = g_array_info.Get<InfoFn>();
+  auto get_info = g_array_info.Get();
   cudaChannelFormatDesc desc{};
   cudaExtent extent{};
   unsigned int flags = 0;
@@ -276,41 +249,6 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
-namespace {
-// Tick -> trace-clock ns for the hooks: a per-thread anchor (adjacent NowNs() and tick readings)
-// and io's current ns-per-tick ratio as Q32 fixed point, refreshed every 1 ms of ticks: an
-// integer multiply per timestamp instead of io::TicksToNs's double arithmetic and checks (~70
-// instructions per call). The error is the ratio's error times <= 1 ms (io calibrates to ~1e-3
-// at load and refines it), so host and CUPTI times (both CLOCK_MONOTONIC) agree to < 1 us.
-struct TickAnchor {
-  uint64_t ticks = 0;
-  uint64_t ns = 0;
-  uint64_t ns_per_tick_q32 = 0;  // 0: not anchored yet
-  uint64_t span = 0;             // ticks after `ticks` this anchor is used for
-};
-__thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
-constexpr uint64_t kTickAnchorNs = 1'000'000;
-
-uint64_t SpanNs(const TickAnchor& a, uint64_t ticks) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * a.ns_per_tick_q32) >> 32);
-}
-
-// Trace-clock ns of `t0` and the length in ns of [t0, t1] (CallTicks readings, t0 <= t1).
-void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
-  TickAnchor& a = t_tick_anchor;
-  if (__builtin_expect(a.ns_per_tick_q32 == 0 || t1 - a.ticks > a.span, 0)) {
-    a.ticks = io::CallTicks();
-    a.ns = io::TicksAreNs() ? a.ticks : NowNs();
-    a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
-    if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
-    a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;
-  }
-  // t0 may precede the anchor (just re-anchored, or a long call): signed distance.
-  *ts = t0 >= a.ticks ? a.ns + SpanNs(a, t0 - a.ticks) : a.ns - SpanNs(a, a.ticks - t0);
-  *dur = t1 >= t0 ? SpanNs(a, t1 - t0) : 0;
-}
-}  // namespace
-
 void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
             uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
@@ -319,7 +257,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   }
   RawEvent e;
   // Tick readings become trace-clock ns here, outside the timed span.
-  TicksToSpan(t0, t1, &e.ts, &e.dur);
+  io::TicksToSpan(t0, t1, &e.ts, &e.dur);
   e.type = call.type;
   e.result = result;
   e.stack = stack;
@@ -330,7 +268,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   e.u.cuda.async = call.async;
   uint32_t api = g_api[id].load(std::memory_order_relaxed);
   if (api == 0) {
-    api = InternString(kHookNames[id]);
+    api = InternString(cuda::kRuntimeCalls[id].name);
     g_api[id].store(api, std::memory_order_relaxed);
   }
   e.api = api;
@@ -371,12 +309,12 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
 }  // namespace idlescope::cudart
 
 // The hooks. The parameter lists come from cudart.def; `describe` sees the parameters.
-#define CUDART_HOOK(name, params, args, describe)                                        \
+#define CUDART_HOOK(name, cbid, cupti, params, args, describe)                           \
   extern "C" IDLESCOPE_EXPORT cudaError_t name params {                                  \
     using namespace ::idlescope;                                                         \
     using namespace ::idlescope::cudart;                                                 \
     using Fn = cudaError_t(*) params;                                                    \
-    auto real = reinterpret_cast<Fn>(Real(kHook_##name));                                \
+    auto real = reinterpret_cast<Fn>(Real(cuda::kCall_##name));                          \
     if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;                     \
     HookGuard guard(Family::kCuda);                                                      \
     if (!guard.active()) return real args;                                               \
@@ -392,9 +330,9 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \
     const uint32_t stack = call.stack ? CaptureStack(1) : 0;                             \
-    Finish(call, kHook_##name, t0, t1, result, thread.correlation, stack);               \
+    Finish(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);         \
     errno = saved_errno;                                                                 \
     return result;                                                                       \
   }
-#include "interpose/hooks/cudart.def"
+#include "interpose/cudart.def"
 #undef CUDART_HOOK

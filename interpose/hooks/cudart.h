@@ -1,5 +1,6 @@
-// CUDA runtime interposition: what the hooks generated from cudart.def record, and the per-thread
-// state they share with the CUPTI layer (cupti/). See docs/architecture.md, "CUDA and CUPTI".
+// CUDA runtime interposition: what the hooks generated from interpose/cudart.def record. What they
+// share with the CUPTI layer (cupti/) is in interpose/cuda_calls.h. See docs/architecture.md,
+// "CUDA and CUPTI".
 //
 // Must be compiled WITHOUT CUDA_API_PER_THREAD_DEFAULT_STREAM: with it, cuda_runtime_api.h would
 // #define cudaMemcpy to cudaMemcpy_ptds and the legacy hooks would vanish.
@@ -10,7 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "cupti/cupti_layer.h"
+#include "interpose/cuda_calls.h"
 #include "interpose/hooks/pinned_ranges.h"
 #include "interpose/recorder.h"
 
@@ -21,45 +22,23 @@
 
 namespace idlescope::cudart {
 
-// Per-thread state of the CUDA hooks, shared with cupti/ (callbacks run on the calling thread).
-struct ThreadState {
-  int device = -1;           // current device (cudaSetDevice), -1 = not asked yet
-  bool in_hook = false;      // inside the real call of one of our cudart hooks
-  uint32_t correlation = 0;  // CUPTI correlation id of that call (runtime API exit callback)
-  // CUPTI callback path (calls that never crossed our hooks): nesting depth of observed API
-  // calls, and the start of the outermost one.
-  uint32_t cb_depth = 0;
-  uint64_t cb_start = 0;
-};
-// initial-exec: every hook and every CUPTI callback touches it; the default (global-dynamic)
-// model costs a __tls_get_addr call per access in a shared library. Like the recorder's own
-// TLS, it comes from the static TLS surplus when the library is dlopen'ed (injection mode).
-extern __thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
-inline ThreadState& Thread() { return t_cuda_thread; }
-
-// The current device of the calling thread (cached; asks the real cudaGetDevice once).
-int CurrentDeviceSlow();
-inline int CurrentDevice() {
-  const int device = t_cuda_thread.device;
-  return __builtin_expect(device >= 0, 1) ? device : CurrentDeviceSlow();
-}
+// Shared with cupti/ (interpose/cuda_calls.h).
+using cuda::ClassifyCopy;
+using cuda::CopyClass;
+using cuda::CurrentDevice;
+using cuda::kAsync;
+using cuda::kSync;
+using cuda::Thread;
+using cuda::ThreadState;
 
 // Host-side memory kind of `p` at call time: PinnedRanges first, then the real
 // cudaPointerGetAttributes (cached per thread, per page, until the range map changes).
 ev::MemKind ClassifyPointer(const void* p);
 
-// Direction and host memory kind of a copy from its cudaMemcpyKind and pointers.
-struct CopyClass {
-  ev::CopyKind copy_kind;
-  ev::MemKind host_mem;
-};
-CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src);
-
 // Pseudo-pointers for copy sides that are not plain addresses.
 inline const void* const kDeviceSide = reinterpret_cast<const void*>(uintptr_t{1});  // symbol
 inline const void* const kArraySide = reinterpret_cast<const void*>(uintptr_t{2});   // cudaArray
 
-constexpr bool kSync = false, kAsync = true;
 constexpr bool kLegacy = false, kPerThread = true;
 inline const cudaStream_t kNoStream = reinterpret_cast<cudaStream_t>(~uintptr_t{0});
 
@@ -202,33 +181,25 @@ inline uint64_t StreamValue(cudaStream_t s, bool per_thread) {
   return reinterpret_cast<uint64_t>(s);
 }
 
-// Hook ids, one per cudart.def line.
-enum HookId : uint32_t {
-#define CUDART_HOOK(name, params, args, describe) kHook_##name,
-#include "interpose/hooks/cudart.def"
-#undef CUDART_HOOK
-  kHookCount
-};
-extern const char* const kHookNames[kHookCount];
+// Hook ids, one per cudart.def line (names: cuda::kRuntimeCalls).
+using HookId = cuda::RuntimeCallId;
+constexpr uint32_t kHookCount = cuda::kRuntimeCallCount;
 
-// The real function behind a hook: dlsym(RTLD_NEXT), else the already loaded libcudart
-// (dlopen RTLD_NOLOAD): RTLD_NEXT misses a libcudart loaded RTLD_LOCAL by a dlopen'ed plugin
-// (the PyTorch pattern). Resolved at first use, thread-safe; nullptr if there is none.
+// The real function behind a hook (cuda::CudartSymbol: RTLD_NEXT, else the libcudart a plugin
+// loaded RTLD_LOCAL, interpose/real_symbol.h). Resolved at first use and kept in one array
+// indexed by hook id (a miss is asked again), thread-safe; nullptr if there is none.
 extern std::atomic<void*> g_real[kHookCount];
 void* ResolveReal(HookId id);
 inline void* Real(HookId id) {
   void* f = g_real[id].load(std::memory_order_acquire);
   return __builtin_expect(f != nullptr, 1) ? f : ResolveReal(id);
 }
-// Symbol lookup in the process's libcudart (same search as Real), for functions we call but
-// do not hook (cudaGetDevice, cudaPointerGetAttributes, cudaArrayGetInfo).
-void* CudartSymbol(const char* name);
 
 // Called by every hook before the real call (range-map removals, starting CUPTI) and after it
 // (recording). Errno is saved/restored by the hook around Finish. Inline: a hooked copy's added
 // cost is a budget of ~100 ns (docs/architecture.md, "CUDA and CUPTI").
 inline void Prepare(const Call& call) {
-  cupti::EnsureStarted();
+  cuda::EnsureCuptiStarted();
   // Frees drop their range before the real call: once the memory is freed another thread may
   // get the same address from a new allocation, and a late Remove would erase that one.
   if ((call.type == ev::kCudaHostFree || call.type == ev::kCudaFree) && call.ptr != nullptr) {

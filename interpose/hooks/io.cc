@@ -124,6 +124,10 @@ ssize_t ReadHook(uint32_t (*api)(), int fd, uint64_t offset, Call&& call) {
   return BurstHook<ssize_t>(ev::kFileRead, ev::kNetRecv, api, fd, offset, call, SsizeBytes);
 }
 
+// The offsets of io.def's IDLESCOPE_IO_BURST lines.
+uint64_t AtOffset(off64_t off) { return static_cast<uint64_t>(off); }
+uint64_t AtOffsetOrCurrent(off64_t off) { return off < 0 ? 0 : static_cast<uint64_t>(off); }
+
 // stdio: fd from fileno (-1 for fmemopen/fopencookie streams, which are not files: not
 // recorded). Evaluated after the call: the FILE stays valid.
 template <typename Ret, typename Call, typename Bytes>
@@ -399,45 +403,19 @@ IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Writing (burst-merged; on a socket these are NET_SEND).
+// Writing (burst-merged; on a socket these are NET_SEND). write, pwrite*, writev, pwritev* and
+// the reads (read, pread*, readv, preadv*, and their _chk forms) are generated from io.def.
 
-IDLESCOPE_HOOK ssize_t write(int fd, const void* buf, size_t n) {
-  return WriteHook(API("write"), fd, 0, [&] { return Libc().write(fd, buf, n); });
-}
-
-IDLESCOPE_HOOK ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
-  return WriteHook(API("pwrite"), fd, static_cast<uint64_t>(off),
-                   [&] { return Libc().pwrite(fd, buf, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
-  return WriteHook(API("pwrite64"), fd, static_cast<uint64_t>(off),
-                   [&] { return Libc().pwrite64(fd, buf, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t writev(int fd, const struct iovec* iov, int n) {
-  return WriteHook(API("writev"), fd, 0, [&] { return Libc().writev(fd, iov, n); });
-}
-
-IDLESCOPE_HOOK ssize_t pwritev(int fd, const struct iovec* iov, int n, off_t off) {
-  return WriteHook(API("pwritev"), fd, static_cast<uint64_t>(off),
-                   [&] { return Libc().pwritev(fd, iov, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t pwritev64(int fd, const struct iovec* iov, int n, off64_t off) {
-  return WriteHook(API("pwritev64"), fd, static_cast<uint64_t>(off),
-                   [&] { return Libc().pwritev64(fd, iov, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t pwritev2(int fd, const struct iovec* iov, int n, off_t off, int flags) {
-  return WriteHook(API("pwritev2"), fd, off < 0 ? 0 : static_cast<uint64_t>(off),
-                   [&] { return Libc().pwritev2(fd, iov, n, off, flags); });
-}
-
-IDLESCOPE_HOOK ssize_t pwritev64v2(int fd, const struct iovec* iov, int n, off64_t off, int flags) {
-  return WriteHook(API("pwritev64v2"), fd, off < 0 ? 0 : static_cast<uint64_t>(off),
-                   [&] { return Libc().pwritev64v2(fd, iov, n, off, flags); });
-}
+#define IDLESCOPE_LIBC(name, ret, params)
+#define IDLESCOPE_NET_BURST(name, type, params, args)
+#define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)        \
+  IDLESCOPE_HOOK ssize_t name params {                                   \
+    return hook(API(api), fd, offset, [&] { return Libc().name args; }); \
+  }
+#include "interpose/hooks/io.def"
+#undef IDLESCOPE_IO_BURST
+#undef IDLESCOPE_NET_BURST
+#undef IDLESCOPE_LIBC
 
 namespace {
 auto ItemBytes(size_t size) {
@@ -560,49 +538,8 @@ IDLESCOPE_HOOK int renameat2(int fromfd, const char* from, int tofd, const char*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading (burst-merged; on a socket these are NET_RECV).
-
-IDLESCOPE_HOOK ssize_t read(int fd, void* buf, size_t n) {
-  return ReadHook(API("read"), fd, 0, [&] { return Libc().read(fd, buf, n); });
-}
-
-IDLESCOPE_HOOK ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
-  return ReadHook(API("read"), fd, 0, [&] { return Libc().__read_chk(fd, buf, n, buflen); });
-}
-
-IDLESCOPE_HOOK ssize_t pread(int fd, void* buf, size_t n, off_t off) {
-  return ReadHook(API("pread"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().pread(fd, buf, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
-  return ReadHook(API("pread64"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().pread64(fd, buf, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
-  return ReadHook(API("pread"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().__pread_chk(fd, buf, n, off, buflen); });
-}
-
-IDLESCOPE_HOOK ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
-  return ReadHook(API("pread64"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().__pread64_chk(fd, buf, n, off, buflen); });
-}
-
-IDLESCOPE_HOOK ssize_t readv(int fd, const struct iovec* iov, int n) {
-  return ReadHook(API("readv"), fd, 0, [&] { return Libc().readv(fd, iov, n); });
-}
-
-IDLESCOPE_HOOK ssize_t preadv(int fd, const struct iovec* iov, int n, off_t off) {
-  return ReadHook(API("preadv"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().preadv(fd, iov, n, off); });
-}
-
-IDLESCOPE_HOOK ssize_t preadv64(int fd, const struct iovec* iov, int n, off64_t off) {
-  return ReadHook(API("preadv64"), fd, static_cast<uint64_t>(off),
-                  [&] { return Libc().preadv64(fd, iov, n, off); });
-}
+// Reading (burst-merged; on a socket these are NET_RECV): the stdio reads. read, pread*, readv
+// and preadv* are generated from io.def (above).
 
 IDLESCOPE_HOOK size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(

@@ -16,8 +16,8 @@ namespace idlescope::io {
 namespace {
 
 // Refresh a thread's anchor this often (in ns): bounds the error of a tick->ns conversion by
-// ratio error x this interval (~1e-3 x 10 ms right after the first measure, ~ns once refined).
-constexpr uint64_t kAnchorNs = 10'000'000;
+// ratio error x this interval (~1e-3 x 1 ms right after the first measure, less once refined).
+constexpr uint64_t kAnchorNs = 1'000'000;
 // The first ratio is measured over at least this long since load (waiting for the rest if the
 // first conversion comes sooner): ~1e-3 given clock_gettime's ~50 ns jitter.
 constexpr uint64_t kFirstMeasureNs = 50'000;
@@ -29,12 +29,6 @@ constexpr uint64_t kRefineNs = 1'000'000;
 uint64_t g_origin_ns = 0;
 uint64_t g_origin_ticks = 0;
 std::atomic<uint64_t> g_refined_at{0};
-
-struct Anchor {
-  uint64_t ns = 0;
-  uint64_t ticks = 0;
-};
-__thread Anchor t_anchor __attribute__((tls_model("initial-exec")));
 
 #if defined(__x86_64__)
 // CPUID 0x80000007 EDX bit 8. glibc (2.33+) read CPUID at startup and keeps the answer: CPUID
@@ -82,21 +76,31 @@ __attribute__((constructor)) void ClockAtLoad() {
 #endif
 }
 
+}  // namespace
+
+namespace detail {
+
+__thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
+
 void Reanchor() {
-  t_anchor.ns = NowNs();
-  t_anchor.ticks = CallTicks();
-  uint64_t since = t_anchor.ns - g_origin_ns;
-  uint64_t refined = g_refined_at.load(std::memory_order_relaxed);
+  TickAnchor& a = t_tick_anchor;
+  a.ticks = CallTicks();
+  a.ns = TicksAreNs() ? a.ticks : NowNs();
+  const uint64_t since = a.ns - g_origin_ns;
+  const uint64_t refined = g_refined_at.load(std::memory_order_relaxed);
   // Longer baselines, better ratio; refining at doubling intervals keeps this rare. Not from
   // estimated ticks: they are made with the ratio.
   if (Source() == kClockTsc && since >= kRefineNs && since >= 2 * refined &&
-      t_anchor.ticks > g_origin_ticks) {
-    SetRatio(since, t_anchor.ticks - g_origin_ticks);
+      a.ticks > g_origin_ticks) {
+    SetRatio(since, a.ticks - g_origin_ticks);
     g_refined_at.store(since, std::memory_order_relaxed);
   }
+  a.ns_per_tick_q32 = TickSpanNs(uint64_t{1} << 32);
+  if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
+  a.span = (kAnchorNs << 32) / a.ns_per_tick_q32;
 }
 
-}  // namespace
+}  // namespace detail
 
 uint64_t MeasureRatio() {
 #if defined(__x86_64__)
@@ -133,18 +137,6 @@ uint64_t NsToTicks(uint64_t ns) {
   if (TicksAreNs()) return ns;
   uint64_t ticks = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / RatioQ32());
   return ticks == 0 && ns > 0 ? 1 : ticks;
-}
-
-uint64_t TicksToNs(uint64_t ticks) {
-  if (TicksAreNs()) return ticks;
-  if (t_anchor.ns == 0 || ticks < t_anchor.ticks ||
-      TickSpanNs(ticks - t_anchor.ticks) > kAnchorNs) {
-    Reanchor();
-  }
-  // The reading was taken before or after the anchor: signed distance.
-  if (ticks >= t_anchor.ticks) return t_anchor.ns + TickSpanNs(ticks - t_anchor.ticks);
-  uint64_t back = TickSpanNs(t_anchor.ticks - ticks);
-  return back < t_anchor.ns ? t_anchor.ns - back : 0;
 }
 
 }  // namespace idlescope::io

@@ -2,8 +2,8 @@
 //
 // NCCL 2.x exports every public function twice, PMPI style: a strong `pncclX` and a weak `ncclX`.
 // The program's calls bind to our `ncclX` (we are preloaded); we call the real strong `pncclX`
-// (dlsym RTLD_NEXT, then `ncclX`, then dlopen("libnccl.so.2", RTLD_NOLOAD) for a library loaded
-// RTLD_LOCAL by a plugin). libnccl is never a link dependency of the preload library: a process
+// (interpose/real_symbol.h: RTLD_NEXT, then `ncclX`, then libnccl.so.2 if a plugin loaded it
+// RTLD_LOCAL). libnccl is never a link dependency of the preload library: a process
 // without NCCL never loads it.
 //
 // Every collective records: op, element count, datatype, bytes this rank sends (nccl_comms.h),
@@ -15,7 +15,6 @@
 // happens at ncclGroupEnd).
 #if __has_include(<nccl.h>)
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -27,6 +26,7 @@
 #include <string_view>
 
 #include "interpose/hooks/nccl_comms.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
 #define IDLESCOPE_NCCL_HOOK extern "C" __attribute__((visibility("default")))
@@ -40,33 +40,15 @@ namespace nccl = idlescope::nccl;
 
 namespace {
 
-void* ResolveNccl(const char* strong, const char* weak) {
-  void* fn = dlsym(RTLD_NEXT, strong);
-  if (fn == nullptr) fn = dlsym(RTLD_NEXT, weak);
-  if (fn == nullptr) {
-    // Loaded RTLD_LOCAL (a framework plugin): RTLD_NEXT cannot see it. The handle keeps a
-    // reference, which is fine: the library is in use.
-    void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
-    if (handle != nullptr) {
-      fn = dlsym(handle, strong);
-      if (fn == nullptr) fn = dlsym(handle, weak);
-    }
-  }
-  return fn;
-}
+// Loaded RTLD_LOCAL by a framework plugin, libnccl is invisible to RTLD_NEXT (real_symbol.h).
+constinit idlescope::RealLibrary g_libnccl{{"libnccl.so.2", nullptr, nullptr}};
 
 // One accessor per function in nccl.def: RealAllReduce() etc., resolved on first use.
-#define IDLESCOPE_NCCL(name, params)                                             \
-  using name##Fn = ncclResult_t(*) params;                                       \
-  name##Fn Real##name() {                                                        \
-    static std::atomic<name##Fn> slot{nullptr};                                  \
-    name##Fn fn = slot.load(std::memory_order_acquire);                          \
-    if (fn == nullptr) {                                                         \
-      fn = reinterpret_cast<name##Fn>(ResolveNccl("pnccl" #name, "nccl" #name)); \
-      slot.store(fn, std::memory_order_release);                                 \
-    }                                                                            \
-    return fn;                                                                   \
-  }
+#define IDLESCOPE_NCCL(name, params)                                                     \
+  using name##Fn = ncclResult_t(*) params;                                               \
+  constinit idlescope::RealFunction<name##Fn> g_real_##name{"pnccl" #name, "nccl" #name, \
+                                                            &g_libnccl};                 \
+  name##Fn Real##name() { return g_real_##name.Get(); }
 #include "interpose/hooks/nccl.def"
 #undef IDLESCOPE_NCCL
 
@@ -203,101 +185,17 @@ ncclResult_t DestroyHook(uint32_t (*api)(), ncclComm_t comm, Call&& call) {
   auto real = Real##name(); \
   if (real == nullptr) return Missing("nccl" #name)
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, ncclRedOp_t op,
-                                               ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(AllReduce);
-  return CollectiveHook(
-      nccl::kAllReduce, NCCL_API("AllReduce"), count, datatype, op, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
-}
-
-// count = sendcount: each rank sends sendcount and receives nranks*sendcount.
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
-                                               size_t sendcount, ncclDataType_t datatype,
-                                               ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(AllGather);
-  return CollectiveHook(
-      nccl::kAllGather, NCCL_API("AllGather"), sendcount, datatype, 0, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
-}
-
-// count = recvcount: each rank sends nranks*recvcount.
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
-                                                   size_t recvcount, ncclDataType_t datatype,
-                                                   ncclRedOp_t op, ncclComm_t comm,
-                                                   cudaStream_t stream) {
-  NCCL_REAL(ReduceScatter);
-  return CollectiveHook(
-      nccl::kReduceScatter, NCCL_API("ReduceScatter"), recvcount, datatype, op, 0, comm, stream,
-      [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, int root, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  NCCL_REAL(Broadcast);
-  return CollectiveHook(
-      nccl::kBroadcast, NCCL_API("Broadcast"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype,
-                                           int root, ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Bcast);
-  return CollectiveHook(nccl::kBroadcast, NCCL_API("Bcast"), count, datatype, 0, root, comm, stream,
-                        [&] { return real(buff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                            ncclDataType_t datatype, ncclRedOp_t op, int root,
-                                            ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Reduce);
-  return CollectiveHook(
-      nccl::kReduce, NCCL_API("Reduce"), count, datatype, op, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                                              ncclDataType_t datatype, ncclComm_t comm,
-                                              cudaStream_t stream) {
-  NCCL_REAL(AlltoAll);
-  return CollectiveHook(nccl::kAllToAll, NCCL_API("AlltoAll"), count, datatype, 0, 0, comm, stream,
-                        [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                                            ncclDataType_t datatype, int root, ncclComm_t comm,
-                                            cudaStream_t stream) {
-  NCCL_REAL(Gather);
-  return CollectiveHook(
-      nccl::kGather, NCCL_API("Gather"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                             ncclDataType_t datatype, int root, ncclComm_t comm,
-                                             cudaStream_t stream) {
-  NCCL_REAL(Scatter);
-  return CollectiveHook(
-      nccl::kScatter, NCCL_API("Scatter"), count, datatype, 0, root, comm, stream,
-      [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclSend(const void* sendbuff, size_t count,
-                                          ncclDataType_t datatype, int peer, ncclComm_t comm,
-                                          cudaStream_t stream) {
-  NCCL_REAL(Send);
-  return CollectiveHook(nccl::kSend, NCCL_API("Send"), count, datatype, 0, peer, comm, stream,
-                        [&] { return real(sendbuff, count, datatype, peer, comm, stream); });
-}
-
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
-                                          int peer, ncclComm_t comm, cudaStream_t stream) {
-  NCCL_REAL(Recv);
-  return CollectiveHook(nccl::kRecv, NCCL_API("Recv"), count, datatype, 0, peer, comm, stream,
-                        [&] { return real(recvbuff, count, datatype, peer, comm, stream); });
-}
+// Generated from nccl.def: the collective and point-to-point hooks.
+#define IDLESCOPE_NCCL(name, params)
+#define IDLESCOPE_NCCL_COLLECTIVE(name, params, args, op, count, redop, root_or_peer)            \
+  IDLESCOPE_NCCL_HOOK ncclResult_t nccl##name params {                                           \
+    NCCL_REAL(name);                                                                             \
+    return CollectiveHook(nccl::op, NCCL_API(#name), count, datatype, redop, root_or_peer, comm, \
+                          stream, [&] { return real args; });                                    \
+  }
+#include "interpose/hooks/nccl.def"
+#undef IDLESCOPE_NCCL_COLLECTIVE
+#undef IDLESCOPE_NCCL
 
 // ---------------------------------------------------------------------------------------------
 // Groups: group_depth after the call.

@@ -98,34 +98,14 @@ IDLESCOPE_HOOK int accept4(int fd, struct sockaddr* addr, socklen_t* len, int fl
   return AfterAccept(Libc().accept4(fd, addr, len, flags));
 }
 
-IDLESCOPE_HOOK ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return SocketHook(ev::kNetRecv, NET_API("recv"), fd,
-                    [&] { return Libc().recv(fd, buf, n, flags); });
-}
-
-IDLESCOPE_HOOK ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* addr,
-                                socklen_t* len) {
-  return SocketHook(ev::kNetRecv, NET_API("recvfrom"), fd,
-                    [&] { return Libc().recvfrom(fd, buf, n, flags, addr, len); });
-}
-
-IDLESCOPE_HOOK ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  return SocketHook(ev::kNetRecv, NET_API("recvmsg"), fd,
-                    [&] { return Libc().recvmsg(fd, msg, flags); });
-}
-
-IDLESCOPE_HOOK ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  return SocketHook(ev::kNetSend, NET_API("send"), fd,
-                    [&] { return Libc().send(fd, buf, n, flags); });
-}
-
-IDLESCOPE_HOOK ssize_t sendto(int fd, const void* buf, size_t n, int flags,
-                              const struct sockaddr* addr, socklen_t len) {
-  return SocketHook(ev::kNetSend, NET_API("sendto"), fd,
-                    [&] { return Libc().sendto(fd, buf, n, flags, addr, len); });
-}
-
-IDLESCOPE_HOOK ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
-  return SocketHook(ev::kNetSend, NET_API("sendmsg"), fd,
-                    [&] { return Libc().sendmsg(fd, msg, flags); });
-}
+// recv/recvfrom/recvmsg and send/sendto/sendmsg: generated from io.def.
+#define IDLESCOPE_LIBC(name, ret, params)
+#define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)
+#define IDLESCOPE_NET_BURST(name, type, params, args)                                  \
+  IDLESCOPE_HOOK ssize_t name params {                                                 \
+    return SocketHook(ev::type, NET_API(#name), fd, [&] { return Libc().name args; }); \
+  }
+#include "interpose/hooks/io.def"
+#undef IDLESCOPE_NET_BURST
+#undef IDLESCOPE_IO_BURST
+#undef IDLESCOPE_LIBC

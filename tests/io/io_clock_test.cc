@@ -51,6 +51,24 @@ TEST(IoClock, LaterReadingsAreLaterTimes) {
   }
 }
 
+// The CUDA hooks' form (two readings around a call, one anchor check): the same times as
+// TicksToNs and TickSpanNs give for each reading, within the calibration error.
+TEST(IoClock, SpanOfACallMatchesItsReadings) {
+  uint64_t before = NowNs();
+  uint64_t t0 = CallTicks();
+  SleepNs(2'000'000);  // longer than an anchor's 1 ms: t1 re-anchors, t0 precedes the anchor
+  uint64_t t1 = CallTicks();
+  uint64_t after = NowNs();
+  uint64_t ts = 0, dur = 0;
+  TicksToSpan(t0, t1, &ts, &dur);
+  EXPECT_GE(ts + 50'000, before);
+  EXPECT_LE(ts + dur, after + 50'000);
+  EXPECT_NEAR(static_cast<double>(ts), static_cast<double>(TicksToNs(t0)), 5'000);
+  EXPECT_NEAR(static_cast<double>(dur), static_cast<double>(TickSpanNs(t1 - t0)), 5'000);
+  TicksToSpan(t1, t0, &ts, &dur);
+  EXPECT_EQ(dur, 0u);  // t1 > t0 swapped: no negative length
+}
+
 // The program disables the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), after StopReadingTsc as the
 // prctl hook does): RDTSC, and clock_gettime's vDSO, would fault from then on. Readings go on in
 // the same unit: a span across the switch is still right. In a child: the switch is for good.
