@@ -9,6 +9,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace
+  # the CPython peer suite (tests/cpython) and the fuzzers (tests/fuzz: clang's libFuzzer)
+  libpython3.11-testsuite clang libclang-rt-dev
 )
 
 missing=()

@@ -44,7 +44,7 @@ VFORK = "vfork-became-fork: the vfork child's stores are lost"
 BAD_OUT_DIR = "bad-output-dir: one stderr line per process; a report of 0-byte files fails"
 KNOWN = {
     r"proc_fork_first_calls/run\d/(status|stdout|files)": FORK_DEADLOCK,
-    r"pthread_exit_main/(status|trace-footer)": PTHREAD_EXIT,
+    r"pthread_exit_main(/forked)?/(status|trace-footer)": PTHREAD_EXIT,
     r"signals\w*/.*/(exit-latency|trace-footer|trace-events)": SIGTERM_MUTEX,
     r"fd_numbers/stdout": FDS_VISIBLE,
     r"fd_low_nofile/.*/stdout": FDS_VISIBLE,
@@ -452,6 +452,9 @@ def vfork_memory(m):
 @case
 def pthread_exit_main(m):
     m.traced_as_bare("pthread_exit_main", Run([m.paths.program("pthread_exit_main")], timeout=10))
+    m.traced_as_bare("pthread_exit_main/forked",
+                     Run([m.paths.program("pthread_exit_main"), "forked"], timeout=10),
+                     min_files=2)
 
 
 def signal_runs(m, name, argv_for, handlers, cuda, runs_per_signal):
