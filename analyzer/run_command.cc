@@ -1,5 +1,6 @@
 // `idlescope run [-o DIR] [--quiet] -- CMD...`: run CMD with the preload library, one trace file
 // per process in DIR, and behave like CMD itself towards the caller (exit status, signals).
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -60,7 +61,9 @@ void RunUsage(FILE* out) {
                "  through; a CMD killed by a signal kills idlescope with the same signal.\n"
                "  -o, --output DIR  where trace files go (created; default ./idlescope-DATE-TIME)\n"
                "  -q, --quiet       no summary on stderr\n"
-               "  IDLESCOPE_LIB     path of libidlescope.so (default: <bin>/../lib/)\n");
+               "  IDLESCOPE_LIB     path of libidlescope.so (default: <bin>/../lib/)\n"
+               "  IDLESCOPE_CHILDREN  all (default): exec'd programs traced even with a cleared\n"
+               "                    environment; env: only those that keep LD_PRELOAD; none\n");
 }
 
 std::string Realpath(const std::string& path) {
@@ -130,6 +133,35 @@ bool MakeDefaultDir(std::string* dir, std::string* error) {
   }
   *error = absl::StrCat("cannot create ", *dir, ": ", std::strerror(errno));
   return false;
+}
+
+// Whether trace files can be created in `dir` (a directory that exists): checked once here, so
+// that a read-only or full output directory is one line before the job, not one per process of
+// it (the library would find out in every process, and the job would run untraced).
+bool CanCreateFilesIn(const std::string& dir, std::string* error) {
+  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // No O_TMPFILE there (NFS, FUSE, Linux < 3.11): a named probe, removed at once.
+    std::string probe = absl::StrCat(dir, "/.idlescope-probe-XXXXXX");
+    fd = mkstemp(probe.data());
+    if (fd >= 0) unlink(probe.c_str());
+  }
+  if (fd < 0) {
+    *error = absl::StrCat("cannot create trace files in ", dir, ": ", std::strerror(errno));
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
+// IDLESCOPE_STDERR for the command (interpose/config.cc): the process `pid` may print
+// idlescope's own messages while its fd 2 is the file ours is now; any other process of the job
+// prints none (their stderr is the job's data: a worker's captured output, a reopened log).
+std::string StderrPolicyFor(pid_t pid) {
+  struct stat st;
+  if (fstat(STDERR_FILENO, &st) != 0) return absl::StrCat(pid, ":0:0");
+  return absl::StrCat(pid, ":", static_cast<uint64_t>(st.st_dev), ":",
+                      static_cast<uint64_t>(st.st_ino));
 }
 
 std::string HumanBytes(uint64_t bytes) {
@@ -248,6 +280,10 @@ int RunCommand(int argc, char** argv) {
                  std::strerror(errno));
     return kExitOwnError;
   }
+  if (!CanCreateFilesIn(abs_dir, &error)) {
+    std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
+    return kExitOwnError;
+  }
   // Keep the caller's own preloads, after ours: ours must see the program's calls first.
   std::string preload = lib;
   if (const char* old = getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
@@ -279,6 +315,7 @@ int RunCommand(int argc, char** argv) {
     }
     setenv("IDLESCOPE_OUT", abs_dir.c_str(), 1);
     setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("IDLESCOPE_STDERR", StderrPolicyFor(getpid()).c_str(), 1);
     execvp(cmd[0], cmd.data());
     const int err = errno;
     std::fprintf(stderr, "idlescope run: cannot run %s: %s\n", cmd[0], std::strerror(err));

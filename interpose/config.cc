@@ -1,14 +1,19 @@
 // IDLESCOPE_* environment variables. getenv only: this runs in the library constructor, before
 // the program's main, and must not allocate through anything hooked.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "interpose/hooks/process_env.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
@@ -23,7 +28,37 @@ static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
 
 bool g_quiet = false;
 
-void Warn(const std::string& text) { Say(text.c_str()); }
+// Who may write idlescope's own lines to stderr (docs/architecture.md, "Messages"). A traced
+// program's stderr is its data as much as its stdout is (a child's captured stderr, a file it
+// reopened as fd 2), so: only the job's first process, at start (before the program runs, in
+// the library constructor), and after start only under `idlescope run`, while the process's
+// fd 2 is still the file idlescope's own stderr was. IDLESCOPE_STDERR=PID:DEV:INO says which:
+// `idlescope run` sets it (its command's pid, its own stderr's device and inode); a process that
+// finds none is the job's first and hands its pid on with 0:0 ("at start only") to the programs
+// it execs (interpose/hooks/process.cc).
+struct StderrPolicy {
+  uint32_t pid = 0;  // the only process that may print
+  uint64_t dev = 0, ino = 0;
+};
+StderrPolicy g_stderr;
+std::atomic<bool> g_starting{false};
+std::vector<std::string>* g_warnings = nullptr;  // ParseConfig's, for Config::warnings
+
+void Warn(const std::string& text) {
+  Say(text.c_str());
+  if (g_warnings != nullptr) g_warnings->push_back(text);
+}
+
+bool ParseStderrPolicy(const char* v, StderrPolicy* out) {
+  unsigned long long pid = 0, dev = 0, ino = 0;
+  int end = 0;
+  if (v == nullptr || sscanf(v, "%llu:%llu:%llu%n", &pid, &dev, &ino, &end) != 3 ||
+      v[end] != '\0' || pid == 0 || pid > UINT32_MAX) {
+    return false;
+  }
+  *out = {static_cast<uint32_t>(pid), dev, ino};
+  return true;
+}
 
 // The program's stderr, for a thread with a descriptor table of its own (the writer, which keeps
 // no copy of it: a copy would hold a pipe open after the program closed it): the same open file,
@@ -34,7 +69,7 @@ int ProgramStderr() {
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (pidfd >= 0) {
     int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, STDERR_FILENO, 0));
-    close(pidfd);
+    syscall(SYS_close, pidfd);
     if (fd >= 0) return fd;
   }
   return open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -87,8 +122,38 @@ const char* FamilyName(uint32_t family) {
   return family < static_cast<uint32_t>(Family::kCount) ? kFamilyNames[family] : "?";
 }
 
+// Whether a line may go to this process's stderr now, and on which descriptor of the calling
+// thread's table (-1: none). *close_after: the descriptor was opened for this (the writer's).
+int StderrForMessage(bool* close_after) {
+  *close_after = false;
+  if (g_quiet || g_stderr.pid == 0 || static_cast<uint32_t>(getpid()) != g_stderr.pid) return -1;
+  bool starting = g_starting.load(std::memory_order_acquire);
+  if (!starting && g_stderr.dev == 0 && g_stderr.ino == 0) return -1;
+  int fd = STDERR_FILENO;
+  if (OwnFdTable()) {  // the writer thread: its fd 2 is not the program's
+    fd = ProgramStderr();
+    if (fd < 0) return -1;
+    *close_after = true;
+  }
+  if (!starting) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != g_stderr.dev ||
+        static_cast<uint64_t>(st.st_ino) != g_stderr.ino) {
+      if (*close_after) syscall(SYS_close, fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
 void Say(const char* text) {
-  if (g_quiet) return;
+  int saved = errno;
+  bool close_after = false;
+  int fd = StderrForMessage(&close_after);
+  if (fd < 0) {
+    errno = saved;
+    return;
+  }
   char buf[512];
   size_t n = 0;
   auto put = [&](const char* s) {
@@ -100,24 +165,26 @@ void Say(const char* text) {
   put("idlescope: ");
   put(text);
   put("\n");
-  int saved = errno;
-  int fd = STDERR_FILENO;
-  if (OwnFdTable()) fd = ProgramStderr();  // the writer thread: its fd 2 is not the program's
-  if (fd >= 0) {
-    ssize_t r;
-    do {
-      r = write(fd, buf, n);
-    } while (r < 0 && errno == EINTR);
-    if (fd != STDERR_FILENO) close(fd);
-  }
+  ssize_t r;
+  do {
+    r = write(fd, buf, n);
+  } while (r < 0 && errno == EINTR);
+  if (close_after) syscall(SYS_close, fd);
   errno = saved;
 }
 
+void StartupDone() { g_starting.store(false, std::memory_order_release); }
+
 Config ParseConfig() {
   Config c;
+  g_warnings = &c.warnings;
   const char* quiet = getenv("IDLESCOPE_QUIET");
   c.quiet = quiet != nullptr && *quiet != '\0' && strcmp(quiet, "0") != 0;
   g_quiet = c.quiet;
+  if (!ParseStderrPolicy(getenv("IDLESCOPE_STDERR"), &g_stderr)) {
+    g_stderr = {static_cast<uint32_t>(getpid()), 0, 0};  // the job's first process
+  }
+  g_starting.store(true, std::memory_order_release);
   if (const char* out = getenv("IDLESCOPE_OUT"); out != nullptr && *out != '\0') c.out_dir = out;
   // At most 1 s between flushes: after a SIGKILL the file holds everything up to the last one.
   c.flush_ms = ParseNumber("IDLESCOPE_FLUSH_MS", 500, 1, 1000);
@@ -131,9 +198,20 @@ Config ParseConfig() {
     mask &= ~ParseFamilies("IDLESCOPE_DISABLE", v);
   }
   c.family_mask = mask;
+  if (const char* bad = redact::BadValue(); *bad != '\0') {
+    Warn(std::string("IDLESCOPE_REDACT: unknown '") + bad + "' ignored (known: paths,cmdline,all)");
+  }
+  // Read by the process hooks themselves (process_env.h, captured before main); said here.
+  if (const char* v = getenv("IDLESCOPE_CHILDREN"); v != nullptr && *v != '\0') {
+    proc::ChildrenPolicy policy;
+    if (!proc::ParseChildrenPolicy(v, &policy)) {
+      Warn(std::string("IDLESCOPE_CHILDREN=") + v + " is not all, env or none; using all");
+    }
+  }
   for (uint32_t i = 0; i < static_cast<uint32_t>(Family::kCount); ++i) {
     if (mask & (1u << i)) c.families.push_back(kFamilyNames[i]);
   }
+  g_warnings = nullptr;
   return c;
 }
 

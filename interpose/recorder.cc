@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,6 +50,7 @@ namespace idlescope {
 
 namespace detail {
 std::atomic<bool> g_recorder_active{false};
+std::atomic<int> g_program_trace_fd{-1};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
@@ -357,7 +359,7 @@ std::string* g_path;
 uint32_t g_pid = 0;
 uint64_t g_file_bytes = 0;
 uint64_t g_footer_at = 0;  // file size before the footer (exec support)
-bool g_closed = false;     // footer written: nothing more goes into this file
+bool g_closed = true;      // no file open yet, or footer written: nothing goes into the file
 bool g_fd_lost_said = false;
 int g_exit_status = 0;
 bool g_exit_status_set = false;
@@ -396,12 +398,32 @@ uint32_t g_parent_pid = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
+//
+// Where the trace file's descriptor lives (docs/architecture.md, "Files"): in the writer's own
+// descriptor table only (g_writer_fd; g_fd = -1), where the program can neither see, count, close
+// nor reuse it; the writer opens it there itself, after TakeOwnFdTable. Program threads that must
+// write (end of main, exec's footer, idlescope_flush) hand the work to the writer (RunOnWriter).
+// Only where the table cannot be unshared (Linux < 5.9, seccomp) does the file sit in the
+// program's table (g_fd, moved high, protected by the close/dup hooks through IsTraceFd and
+// reopened when the program closed it anyway).
+
+// Our own closes of our own descriptors: the raw syscall, since `close` binds to our hook, which
+// refuses to close the trace file.
+void CloseOwnFd(int fd) { syscall(SYS_close, fd); }
+
+void SetProgramFd(int fd) {
+  g_fd = fd;
+  detail::g_program_trace_fd.store(fd, std::memory_order_relaxed);
+}
 
 // The trace file's descriptor in the calling thread's table: the writer's own once it has one.
-// Program threads write too (exec's footer, FlushNow, a final flush without the writer).
 int& TraceFd() { return detail::t_own_fd_table ? g_writer_fd : g_fd; }
 
+// The file is in the writer's table: no other thread can write it.
+bool FileInWriterTable() { return g_writer_fd >= 0 && g_fd < 0; }
+
 bool FdStillOurs() {
+  if (FileInWriterTable()) return detail::t_own_fd_table;
   struct stat st;
   int fd = TraceFd();
   if (fd < 0 || fstat(fd, &st) != 0) return false;
@@ -409,7 +431,8 @@ bool FdStillOurs() {
 }
 
 // Moves `fd` above the range programs use, so a program that dup2()s onto low numbers or opens
-// many files does not meet it (heaptrack and uftrace protect their fd the same way).
+// many files does not meet it (heaptrack and uftrace protect their fd the same way). Only for the
+// shared-table fallback: in the writer's own table no number is the program's.
 int MoveFdHigh(int fd) {
   struct rlimit rl;
   long floor = 1000;
@@ -420,15 +443,22 @@ int MoveFdHigh(int fd) {
   if (floor <= fd) return fd;
   int high = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(floor));
   if (high < 0) return fd;
-  close(fd);
+  CloseOwnFd(fd);
   return high;
 }
 
+// `fd` becomes the trace file's descriptor in the calling thread's table: the writer's own, or
+// (shared table) the program's, moved high.
 void AdoptFd(int fd) {
-  int& trace_fd = TraceFd();
-  trace_fd = MoveFdHigh(fd);
+  if (detail::t_own_fd_table) {
+    g_writer_fd = fd;
+    SetProgramFd(-1);
+  } else {
+    SetProgramFd(MoveFdHigh(fd));
+    g_writer_fd = -1;
+  }
   struct stat st;
-  if (fstat(trace_fd, &st) == 0) {
+  if (fstat(TraceFd(), &st) == 0) {
     g_fd_dev = st.st_dev;
     g_fd_ino = st.st_ino;
   }
@@ -444,9 +474,19 @@ void StopTracing(const std::string& why) {
   }
 }
 
-// The program closed (or replaced) our fd: reopen the file in append mode and go on, or stop.
+// Shared-table fallback: the program closed (or replaced) our fd. Reopen the file (never through a
+// symlink, and only if it is still the same file) in append mode and go on, or stop.
 bool RecoverFd() {
-  int fd = open(g_path->c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (FileInWriterTable()) {  // a program thread: it has no descriptor of the file to recover
+    return false;
+  }
+  int fd = open(g_path->c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != g_fd_dev || st.st_ino != g_fd_ino)) {
+    CloseOwnFd(fd);
+    fd = -1;
+    errno = ESTALE;
+  }
   if (fd < 0) {
     StopTracing("the program closed the trace file descriptor and " + *g_path +
                 " cannot be reopened (" + strerror(errno) + "); tracing stopped");
@@ -461,18 +501,26 @@ bool RecoverFd() {
   return true;
 }
 
-bool WriteAll(const uint8_t* p, size_t n) {
+// write(2) until done; false (errno set) on an error other than EINTR.
+bool WriteFully(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {
-    ssize_t w = write(TraceFd(), p, n);
+    ssize_t w = write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      StopTracing("cannot write " + *g_path + ": " + strerror(errno) + "; tracing stopped");
       return false;
     }
     p += w;
     n -= static_cast<size_t>(w);
-    g_file_bytes += static_cast<uint64_t>(w);
   }
+  return true;
+}
+
+bool WriteAll(const uint8_t* p, size_t n) {
+  if (!WriteFully(TraceFd(), p, n)) {
+    StopTracing("cannot write " + *g_path + ": " + strerror(errno) + "; tracing stopped");
+    return false;
+  }
+  g_file_bytes += n;
   return true;
 }
 
@@ -532,9 +580,12 @@ trace::Header BuildHeader() {
   if (gethostname(host, sizeof(host) - 1) == 0) h.host = host;
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
-  if (n > 0) h.exe.assign(exe, static_cast<size_t>(n));
+  if (n > 0)
+    h.exe = redact::Path(std::string_view(exe, static_cast<size_t>(n)), redact::PathKind::kProgram);
   std::string cmdline;
   if (ReadFile("/proc/self/cmdline", &cmdline)) {
+    if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    cmdline = redact::Argv(cmdline);
     size_t pos = 0;
     while (pos < cmdline.size()) {
       size_t end = cmdline.find('\0', pos);
@@ -563,6 +614,8 @@ trace::Header BuildHeader() {
   h.config.buffer_bytes = g_ring_slots * sizeof(RawEvent);
   h.config.stack_depth = g_config->stack_depth;
   h.config.families = g_config->families;
+  if (redact::Paths()) h.config.redacted.push_back("paths");
+  if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
   return h;
 }
 
@@ -580,8 +633,71 @@ bool MakeDirs(const std::string& dir) {
   return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Opens <out>/<host>-<pid>.idlescope, or -1, -2, ... when it exists (exec keeps the pid), and
-// writes the header. Under g_flush_mu (or before any other thread can flush).
+// Creates the first free name of <base>.idlescope, <base>-1.idlescope, ... (exec keeps the pid)
+// holding `header`, such that the name never appears without it: a process killed at start, or a
+// full disk, leaves no empty file behind. O_TMPFILE (Linux 3.11; ext4, xfs, btrfs, tmpfs) makes an
+// unnamed file that linkat() names once the header is in; elsewhere (NFS, FUSE) the name is
+// created O_EXCL and the header written at once, and the file removed again if that fails.
+// O_EXCL|O_NOFOLLOW: a name someone else made (a symlink planted in a shared /tmp) is never
+// opened, only skipped. Mode 0666: the user's umask decides, as for any file the program writes.
+// Returns the descriptor, or -1 with errno set.
+int CreateTraceFile(const std::string& dir, const std::string& base, const wire::Buffer& header,
+                    std::string* path) {
+  auto name = [&](int i) { return base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope"; };
+  // O_APPEND: in the shared-table fallback the program's descriptor and the writer's may end up
+  // two descriptions of the file (RecoverFd); neither may write over the other's packets.
+  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    if (!WriteFully(fd, header.data(), header.size())) {
+      int err = errno;
+      CloseOwnFd(fd);
+      errno = err;
+      return -1;
+    }
+    // The writer's own descriptor: /proc/thread-self/fd names this thread's table (/proc/self is
+    // the thread group leader's).
+    char link[64];
+    snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
+    for (int i = 0; i < 10000; ++i) {
+      std::string candidate = name(i);
+      if (linkat(AT_FDCWD, link, AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        *path = candidate;
+        return fd;
+      }
+      if (errno != EEXIST) break;
+    }
+    int err = errno;
+    CloseOwnFd(fd);
+    if (err == EEXIST) {
+      errno = err;
+      return -1;
+    }
+    // No /proc, or a filesystem that refuses the link: the O_EXCL way below.
+  }
+  for (int i = 0; i < 10000; ++i) {
+    std::string candidate = name(i);
+    fd = open(candidate.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0666);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      return -1;
+    }
+    if (!WriteFully(fd, header.data(), header.size())) {
+      int err = errno;
+      unlink(candidate.c_str());
+      CloseOwnFd(fd);
+      errno = err;
+      return -1;
+    }
+    *path = candidate;
+    return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// Creates <out>/<host>-<pid>.idlescope with its header. On the writer thread, after
+// TakeOwnFdTable (the descriptor goes into the writer's own table), under g_flush_mu.
 bool OpenTraceFile() {
   // Absolute, so that reopening the file (RecoverFd) still finds it after the program's chdir().
   if (g_config->out_dir[0] != '/') {
@@ -599,29 +715,22 @@ bool OpenTraceFile() {
   }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  std::string base = dir + "/" + host + "-" + std::to_string(g_pid);
-  int fd = -1;
-  for (int i = 0; i < 10000 && fd < 0; ++i) {
-    std::string path = base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope";
-    // O_APPEND: the program's descriptor and the writer's may end up being two descriptions of
-    // the file (one side reopened it, RecoverFd); neither may write over the other's packets.
-    fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      *g_path = path;
-    } else if (errno != EEXIST) {
-      Say(("cannot create " + path + ": " + strerror(errno) + "; not tracing").c_str());
-      return false;
-    }
+  g_comm_ids->Clear();  // ids are scoped to one file
+  wire::Buffer header;
+  trace::WriteHeaderPacket(header, BuildHeader());
+  std::string path;
+  int fd = CreateTraceFile(dir, dir + "/" + host + "-" + std::to_string(g_pid), header, &path);
+  if (fd < 0) {
+    Say(("cannot create a trace file in " + dir + ": " + strerror(errno) + "; not tracing")
+            .c_str());
+    return false;
   }
-  if (fd < 0) return false;
+  *g_path = path;
   AdoptFd(fd);
-  g_file_bytes = 0;
+  g_file_bytes = header.size();
   g_closed = false;
   g_fd_lost_said = false;
-  wire::Buffer b;
-  trace::WriteHeaderPacket(b, BuildHeader());
-  g_comm_ids->Clear();  // ids are scoped to one file
-  return WritePackets(b);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -820,33 +929,109 @@ void FinalFlush(trace::ExitReason reason, int status) {
 // ---------------------------------------------------------------------------------------------
 // The writer thread.
 
-// Gives the writer a descriptor table of its own holding only the trace file. While a second
-// thread shares the program's table, the kernel takes a reference on the file and its f_pos_lock
-// on every read/write of the program (fdget_pos; ~35 ns per call on the build VMs, 5% of a 4 KB
-// tmpfs write): a single-threaded program traced by us would pay that on every call, which an
-// untraced one does not. The copies of the program's other descriptors are closed at once, so we
-// never hold a pipe or socket open after the program closed it (a reader waiting for EOF gets it).
-// close_range (Linux 5.9) unshares and closes in one call; raw syscalls, since the close_range hook
-// would clear the program's fd table entries. Without it (older kernel, seccomp) the table stays
-// shared: slower, nothing else changes.
+// Gives the writer a descriptor table of its own, empty: the trace file is opened into it next
+// (OpenTraceFile), so the program's table never holds a descriptor of ours. Two reasons besides
+// that one. While a second thread shares the program's table, the kernel takes a reference on the
+// file and its f_pos_lock on every read/write of the program (fdget_pos; ~35 ns per call on the
+// build VMs, 5% of a 4 KB tmpfs write): a single-threaded program traced by us would pay that on
+// every call, which an untraced one does not. And the copies of the program's descriptors are
+// closed at once, so we never hold a pipe or socket open after the program closed it (a reader
+// waiting for EOF gets it). close_range (Linux 5.9) unshares and closes in one call; a raw
+// syscall, since the close_range hook would clear the program's fd table entries. Without it
+// (older kernel, seccomp) the table stays shared: slower, and the trace file sits in the program's
+// table (MoveFdHigh, IsTraceFd).
 void TakeOwnFdTable() {
-  std::lock_guard<std::mutex> lock(g_flush_mu);
-  int fd = g_fd;
-  if (fd < 0 ||
-      syscall(SYS_close_range, static_cast<unsigned>(fd) + 1, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+  if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) detail::t_own_fd_table = true;
+}
+
+// Work a program thread hands to the writer, because only the writer's table holds the file.
+enum class WriterJob : uint32_t { kNone = 0, kFlush, kExecFooter, kExecFailed };
+std::mutex g_job_mu;                   // one program thread's job at a time
+std::atomic<uint32_t> g_job{0};        // the WriterJob posted, taken by the writer
+std::atomic<uint32_t> g_jobs_done{0};  // bumped by the writer after each job
+
+void DoJobLocked(WriterJob job) {
+  switch (job) {
+    case WriterJob::kFlush:
+      FlushLocked();
+      break;
+    case WriterJob::kExecFooter:
+      FlushLocked();
+      WriteFooterLocked(trace::kExitExec, 0);
+      break;
+    case WriterJob::kExecFailed: {
+      // Drop the footer: the process goes on, and the file must end with its real footer.
+      int fd = TraceFd();
+      if (g_closed && fd >= 0 && !g_fd_lost_said && ftruncate(fd, g_footer_at) == 0) {
+        g_file_bytes = g_footer_at;
+        g_closed = false;
+      }
+      break;
+    }
+    case WriterJob::kNone:
+      break;
+  }
+}
+
+// Writer side: runs the posted job, if any.
+void ServeJob() {
+  WriterJob job = static_cast<WriterJob>(g_job.exchange(0, std::memory_order_acq_rel));
+  if (job == WriterJob::kNone) return;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    DoJobLocked(job);
+  }
+  g_jobs_done.fetch_add(1, std::memory_order_release);
+  Futex(&g_jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+// Program thread: `job` done on the file, by the writer when the file is in its table, else here.
+// Bounded wait (a writer stuck on a slow filesystem costs time, never a hang); a job the writer
+// has not taken by then is withdrawn.
+void RunJob(WriterJob job) {
+  // Here where the program's table holds the file (shared-table fallback) or no writer is left
+  // (then no file is open, or none this thread can reach: WritePackets finds out).
+  if (detail::g_program_trace_fd.load(std::memory_order_relaxed) >= 0 ||
+      !g_writer_running.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    DoJobLocked(job);
     return;
   }
-  if (fd > 0) syscall(SYS_close_range, 0u, static_cast<unsigned>(fd) - 1, 0u);
-  g_writer_fd = fd;
-  detail::t_own_fd_table = true;
+  std::lock_guard<std::mutex> lock(g_job_mu);
+  uint32_t done = g_jobs_done.load(std::memory_order_acquire);
+  g_job.store(static_cast<uint32_t>(job), std::memory_order_release);
+  WakeWriter();
+  uint64_t deadline = NowNs() + 10'000'000'000ull;
+  while (g_jobs_done.load(std::memory_order_acquire) == done) {
+    uint64_t now = NowNs();
+    if (now >= deadline || !g_writer_running.load(std::memory_order_acquire)) {
+      uint32_t posted = static_cast<uint32_t>(job);
+      g_job.compare_exchange_strong(posted, 0);
+      return;
+    }
+    uint64_t left = deadline - now;
+    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+    Futex(&g_jobs_done, FUTEX_WAIT_PRIVATE, done, &ts);
+  }
 }
 
 void* WriterMain(void*) {
   detail::t_hook_depth = 1;  // nothing this thread does is traced
   t_thread_dead = true;      // and it never records
   TakeOwnFdTable();
-  g_writer_ready.store(1, std::memory_order_release);
+  bool opened;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    opened = OpenTraceFile();
+  }
+  if (!opened) {
+    // Before the answer: whoever sees "failed" must not also see a writer to wait for.
+    detail::g_recorder_active.store(false, std::memory_order_relaxed);
+    g_writer_running.store(false, std::memory_order_release);
+  }
+  g_writer_ready.store(opened ? 1 : 2, std::memory_order_release);
   Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  if (!opened) return nullptr;
   for (;;) {
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
     uint32_t request = g_final_request.load(std::memory_order_acquire);
@@ -862,6 +1047,7 @@ void* WriterMain(void*) {
       Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
       break;
     }
+    ServeJob();
     {
       // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
       // reopens the trace, and only a final request ends the thread.
@@ -899,9 +1085,10 @@ bool StartWriter() {
     return false;
   }
   pthread_setname_np(g_writer, "idlescope-wr");
-  // The program starts once the writer has its own descriptor table: until then every read/write
-  // pays for the shared one, and on a loaded machine the new thread may wait milliseconds for a
-  // CPU. Bounded (100 ms): a writer that is that late costs time, never a hang.
+  // The program starts once the writer has its own descriptor table and the trace file with its
+  // header: until then every read/write pays for the shared table, and on a loaded machine the new
+  // thread may wait milliseconds for a CPU. Bounded (100 ms): a writer that is that late costs
+  // time, never a hang (if it then cannot create the file, it turns the recorder off itself).
   uint64_t deadline = NowNs() + 100'000'000;
   while (g_writer_ready.load(std::memory_order_acquire) == 0) {
     uint64_t now = NowNs();
@@ -909,7 +1096,7 @@ bool StartWriter() {
     timespec ts{0, static_cast<long>(deadline - now)};
     Futex(&g_writer_ready, FUTEX_WAIT_PRIVATE, 0, &ts);
   }
-  return true;
+  return g_writer_ready.load(std::memory_order_acquire) != 2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -936,6 +1123,7 @@ void ForkChild() {
   g_flush_mu.unlock();
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
+  g_closed = true;  // the parent's file is not the child's: nothing is written until its own is
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
   t_ring_failed = false;           // the parent's other threads' rings are freed below
   detail::t_pending_open = false;  // the parent writes this thread's pending event, not the child
@@ -967,13 +1155,18 @@ void ForkChild() {
   g_final_request.store(0);
   g_final_done.store(0);
   g_exit_status_set = false;
-  close(g_fd);  // the parent's file stays the parent's
-  g_fd = -1;
+  if (g_fd >= 0) CloseOwnFd(g_fd);  // shared-table fallback: the parent's file stays the parent's
+  SetProgramFd(-1);
+  g_writer_fd = -1;  // the parent writer's table is not the child's
+  // A program thread of the parent may have been waiting for its writer (RunJob): that thread,
+  // and its job, do not exist here.
+  new (&g_job_mu) std::mutex();
+  g_job.store(0, std::memory_order_relaxed);
   g_origin = trace::kOriginFork;
   g_parent_pid = parent;
   uint32_t saved_depth = detail::t_hook_depth;
   detail::t_hook_depth = saved_depth + 1;
-  bool ok = OpenTraceFile() && StartWriter();
+  bool ok = StartWriter();  // the child's writer creates the child's file
   detail::t_hook_depth = saved_depth;
   if (ok) detail::g_recorder_active.store(true, std::memory_order_relaxed);
 }
@@ -999,6 +1192,7 @@ void Init() {
   if (!g_initialized.compare_exchange_strong(expected, true)) return;
   int saved_errno = errno;
   ++detail::t_hook_depth;
+  redact::Init();  // before the first path is interned (ParseConfig says what was wrong in it)
   g_config = new Config(ParseConfig());
   g_path = new std::string();
   EnsureStringTable();
@@ -1009,6 +1203,12 @@ void Init() {
   g_notice_codes_said = new std::set<std::string>();
   g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
   g_comm_ids = new trace::CommIds();
+  // What was wrong with the configuration goes into the trace too (it was said on stderr only
+  // where that is allowed).
+  for (const std::string& warning : g_config->warnings) {
+    g_notices_pending->push_back(
+        {NowNs(), static_cast<uint32_t>(NoticeSeverity::kWarning), "bad_config", warning});
+  }
   uint64_t slots = 1;
   while (slots * 2 * sizeof(RawEvent) <= uint64_t{g_config->buffer_kb} * 1024) slots *= 2;
   g_pid = static_cast<uint32_t>(getpid());
@@ -1020,17 +1220,16 @@ void Init() {
   pthread_key_create(&g_ring_key, OnThreadExit);
   detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
   stacks::Init(g_config->stack_depth);
-  bool ok;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     g_ring_slots = slots;
-    ok = OpenTraceFile();
   }
-  if (ok) ok = StartWriter();
+  bool ok = StartWriter();  // the writer creates the file, in its own descriptor table
   if (ok) {
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     detail::g_recorder_active.store(true, std::memory_order_release);
   }
+  StartupDone();
   --detail::t_hook_depth;
   errno = saved_errno;
 }
@@ -1169,6 +1368,22 @@ uint32_t InternString(std::string_view s) {
   return id;
 }
 
+uint32_t InternPath(std::string_view path, redact::PathKind kind) {
+  if (!redact::Paths()) return InternString(path);
+  int saved = errno;
+  std::string kept = redact::Path(path, kind);
+  errno = saved;
+  return InternString(kept);
+}
+
+uint32_t InternArgv(std::string_view nul_separated) {
+  if (!redact::Paths() && !redact::Cmdline()) return InternString(nul_separated);
+  int saved = errno;
+  std::string kept = redact::Argv(nul_separated);
+  errno = saved;
+  return InternString(kept);
+}
+
 void RecordDeviceInfo(const RawDeviceInfo& info) {
   if (g_devices_pending == nullptr) return;
   std::lock_guard<std::mutex> lock(g_queue_mu);
@@ -1202,10 +1417,7 @@ void FlushNow() {
   if (!g_initialized.load() || !InTracedProcess()) return;
   int saved = errno;
   ++detail::t_hook_depth;
-  {
-    std::lock_guard<std::mutex> lock(g_flush_mu);
-    FlushLocked();
-  }
+  RunJob(WriterJob::kFlush);
   --detail::t_hook_depth;
   errno = saved;
 }
@@ -1217,11 +1429,7 @@ void BeforeExec() {
   // on growing and would be written twice; if it succeeds they are lost (docs/architecture.md).
   RecordPendingEvent();
   ++detail::t_hook_depth;
-  {
-    std::lock_guard<std::mutex> lock(g_flush_mu);
-    FlushLocked();
-    WriteFooterLocked(trace::kExitExec, 0);
-  }
+  RunJob(WriterJob::kExecFooter);
   --detail::t_hook_depth;
   errno = saved;
 }
@@ -1230,19 +1438,34 @@ void AfterExecFailed() {
   if (!g_initialized.load() || !InTracedProcess()) return;
   int saved = errno;
   ++detail::t_hook_depth;
+  RunJob(WriterJob::kExecFailed);
+  --detail::t_hook_depth;
+  errno = saved;
+}
+
+int TraceFdIn(unsigned first, unsigned last) {
+  int fd = detail::g_program_trace_fd.load(std::memory_order_relaxed);
+  return fd >= 0 && static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last ? fd
+                                                                                            : -1;
+}
+
+void MoveTraceFdAwayFrom(int fd) {
+  // A thread with a table of its own (a vfork child borrowing this thread) moves nothing of ours.
+  if (!IsTraceFd(fd) || OwnFdTable()) return;
+  int saved = errno;
+  ++detail::t_hook_depth;
   {
+    // Under the flush mutex: the writer writes through g_fd, and must never write to the file the
+    // program is about to put at this number.
     std::lock_guard<std::mutex> lock(g_flush_mu);
-    // Drop the footer: the process goes on, and the file must end with its real footer.
-    if (g_closed && g_fd >= 0 && !g_fd_lost_said && ftruncate(g_fd, g_footer_at) == 0) {
-      g_file_bytes = g_footer_at;
-      g_closed = false;
-      lseek(g_fd, 0, SEEK_END);
+    if (g_fd == fd) {
+      int moved = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+      SetProgramFd(moved);  // -1 if no number was free: the next write recovers or stops
+      CloseOwnFd(fd);
     }
   }
   --detail::t_hook_depth;
   errno = saved;
 }
-
-bool IsTraceFd(int fd) { return fd >= 0 && fd == g_fd; }
 
 }  // namespace idlescope

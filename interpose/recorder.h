@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "interpose/redact.h"
+
 namespace idlescope {
 
 // Values mirror the enums of proto/trace.proto (EventType, CopyKind, MemKind, FsType, NcclOp,
@@ -136,6 +138,8 @@ namespace detail {
 // Set by the recorder once its file is open and its writer runs; cleared at shutdown or when
 // the trace cannot go on. Read on every hook call, hence inline below.
 extern std::atomic<bool> g_recorder_active;
+// The trace file's descriptor in the program's table, or -1 (where it is: IsTraceFd below).
+extern std::atomic<int> g_program_trace_fd;
 }  // namespace detail
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO, ~20 ns), inline so a
@@ -251,6 +255,12 @@ void RecordGpuDropped(uint64_t records);
 // Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
 uint32_t InternString(std::string_view s);
 
+// Interns a path (a file, a program or module, a socket address): InternString of what the trace
+// keeps of it, the path itself unless IDLESCOPE_REDACT has "paths" (redact.h).
+uint32_t InternPath(std::string_view path, redact::PathKind kind);
+// Interns a NUL-separated command line as IDLESCOPE_REDACT keeps it.
+uint32_t InternArgv(std::string_view nul_separated);
+
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
 // or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the
 // writer thread.
@@ -283,9 +293,18 @@ void FlushNow();
 void BeforeExec();
 void AfterExecFailed();
 
-// True when `fd`, a descriptor of the program's table, is the trace file (close/dup2 hooks may
-// protect it, see docs/architecture.md).
-bool IsTraceFd(int fd);
+// True when `fd`, a descriptor of the program's table, is the trace file. Only where the writer
+// could not get a descriptor table of its own (docs/architecture.md, "Files"); elsewhere the
+// program's table holds nothing of ours and this is false for every fd. The close/dup hooks
+// protect it with the two functions below.
+inline bool IsTraceFd(int fd) {
+  return fd >= 0 && fd == detail::g_program_trace_fd.load(std::memory_order_relaxed);
+}
+// The trace file's fd if it is in [first, last] of the program's table, else -1.
+int TraceFdIn(unsigned first, unsigned last);
+// Before the program dup2()s onto `fd`: if that is the trace file's number, the file moves to
+// another one first.
+void MoveTraceFdAwayFrom(int fd);
 
 namespace detail {
 // Set on the writer thread once it has a descriptor table of its own (docs/architecture.md,

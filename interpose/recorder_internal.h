@@ -19,13 +19,18 @@ struct Config {
   uint32_t family_mask = 0;           // IDLESCOPE_ENABLE / IDLESCOPE_DISABLE
   bool quiet = false;                 // IDLESCOPE_QUIET: no stderr messages
   std::vector<std::string> families;  // names of the enabled families, for the header
+  std::vector<std::string> warnings;  // what was wrong with the values (also notices in the trace)
 };
 // Reads the environment; a bad value is reported once on stderr and its default kept.
 Config ParseConfig();
 const char* FamilyName(uint32_t family);
 
-// "idlescope: " + text + "\n" on stderr with one write(2) (async-signal-safe), unless quiet.
+// "idlescope: " + text + "\n" on stderr with one write(2) (async-signal-safe), when this
+// process may print now (config.cc: the job's first process, at start, or under `idlescope run`
+// while its stderr is still the one idlescope run had); else nothing.
 void Say(const char* text);
+// The library constructor is done: from now on only `idlescope run` lets messages through.
+void StartupDone();
 
 // Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
 void Init();
@@ -43,7 +48,7 @@ bool InTracedProcess();
 
 namespace idlescope::stacks {
 
-// Loads libunwind (dlopen, RTLD_LOCAL) when depth > 0. Called from Init.
+// Maps the stack trie and sets up the stack walk (unwind.h) when depth > 0. Called from Init.
 void Init(uint32_t depth);
 
 // A trie node whose definition has not been written to the current file yet.

@@ -42,6 +42,7 @@ void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m) {
   b.OptU64(2, m.buffer_bytes);
   b.OptU64(3, m.stack_depth);
   for (const std::string& f : m.families) b.Bytes(4, f);
+  for (const std::string& r : m.redacted) b.Bytes(5, r);
 }
 
 void EncodeHeader(wire::Buffer& b, const Header& m) {

@@ -43,6 +43,7 @@ struct RecorderConfig {
   uint64_t buffer_bytes = 0;
   uint32_t stack_depth = 0;
   std::vector<std::string> families;
+  std::vector<std::string> redacted;  // IDLESCOPE_REDACT: "paths", "cmdline"
 };
 
 struct Header {

@@ -64,7 +64,7 @@ void AfterOpen(uint32_t api, int dirfd, const char* path, int fd, int err, uint6
     info = TrackOpenedFd(fd, dirfd, path);
     if (info.state == FdState::kIgnored) return;
   } else if (path != nullptr) {
-    info.path = InternString(path);
+    info.path = idlescope::InternPath(path, idlescope::redact::PathKind::kFile);
   }
   RecordFdEvent(ev::kFileOpen, api, fd, info, t0, t1, 0, fd >= 0 ? 0 : -err);
 }
@@ -177,7 +177,8 @@ int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
   int err = errno;
   uint64_t t1 = NowNs();
   FdInfo info;
-  if (newpath != nullptr) info.path = InternString(newpath);
+  if (newpath != nullptr)
+    info.path = idlescope::InternPath(newpath, idlescope::redact::PathKind::kFile);
   RecordFdEvent(ev::kFileRename, api(), -1, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;
   return r;
@@ -303,7 +304,12 @@ IDLESCOPE_HOOK FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 // ---------------------------------------------------------------------------------------------
 // Closing and duplicating: keep the fd table right even when not recording.
 
+// Where the trace file sits in the program's table (the shared-table fallback, recorder.cc), a
+// program that closes every descriptor, or dup2()s onto ours, must not take it away: a close of it
+// succeeds without closing it, a dup onto it first moves ours elsewhere (uftrace and heaptrack
+// protect their descriptors the same way). Elsewhere IsTraceFd is false for every number.
 IDLESCOPE_HOOK int close(int fd) {
+  if (idlescope::IsTraceFd(fd)) return 0;
   HookGuard guard(Family::kIo);
   if (!guard.active()) {
     ForgetFd(fd);
@@ -355,7 +361,19 @@ IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
     errno = ENOSYS;
     return -1;
   }
-  int r = Libc().close_range(first, last, flags);
+  int r;
+  int trace = idlescope::TraceFdIn(first, last);
+  if (trace >= 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) {
+    // Around ours: [first, trace) and (trace, last].
+    r = trace > static_cast<int>(first)
+            ? Libc().close_range(first, static_cast<unsigned>(trace) - 1, flags)
+            : 0;
+    if (r == 0 && static_cast<unsigned>(trace) < last) {
+      r = Libc().close_range(static_cast<unsigned>(trace) + 1, last, flags);
+    }
+  } else {
+    r = Libc().close_range(first, last, flags);
+  }
   if (r == 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) {
     int saved = errno;
     ForgetFds(first, last);
@@ -371,12 +389,14 @@ IDLESCOPE_HOOK int dup(int fd) {
 }
 
 IDLESCOPE_HOOK int dup2(int fd, int fd2) {
+  if (fd != fd2) idlescope::MoveTraceFdAwayFrom(fd2);
   int r = Libc().dup2(fd, fd2);
   if (r >= 0 && fd != fd2) CopyFd(fd, r);
   return r;
 }
 
 IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
+  if (fd != fd2) idlescope::MoveTraceFdAwayFrom(fd2);
   int r = Libc().dup3(fd, fd2, flags);
   if (r >= 0) CopyFd(fd, r);
   return r;

@@ -82,7 +82,7 @@ FdInfo Classify(int fd, const char* path, size_t path_len) {
       n = FormatSockaddr(reinterpret_cast<sockaddr*>(&addr), len, buf, sizeof(buf));
       info.scope = ScopeOfSockaddr(reinterpret_cast<sockaddr*>(&addr), len);
     }
-    if (n > 0) info.path = InternString(std::string_view(buf, n));
+    if (n > 0) info.path = InternPath(std::string_view(buf, n), redact::PathKind::kAddress);
     return info;
   }
   if (info.fs == kFsUnspecified) {
@@ -94,7 +94,8 @@ FdInfo Classify(int fd, const char* path, size_t path_len) {
     path_len = LinkOfFd(fd, buf, sizeof(buf));
     path = buf;
   }
-  if (path_len > 0) info.path = InternString(std::string_view(path, path_len));
+  if (path_len > 0)
+    info.path = InternPath(std::string_view(path, path_len), redact::PathKind::kFile);
   return info;
 }
 

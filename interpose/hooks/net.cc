@@ -78,7 +78,10 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   info.scope = io::ScopeOfSockaddr(addr, len);
   char text[256];
   size_t n = io::FormatSockaddr(addr, len, text, sizeof(text));
-  if (n > 0) info.path = InternString(std::string_view(text, n));
+  if (n > 0) {
+    info.path =
+        idlescope::InternPath(std::string_view(text, n), idlescope::redact::PathKind::kAddress);
+  }
   // A nonblocking connect returns EINPROGRESS and completes later: the fd is this peer's either
   // way. A failed connect leaves the socket unconnected: resolve lazily.
   if (r == 0 || err == EINPROGRESS) {

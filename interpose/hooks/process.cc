@@ -9,11 +9,15 @@
 // - PROC_EXEC (program, argv) is recorded and the trace flushed and closed (BeforeExec) before
 //   the real exec: a successful exec discards this image's buffers. If exec returns, it failed:
 //   the trace is reopened (AfterExecFailed) and a second PROC_EXEC with result = -errno says so.
-// - vfork is turned into fork: a vfork child shares the parent's memory and stack until it
-//   execs, so neither our hook's stack frame nor the recorder's state may be touched in it, and a
-//   wrapper function cannot even return safely in the child (the parent's frame would be
-//   clobbered). fork is what POSIX allows vfork to be; it costs page-table copies, not
-//   correctness.
+// - vfork stays vfork (programs rely on it: the child's writes reach the parent, and the parent
+//   waits until the child execs or exits). The child shares the parent's memory and stack, so it
+//   runs nothing of ours but what glibc's own vfork runs (an assembly stub: the return address is
+//   kept in a register, not on the stack the child reuses), and until the parent resumes the
+//   calling thread's hooks are inert: they record nothing and change no state the parent would
+//   see (hook depth raised, fd-table updates off). The parent records PROC_FORK when it resumes
+//   (dur = until the child exec'd or exited). An exec in the child builds the child's
+//   environment on its stack: an mmap there would stay mapped in the parent.
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -58,38 +62,83 @@ __attribute__((constructor)) void CaptureEnvironment() {
     if (library[0] != '/' && realpath(library, absolute) != nullptr) library = absolute;
   }
   g_env.Capture(environ, library);
+  // The job's first process (no IDLESCOPE_STDERR: not started by `idlescope run`, nor by a traced
+  // parent) tells the programs it starts that they are not: only it may print at start
+  // (interpose/config.cc, "who may write idlescope's own lines to stderr").
+  char first[32];
+  snprintf(first, sizeof(first), "%d:0:0", static_cast<int>(getpid()));
+  g_env.AddDefault("IDLESCOPE_STDERR", first);
+  // One redaction key for the whole job (interpose/redact.h).
+  idlescope::redact::Init();
+  if (*idlescope::redact::KeyHex() != '\0') {
+    g_env.AddDefault("IDLESCOPE_REDACT_KEY", idlescope::redact::KeyHex());
+  }
 }
 
-// The child's environment in an mmap'ed arena (async-signal-safe: exec often runs in a forked
-// child of a multithreaded process). Falls back to the program's envp if mapping fails.
-class TracedEnv {
- public:
-  explicit TracedEnv(char* const* envp) : env_(envp) {
-    int saved = errno;
-    char** out = nullptr;
-    size_t needed = idlescope::proc::BuildTracedEnv(envp, g_env, nullptr, 0, &out);
-    void* mem = mmap(nullptr, needed, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem != MAP_FAILED) {
-      arena_ = mem;
-      size_ = needed;
-      if (idlescope::proc::BuildTracedEnv(envp, g_env, arena_, size_, &out) <= size_) env_ = out;
-    }
-    errno = saved;
-  }
-  ~TracedEnv() {
-    int saved = errno;
-    if (arena_ != nullptr) munmap(arena_, size_);
-    errno = saved;
-  }
-  TracedEnv(const TracedEnv&) = delete;
-  TracedEnv& operator=(const TracedEnv&) = delete;
-  char* const* get() const { return env_; }
-
- private:
-  char* const* env_;
-  void* arena_ = nullptr;
-  size_t size_ = 0;
+// What a vfork'ing thread's hooks are while its child borrows the thread (and its TLS): set by
+// VforkBefore, undone by VforkAfter in the parent. initial-exec TLS: the child sees the parent's.
+struct VforkState {
+  bool child_window;  // between the two: only the child runs this thread's code
+  bool record;
+  bool own_fd_table;
+  uint32_t hook_depth;
+  uint64_t t0;
 };
+__thread VforkState t_vfork __attribute__((tls_model("initial-exec")));
+
+inline bool InVforkChild() { return t_vfork.child_window; }
+
+// The child's environment, built on the hook's stack up to this size (32 KiB: a few hundred
+// variables), mmap'ed beyond (then, in a vfork child, left mapped in the parent: rare enough).
+constexpr size_t kStackEnvBytes = 32 << 10;
+
+// Builds the traced environment for `envp` into `arena` (alloca'ed by the caller with the size
+// TracedEnvBytes returned) or into an mmap'ed one (*mapped, for the caller to unmap).
+size_t TracedEnvBytes(char* const* envp) {
+  char** unused = nullptr;
+  return idlescope::proc::BuildTracedEnv(envp, g_env, nullptr, 0, &unused);
+}
+char* const* TracedEnv(char* const* envp, size_t needed, void* stack_arena, void** mapped,
+                       size_t* mapped_size) {
+  int saved = errno;
+  char** out = nullptr;
+  *mapped = nullptr;
+  void* arena = stack_arena;
+  if (needed == 0) {
+    idlescope::proc::BuildTracedEnv(envp, g_env, nullptr, 0, &out);  // envp as it is
+    errno = saved;
+    return out;
+  }
+  if (arena == nullptr) {
+    arena = mmap(nullptr, needed, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (arena == MAP_FAILED) {
+      errno = saved;
+      return envp;
+    }
+    *mapped = arena;
+    *mapped_size = needed;
+  }
+  char* const* env = envp;
+  if (idlescope::proc::BuildTracedEnv(envp, g_env, arena, needed, &out) <= needed) env = out;
+  errno = saved;
+  return env;
+}
+
+void UnmapEnv(void* mapped, size_t size) {
+  if (mapped == nullptr) return;
+  int saved = errno;
+  munmap(mapped, size);
+  errno = saved;
+}
+
+// alloca must run in the hook's own frame: a macro, not a function.
+#define IDLESCOPE_TRACED_ENV(envp, out)                                                 \
+  size_t out##_bytes = TracedEnvBytes(envp);                                            \
+  void* out##_stack =                                                                   \
+      out##_bytes > 0 && out##_bytes <= kStackEnvBytes ? alloca(out##_bytes) : nullptr; \
+  void* out##_mapped = nullptr;                                                         \
+  size_t out##_mapped_size = 0;                                                         \
+  char* const* out = TracedEnv(envp, out##_bytes, out##_stack, &out##_mapped, &out##_mapped_size)
 
 // argv as one string, arguments separated by NUL (InternedString is bytes). Truncated at 4 KB:
 // enough to tell "pip install torch" from "python train.py".
@@ -107,7 +156,7 @@ uint32_t InternArgv(char* const* argv) {
     len += take;
     if (take < n) break;
   }
-  return len == 0 ? 0 : InternString(std::string_view(buf, len));
+  return len == 0 ? 0 : idlescope::InternArgv(std::string_view(buf, len));
 }
 
 void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t result,
@@ -120,7 +169,9 @@ void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t re
   e.result = result;
   e.stack = idlescope::CaptureStack(2);
   e.u.proc.child_pid = child;
-  e.u.proc.path = program != nullptr ? InternString(program) : 0;
+  e.u.proc.path = program != nullptr
+                      ? idlescope::InternPath(program, idlescope::redact::PathKind::kProgram)
+                      : 0;
   e.u.proc.argv = InternArgv(argv);
   idlescope::Record(e);
 }
@@ -132,11 +183,17 @@ void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t re
   }
 
 // Common body of every exec: fix the environment, record, flush and close the trace, exec; on
-// return (failure) reopen the trace and record the error.
+// return (failure) reopen the trace and record the error. In a vfork child: only the
+// environment, on the stack.
 template <typename Call>
 int ExecHook(uint32_t (*api)(), const char* program, char* const* argv, char* const* envp,
              Call&& call) {
-  TracedEnv env(envp);
+  IDLESCOPE_TRACED_ENV(envp, env);
+  if (InVforkChild()) {
+    int r = call(env);
+    UnmapEnv(env_mapped, env_mapped_size);
+    return r;
+  }
   HookGuard guard(Family::kProc);
   // Flush even when the proc family is off: the image's buffered events die with it.
   bool record = guard.active();
@@ -146,10 +203,11 @@ int ExecHook(uint32_t (*api)(), const char* program, char* const* argv, char* co
     RecordProc(ev::kProcExec, api(), t0, t0, 0, 0, program, argv);
   }
   if (flush) idlescope::BeforeExec();
-  int r = call(env.get());
+  int r = call(env);
   int err = errno;
   if (flush) idlescope::AfterExecFailed();
   if (record) RecordProc(ev::kProcExec, api(), t0, NowNs(), -err, 0, program, argv);
+  UnmapEnv(env_mapped, env_mapped_size);
   errno = err;
   return r;
 }
@@ -158,16 +216,18 @@ template <typename Real>
 int SpawnHook(uint32_t (*api)(), pid_t* pid, const char* program,
               const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attr,
               char* const* argv, char* const* envp, Real real) {
-  TracedEnv env(envp);
+  IDLESCOPE_TRACED_ENV(envp, env);
   HookGuard guard(Family::kProc);
-  if (!guard.active()) return real(pid, program, actions, attr, argv, env.get());
   pid_t child = 0;
   pid_t* out = pid != nullptr ? pid : &child;
   uint64_t t0 = NowNs();
-  int r = real(out, program, actions, attr, argv, env.get());
+  int r = real(out, program, actions, attr, argv, env);
   int err = errno;
-  RecordProc(ev::kProcSpawn, api(), t0, NowNs(), -r, r == 0 ? static_cast<uint32_t>(*out) : 0,
-             program, argv);
+  if (guard.active() && !InVforkChild()) {
+    RecordProc(ev::kProcSpawn, api(), t0, NowNs(), -r, r == 0 ? static_cast<uint32_t>(*out) : 0,
+               program, argv);
+  }
+  UnmapEnv(env_mapped, env_mapped_size);
   errno = err;
   return r;
 }
@@ -187,44 +247,138 @@ pid_t ForkHook(uint32_t (*api)()) {
   return pid;
 }
 
-// execl-style variadic lists: the arguments up to the terminating NULL, in an mmap'ed array.
-class VarArgv {
- public:
-  VarArgv(const char* arg0, va_list* ap) {
-    va_list count_ap;
-    va_copy(count_ap, *ap);
-    size_t n = 1;
-    if (arg0 != nullptr) {
-      while (va_arg(count_ap, const char*) != nullptr) ++n;
-    }
-    va_end(count_ap);
-    size_ = (n + 1) * sizeof(char*);
-    void* mem = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return;
-    argv_ = static_cast<char**>(mem);
-    argv_[0] = const_cast<char*>(arg0);
-    for (size_t i = 1; arg0 != nullptr && i < n; ++i) argv_[i] = va_arg(*ap, char*);
-    argv_[arg0 == nullptr ? 0 : n] = nullptr;
-    // The caller reads what follows the NULL (execle's envp) from `ap`: consume the NULL.
-    if (arg0 != nullptr) (void)va_arg(*ap, char*);
-  }
-  ~VarArgv() {
-    if (argv_ != nullptr) munmap(argv_, size_);
-  }
-  VarArgv(const VarArgv&) = delete;
-  VarArgv& operator=(const VarArgv&) = delete;
-  char* const* get() const { return argv_; }
+}  // namespace
 
- private:
-  char** argv_ = nullptr;
-  size_t size_ = 0;
-};
+#if defined(__x86_64__)
+// vfork (the stub below): before the syscall, in the parent.
+extern "C" __attribute__((visibility("hidden"), used)) void idlescope_vfork_before() {
+  VforkState& v = t_vfork;
+  v.hook_depth = idlescope::detail::t_hook_depth;
+  v.own_fd_table = idlescope::detail::t_own_fd_table;
+  v.record =
+      v.hook_depth == 0 && idlescope::RecorderActive() && idlescope::FamilyEnabled(Family::kProc);
+  if (v.record) idlescope::io::CloseBurst();  // the burst is complete when the process splits
+  v.t0 = NowNs();
+  // The child runs on this thread's TLS: nothing it calls records (depth), and no fd-table entry
+  // of the parent follows its closes and dups (its table is a copy).
+  idlescope::detail::t_hook_depth = v.hook_depth + 1;
+  idlescope::detail::t_own_fd_table = true;
+  v.child_window = true;
+}
+
+// After it, in the parent, once the child exec'd or exited: `r` is the syscall's result.
+extern "C" __attribute__((visibility("hidden"), used)) pid_t idlescope_vfork_after(long r) {
+  VforkState& v = t_vfork;
+  v.child_window = false;
+  idlescope::detail::t_hook_depth = v.hook_depth;  // whatever the child left there
+  idlescope::detail::t_own_fd_table = v.own_fd_table;
+  pid_t pid = r < 0 && r > -4096 ? -1 : static_cast<pid_t>(r);
+  int err = pid < 0 ? static_cast<int>(-r) : errno;
+  if (v.record) {
+    HookGuard guard(Family::kProc);
+    if (guard.active()) {
+      RecordProc(ev::kProcFork, PROC_API("vfork")(), v.t0, NowNs(), pid < 0 ? -err : 0,
+                 pid > 0 ? static_cast<uint32_t>(pid) : 0, nullptr, nullptr);
+    }
+  }
+  errno = err;
+  return pid;
+}
+
+// vfork as glibc's own (sysdeps/unix/sysv/linux/x86_64/vfork.S), with a call before and after
+// in the parent. The child shares the stack below our caller's frame and reuses it (calls push
+// return addresses there) before the parent resumes, so our return address is kept in %rdi,
+// which the kernel restores for each process separately, and pushed back after the syscall by
+// each of the two. The child executes nothing else of ours: syscall return, push, ret.
+asm(R"(
+    .text
+    .globl vfork
+    .type vfork, @function
+    .p2align 4
+vfork:
+    .cfi_startproc
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call idlescope_vfork_before
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    popq %rdi
+    .cfi_adjust_cfa_offset -8
+    .cfi_register %rip, %rdi
+    movl $58, %eax
+    syscall
+    pushq %rdi
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset %rip, 0
+    testl %eax, %eax
+    jnz 1f
+    ret
+1:
+    movq %rax, %rdi
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call idlescope_vfork_after
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    ret
+    .cfi_endproc
+    .size vfork, .-vfork
+)");
+#endif
+
+namespace {
+
+// execl-style variadic lists: the arguments up to the terminating NULL, as an argv array on
+// the hook's stack (alloca, hence the macro below; mmap'ed beyond 4096 arguments).
+constexpr size_t kStackArgs = 4096;
+
+size_t CountVarArgs(const char* arg0, va_list* ap) {
+  if (arg0 == nullptr) return 0;
+  va_list count_ap;
+  va_copy(count_ap, *ap);
+  size_t n = 1;
+  while (va_arg(count_ap, const char*) != nullptr) ++n;
+  va_end(count_ap);
+  return n;
+}
+
+// Fills argv[0..n] (the NULL included) and consumes the NULL from `ap`, so that the caller reads
+// what follows it (execle's envp).
+char** FillVarArgs(char** argv, size_t n, const char* arg0, va_list* ap) {
+  if (argv == nullptr) return nullptr;
+  if (n > 0) argv[0] = const_cast<char*>(arg0);
+  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(*ap, char*);
+  argv[n] = nullptr;
+  if (n > 0) (void)va_arg(*ap, char*);
+  return argv;
+}
+
+char** MapArgv(size_t n) {
+  void* mem = mmap(nullptr, (n + 1) * sizeof(char*), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return mem == MAP_FAILED ? nullptr : static_cast<char**>(mem);
+}
+
+#define IDLESCOPE_VAR_ARGV(arg0, ap, out)                                               \
+  size_t out##_n = CountVarArgs(arg0, &ap);                                             \
+  char** out##_array = out##_n < kStackArgs                                             \
+                           ? static_cast<char**>(alloca((out##_n + 1) * sizeof(char*))) \
+                           : MapArgv(out##_n);                                          \
+  char** out = FillVarArgs(out##_array, out##_n, arg0, &ap)
+
+void UnmapArgv(char** argv, size_t n) {
+  if (n >= kStackArgs && argv != nullptr) UnmapEnv(argv, (n + 1) * sizeof(char*));
+}
 
 }  // namespace
 
 IDLESCOPE_HOOK pid_t fork(void) { return ForkHook(PROC_API("fork")); }
 
+#if !defined(__x86_64__)
+// Elsewhere vfork is fork, which POSIX allows it to be (the child's writes do not reach the
+// parent there).
 IDLESCOPE_HOOK pid_t vfork(void) { return ForkHook(PROC_API("vfork")); }
+#endif
 
 IDLESCOPE_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
   return ExecHook(PROC_API("execve"), path, argv, envp,
@@ -249,41 +403,47 @@ IDLESCOPE_HOOK int execvp(const char* file, char* const argv[]) {
 IDLESCOPE_HOOK int execl(const char* path, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
-  VarArgv argv(arg0, &ap);
+  IDLESCOPE_VAR_ARGV(arg0, ap, argv);
   va_end(ap);
-  if (argv.get() == nullptr) {
+  if (argv == nullptr) {
     errno = ENOMEM;
     return -1;
   }
-  return ExecHook(PROC_API("execl"), path, argv.get(), environ,
-                  [&](char* const* env) { return Libc().execve(path, argv.get(), env); });
+  int r = ExecHook(PROC_API("execl"), path, argv, environ,
+                   [&](char* const* env) { return Libc().execve(path, argv, env); });
+  UnmapArgv(argv, argv_n);
+  return r;
 }
 
 IDLESCOPE_HOOK int execlp(const char* file, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
-  VarArgv argv(arg0, &ap);
+  IDLESCOPE_VAR_ARGV(arg0, ap, argv);
   va_end(ap);
-  if (argv.get() == nullptr) {
+  if (argv == nullptr) {
     errno = ENOMEM;
     return -1;
   }
-  return ExecHook(PROC_API("execlp"), file, argv.get(), environ,
-                  [&](char* const* env) { return Libc().execvpe(file, argv.get(), env); });
+  int r = ExecHook(PROC_API("execlp"), file, argv, environ,
+                   [&](char* const* env) { return Libc().execvpe(file, argv, env); });
+  UnmapArgv(argv, argv_n);
+  return r;
 }
 
 IDLESCOPE_HOOK int execle(const char* path, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
-  VarArgv argv(arg0, &ap);
-  char* const* envp = va_arg(ap, char* const*);
+  IDLESCOPE_VAR_ARGV(arg0, ap, argv);
+  char* const* envp = argv != nullptr ? va_arg(ap, char* const*) : nullptr;
   va_end(ap);
-  if (argv.get() == nullptr) {
+  if (argv == nullptr) {
     errno = ENOMEM;
     return -1;
   }
-  return ExecHook(PROC_API("execle"), path, argv.get(), envp,
-                  [&](char* const* env) { return Libc().execve(path, argv.get(), env); });
+  int r = ExecHook(PROC_API("execle"), path, argv, envp,
+                   [&](char* const* env) { return Libc().execve(path, argv, env); });
+  UnmapArgv(argv, argv_n);
+  return r;
 }
 
 IDLESCOPE_HOOK int fexecve(int fd, char* const argv[], char* const envp[]) {

@@ -219,6 +219,53 @@ TEST_F(RunCliTest, TracesEveryProcessOfAForkingExecingProgram) {
   }
 }
 
+// An output directory that cannot take files is one line, before the job: not one per process
+// of it (a 64-worker job printed 64), nor a job run untraced.
+TEST_F(RunCliTest, UnwritableOutputDirectoryIsOneLineBeforeTheJob) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  ProcessResult r =
+      RunProcess({IDLESCOPE_BIN, "run", "-o", "/proc/self", "--", FORK_EXEC_PROG, "--exit", "0"},
+                 {"IDLESCOPE_LIB="});
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 125)
+      << DescribeWaitStatus(r.wait_status) << r.err;
+  EXPECT_EQ(r.out, "");  // the command did not run
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("cannot create trace files in /proc/"), std::string::npos) << r.err;
+}
+
+// Without the wrapper the job's first process says it once, at start; its children say nothing.
+TEST_F(RunCliTest, BadOutputDirectoryUnderPlainPreloadIsOneLinePerJob) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  ProcessResult r = RunProcess(
+      {FORK_EXEC_PROG, "--exit", "0"},
+      {std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB, "IDLESCOPE_OUT=/proc/self/no/such/dir"});
+  EXPECT_EQ(r.wait_status, 0) << r.err;
+  EXPECT_EQ(Roles(r.out).size(), 4u) << r.out;
+  size_t lines = 0;
+  for (size_t at = r.err.find("idlescope:"); at != std::string::npos;
+       at = r.err.find("idlescope:", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << r.err;
+}
+
+// Under `idlescope run`, a child whose stderr the job captures gets none of our lines, even when
+// every process has something to say (a bad value); the command itself says it once.
+TEST_F(RunCliTest, ChildrensCapturedStderrGetsNothingOfOurs) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  const std::string python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  ProcessResult r =
+      RunProcess({IDLESCOPE_BIN, "run", "-q", "-o", dir_, "--", python, "-c",
+                  "import subprocess, sys\n"
+                  "r = subprocess.run([sys.executable, '-c', 'pass'], capture_output=True)\n"
+                  "print(repr(r.stderr))\n"},
+                 {"IDLESCOPE_LIB=", "IDLESCOPE_FLUSH_MS=soon"});
+  EXPECT_EQ(r.wait_status, 0) << r.err;
+  EXPECT_EQ(r.out, "b''\n");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("idlescope: IDLESCOPE_FLUSH_MS=soon"), std::string::npos) << r.err;
+}
+
 TEST_F(RunCliTest, TracedCommandKilledBySignalIsReportedAndPassedOn) {
   ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
   ProcessResult r =

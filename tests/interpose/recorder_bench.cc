@@ -3,7 +3,10 @@
 //     adds around it (guard, two clock reads);
 //   - encoded bytes per event for a typical training-loop mix (target <= 16; the benchmark fails
 //     above it), and per event type;
-//   - CaptureStack() for a repeated stack (target < 2 us), and the raw unwinders it can use.
+//   - CaptureStack() for a repeated stack (issue 16's target: a native stack under 1 us), and the
+//     unwinders side by side in the same run: ours (interpose/unwind.cc, the cached CFI walk),
+//     libunwind's unw_backtrace (what CaptureStack used before), a libunwind cursor walk, and
+//     libgcc's _Unwind_Backtrace.
 // The recorder core is linked in (no preload), started by hand with IDLESCOPE_OUT in a temp dir.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -12,14 +15,17 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
+#include "interpose/unwind.h"
 #include "interpose/wire.h"
 #include "tests/interpose/trace_read.h"
 
@@ -334,8 +340,32 @@ void BM_CaptureStackRepeated(benchmark::State& state) {
 }
 BENCHMARK(BM_CaptureStackRepeated);
 
-// The unwinders themselves, 24 frames: libunwind's unw_backtrace (what CaptureStack uses), a
-// libunwind cursor walk, and libgcc's _Unwind_Backtrace (the fallback).
+// CaptureStack from 20 frames deep at 64 call sites in turn: each capture walks the trie (the
+// per-thread repeat check misses), as for a hook called from many places.
+template <int kSite>
+__attribute__((noinline)) uint32_t CaptureAt() {
+  uint32_t id = CaptureStack(1);
+  benchmark::DoNotOptimize(id);
+  return id + kSite * 0;
+}
+template <int... kSites>
+constexpr std::array<uint32_t (*)(), sizeof...(kSites)> Sites(
+    std::integer_sequence<int, kSites...>) {
+  return {&CaptureAt<kSites>...};
+}
+constexpr auto kSites = Sites(std::make_integer_sequence<int, 64>());
+
+void BM_CaptureStackManySites(benchmark::State& state) {
+  size_t i = 0;
+  for (auto _ : state) {
+    uint32_t id = Deep(20, kSites[i++ & 63]);
+    if (id == 0) state.SkipWithError("no stack");
+  }
+}
+BENCHMARK(BM_CaptureStackManySites);
+
+// The unwinders themselves, 24 frames: ours (CaptureStack's), libunwind's unw_backtrace (what
+// CaptureStack used before), a libunwind cursor walk, and libgcc's _Unwind_Backtrace.
 using UnwBacktrace = int (*)(void**, int);
 using UnwGetcontext = int (*)(unw_context_t*);
 using UnwInitLocal = int (*)(unw_cursor_t*, unw_context_t*);
@@ -352,6 +382,10 @@ UnwInitLocal g_init_local = Sym<UnwInitLocal>("_ULx86_64_init_local");
 UnwStep g_step = Sym<UnwStep>("_ULx86_64_step");
 UnwGetReg g_get_reg = Sym<UnwGetReg>("_ULx86_64_get_reg");
 
+uint32_t CfiWalkLeaf() {
+  uintptr_t pcs[24];
+  return static_cast<uint32_t>(unwind::Backtrace(pcs, 24));
+}
 uint32_t UnwBacktraceLeaf() {
   void* pcs[24];
   return static_cast<uint32_t>(g_unw_backtrace(pcs, 24));
@@ -389,12 +423,17 @@ uint32_t GccLeaf() {
 }
 
 void BM_Unwind(benchmark::State& state, uint32_t (*leaf)()) {
-  if (leaf != GccLeaf && g_init_local == nullptr) {
+  if (leaf == CfiWalkLeaf && !unwind::UsesCfiWalk()) {
+    state.SkipWithError("no _dl_find_object: CaptureStack uses libgcc's walk");
+    return;
+  }
+  if (leaf != GccLeaf && leaf != CfiWalkLeaf && g_init_local == nullptr) {
     state.SkipWithError("libunwind.so.8 not installed");
     return;
   }
   for (auto _ : state) benchmark::DoNotOptimize(Deep(20, leaf));
 }
+BENCHMARK_CAPTURE(BM_Unwind, idlescope_cfi_walk, CfiWalkLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, unw_backtrace, UnwBacktraceLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, unw_cursor, UnwCursorLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, gcc_unwind_backtrace, GccLeaf);

@@ -70,6 +70,7 @@ trace::Header FullHeader() {
   h.config.buffer_bytes = 786432;
   h.config.stack_depth = 24;
   h.config.families = {"cuda", "cupti", "io"};
+  h.config.redacted = {"paths", "cmdline"};
   return h;
 }
 
@@ -98,6 +99,7 @@ void FillProto(const trace::Header& h, idlescope::Header* p) {
   c->set_buffer_bytes(h.config.buffer_bytes);
   c->set_stack_depth(h.config.stack_depth);
   for (const auto& f : h.config.families) c->add_families(f);
+  for (const auto& r : h.config.redacted) c->add_redacted(r);
 }
 
 TEST(WireTest, VarintsAndZigZag) {
@@ -151,6 +153,7 @@ TEST(WireTest, ClockSnapshotAndRecorderConfig) {
   pr.set_buffer_bytes(786432);
   pr.set_stack_depth(24);
   for (const auto& f : h.config.families) pr.add_families(f);
+  for (const auto& x : h.config.redacted) pr.add_redacted(x);
   EXPECT_EQ(Bytes(r), Serialize(pr));
 }
 

@@ -375,19 +375,6 @@ TEST_F(IoTraceTest, WriterHoldsNoDescriptorOfTheProgram) {
   ReadAll(child.err);
 }
 
-// A message of the writer thread (here: the trace file hits RLIMIT_FSIZE) reaches the program's
-// stderr, which is not in the writer's own descriptor table.
-TEST_F(IoTraceTest, WriterMessagesReachTheProgramsStderr) {
-  TracedChild child =
-      StartTraced({Program("writer_fd_table"), "fsize-limit"}, out_, {"IDLESCOPE_FLUSH_MS=10"});
-  ASSERT_GT(child.pid, 0);
-  ReadAll(child.out);
-  std::string err = ReadAll(child.err);
-  EXPECT_EQ(Wait(child.pid), 0);
-  EXPECT_NE(err.find("idlescope: cannot write "), std::string::npos) << err;
-  EXPECT_NE(err.find("tracing stopped"), std::string::npos) << err;
-}
-
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
   constexpr uint64_t kBytes = 3 << 20;
   ASSERT_EQ(RunTraced({Program("loopback_download"), std::to_string(kBytes)}, out_), 0);

@@ -102,6 +102,68 @@ TEST(TracedEnv, TooSmallArenaBuildsNothing) {
   EXPECT_EQ(out, nullptr);
 }
 
+PreservedEnv KeepWith(const char* policy) {
+  std::string children = std::string("IDLESCOPE_CHILDREN=") + policy;
+  std::vector<const char*> startup = {"IDLESCOPE_OUT=/tmp/traces", children.c_str(), nullptr};
+  PreservedEnv keep;
+  keep.Capture(const_cast<char* const*>(startup.data()), kLib);
+  return keep;
+}
+
+// The envp as BuildTracedEnv leaves it when nothing is to change: 0 bytes, *out = envp.
+bool LeftAsIs(std::vector<const char*> env, const PreservedEnv& keep) {
+  env.push_back(nullptr);
+  char* const* envp = const_cast<char* const*>(env.data());
+  char** out = nullptr;
+  return BuildTracedEnv(envp, keep, nullptr, 0, &out) == 0 && out == envp;
+}
+
+TEST(ChildrenPolicy, ParsesTheThreeValuesOnly) {
+  ChildrenPolicy p = ChildrenPolicy::kAll;
+  EXPECT_TRUE(ParseChildrenPolicy("none", &p));
+  EXPECT_EQ(p, ChildrenPolicy::kNone);
+  EXPECT_TRUE(ParseChildrenPolicy("env", &p));
+  EXPECT_EQ(p, ChildrenPolicy::kEnv);
+  EXPECT_TRUE(ParseChildrenPolicy("all", &p));
+  EXPECT_EQ(p, ChildrenPolicy::kAll);
+  EXPECT_FALSE(ParseChildrenPolicy("some", &p));
+  EXPECT_EQ(KeepWith("bogus").policy(), ChildrenPolicy::kAll);
+  EXPECT_EQ(Keep().policy(), ChildrenPolicy::kAll);
+}
+
+TEST(ChildrenPolicy, EnvTracesOnlyWhatStillPreloadsUs) {
+  PreservedEnv keep = KeepWith("env");
+  EXPECT_TRUE(LeftAsIs({}, keep));
+  EXPECT_TRUE(LeftAsIs({"PATH=/bin", "LD_PRELOAD=/other.so"}, keep));
+  auto env = AsMap(Build({"LD_PRELOAD=/opt/idlescope/lib/libidlescope.so"}, keep));
+  EXPECT_EQ(env["LD_PRELOAD"], kLib);
+  EXPECT_EQ(env["IDLESCOPE_OUT"], "/tmp/traces");  // kept the preload: our settings follow
+  EXPECT_EQ(env["IDLESCOPE_CHILDREN"], "env");
+}
+
+TEST(ChildrenPolicy, NoneTakesOurLibraryOutOfLdPreload) {
+  PreservedEnv keep = KeepWith("none");
+  EXPECT_TRUE(LeftAsIs({"PATH=/bin"}, keep));
+  auto env = AsMap(Build({"PATH=/bin", "LD_PRELOAD=/a.so:/opt/idlescope/lib/libidlescope.so /b.so",
+                          "IDLESCOPE_OUT=/x"},
+                         keep));
+  EXPECT_EQ(env["LD_PRELOAD"], "/a.so:/b.so");
+  EXPECT_EQ(env["IDLESCOPE_OUT"], "/x");  // inert without the library; left as the program made it
+  EXPECT_EQ(env.size(), 3u);
+  env = AsMap(Build({"PATH=/bin", "LD_PRELOAD=libidlescope.so"}, keep));
+  EXPECT_EQ(env.count("LD_PRELOAD"), 0u);  // nothing else was preloaded: no entry at all
+  EXPECT_EQ(env.size(), 1u);
+}
+
+TEST(PreservedEnv, AddDefaultLeavesWhatTheEnvironmentHad) {
+  PreservedEnv keep = Keep();
+  keep.AddDefault("IDLESCOPE_STDERR", "42:0:0");
+  keep.AddDefault("IDLESCOPE_OUT", "/elsewhere");
+  ASSERT_EQ(keep.size(), 3u);
+  EXPECT_STREQ(keep.entry(2), "IDLESCOPE_STDERR=42:0:0");
+  EXPECT_STREQ(keep.entry(0), "IDLESCOPE_OUT=/tmp/traces");
+}
+
 TEST(PreloadHasLibrary, MatchesPathOrFileName) {
   EXPECT_TRUE(PreloadHasLibrary(kLib, kLib));
   EXPECT_TRUE(PreloadHasLibrary("a.so:/other/libidlescope.so", kLib));

@@ -1,0 +1,154 @@
+// IDLESCOPE_REDACT (interpose/redact.h): names gone, shapes kept, and every rule of the analyzer
+// that reads a path or a command line (analyzer/causes.h) classifies the redacted trace as it
+// does the clear one.
+#include "interpose/redact.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/causes.h"
+
+namespace idlescope::redact {
+namespace {
+
+constexpr uint8_t kKey[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+std::string File(const std::string& p) { return PathWithKey(p, PathKind::kFile, kKey); }
+std::string Program(const std::string& p) { return PathWithKey(p, PathKind::kProgram, kKey); }
+
+TEST(Redact, SipHashReferenceVector) {
+  // SipHash paper, appendix A: key 00..0f, message 00..0e.
+  std::string message;
+  for (char c = 0; c < 15; ++c) message.push_back(c);
+  EXPECT_EQ(SipHash24(kKey, message), 0xa129ca6149be45e5ull);
+}
+
+TEST(Redact, NamesBecomeKeyedHashesAndShapesStay) {
+  std::string a = File("/home/alice/data/train_000.tar");
+  std::string b = File("/home/alice/data/train_001.tar");
+  EXPECT_EQ(a.find("alice"), std::string::npos) << a;
+  EXPECT_EQ(a.find("train"), std::string::npos) << a;
+  EXPECT_EQ(a.size(), std::string("/h/h/h/h.tar").size() + 4 * 11) << a;
+  EXPECT_TRUE(a.ends_with(".tar"));
+  EXPECT_EQ(a.substr(0, a.rfind('/')), b.substr(0, b.rfind('/')));  // same directory
+  EXPECT_NE(a, b);
+  uint8_t other_key[16] = {1};
+  EXPECT_NE(PathWithKey("/home/alice/x", PathKind::kFile, other_key), File("/home/alice/x"));
+  // Programs and modules keep their file name.
+  std::string python = Program("/home/alice/venv/bin/python3.11");
+  EXPECT_TRUE(python.ends_with("/python3.11")) << python;
+  EXPECT_EQ(python.find("alice"), std::string::npos);
+}
+
+TEST(Redact, SystemPathsPseudoPathsAndAddressesAreKept) {
+  for (const char* p : {"/proc/self/stat", "/sys/devices/system/cpu/online", "/dev/pts/3",
+                        "/dev/nvidia0", "pipe:[1234]", "socket:[99]", "anon_inode:[eventfd]"}) {
+    EXPECT_EQ(File(p), p);
+  }
+  std::string shm = File("/dev/shm/torch_2331_4211");
+  EXPECT_TRUE(shm.starts_with("/dev/shm/")) << shm;
+  EXPECT_EQ(shm.find("torch"), std::string::npos);
+  EXPECT_EQ(PathWithKey("10.0.0.7:29500", PathKind::kAddress, kKey), "10.0.0.7:29500");
+  std::string unix_path = PathWithKey("unix:/tmp/alice.sock", PathKind::kAddress, kKey);
+  EXPECT_TRUE(unix_path.starts_with("unix:/")) << unix_path;
+  EXPECT_EQ(unix_path.find("alice"), std::string::npos);
+  std::string abstract = PathWithKey("unix:@alice", PathKind::kAddress, kKey);
+  EXPECT_TRUE(abstract.starts_with("unix:@"));
+  EXPECT_EQ(abstract.find("alice"), std::string::npos);
+}
+
+// Every path rule of the analyzer gives the same answer on the redacted path.
+TEST(Redact, TheAnalyzersPathRulesClassifyAlike) {
+  const std::vector<std::string> paths = {
+      "/home/alice/run/model.pt",
+      "/home/alice/run/model.pt.tmp",
+      "/ckpt/step_500/shard-0.distcp",
+      "/home/alice/checkpoints/step-500/data-00000-of-00001",
+      "/data/ckpt_latest/opt",
+      "/models/llama/pytorch_model.bin",
+      "/models/llama/adapter_model.bin",
+      "/data/shards/sample00001.bin",
+      "/data/imagenet/train/n01440764/n01440764_10026.JPEG",
+      "/data/corpus.jsonl",
+      "/usr/lib/python3/dist-packages/torch/__init__.py",
+      "/usr/lib/python3/dist-packages/torch/__pycache__/__init__.cpython-311.pyc",
+      "/usr/lib/x86_64-linux-gnu/libcudart.so.13",
+      "/opt/conda/lib/libnccl.so",
+      "/proc/self/stat",
+      "/sys/class/net/eth0/speed",
+      "/dev/shm/torch_2331_4211",
+      "/dev/pts/2",
+      "/dev/nvidiactl",
+      "anon_inode:[eventfd]",
+      "pipe:[2201]",
+      "/weird/name with spaces/file.tar.gz",
+      "/data/x.averyveryverylongextensionname",
+  };
+  for (const std::string& p : paths) {
+    std::string r = File(p);
+    SCOPED_TRACE(p + " -> " + r);
+    EXPECT_EQ(IsModelCheckpointPath(r), IsModelCheckpointPath(p));
+    EXPECT_EQ(IsSystemPath(r), IsSystemPath(p));
+    EXPECT_EQ(IsCodeFilePath(r), IsCodeFilePath(p));
+    EXPECT_EQ(IsDataFilePath(r), IsDataFilePath(p));
+  }
+}
+
+TEST(Redact, CommandLinesKeepArgv0AndInstallerWords) {
+  auto argv = [](std::vector<std::string> args) {
+    std::string s;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (i > 0) s.push_back('\0');
+      s += args[i];
+    }
+    return s;
+  };
+  EXPECT_EQ(ArgvWithKey(argv({"python", "train.py", "--data", "/home/alice/x"}), true, false, kKey),
+            "python");
+  EXPECT_EQ(ArgvWithKey(argv({"python", "-m", "pip", "install", "torch"}), true, false, kKey),
+            argv({"python", "pip", "install"}));
+  EXPECT_EQ(ArgvWithKey(argv({"sh", "-c", "pip install secret-pkg"}), true, false, kKey),
+            argv({"sh", "pip install"}));
+  // paths alone: every argument stays, the paths in them redacted.
+  std::string kept = ArgvWithKey(
+      argv({"/home/alice/bin/train", "--data=/home/alice/x", "--lr", "0.1"}), false, true, kKey);
+  EXPECT_EQ(kept.find("alice"), std::string::npos);
+  EXPECT_NE(kept.find("/train"), std::string::npos);
+  EXPECT_NE(kept.find(std::string("\0--data=/", 9)), std::string::npos);
+  EXPECT_NE(kept.find(std::string("\0--lr\0"
+                                  "0.1",
+                                  9)),
+            std::string::npos);
+}
+
+TEST(Redact, TheAnalyzersInstallerRuleClassifiesAlike) {
+  struct Command {
+    std::string program;
+    std::vector<std::string> args;
+  };
+  const std::vector<Command> commands = {
+      {"/usr/bin/pip", {"pip", "install", "torch"}},
+      {"/home/alice/venv/bin/python", {"python", "-m", "pip", "install", "-r", "req.txt"}},
+      {"/bin/sh", {"sh", "-c", "pip install torch"}},
+      {"/usr/bin/env", {"env", "conda", "create", "-n", "x"}},
+      {"/opt/conda/bin/conda", {"conda", "env", "update"}},
+      {"/usr/bin/python3", {"python3", "train.py", "--epochs", "3"}},
+      {"/usr/bin/python3", {"python3", "-c", "import pip"}},
+      {"/usr/local/bin/pip3.11", {"pip3.11", "list"}},
+  };
+  for (const Command& c : commands) {
+    std::string clear;
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      if (i > 0) clear.push_back('\0');
+      clear += c.args[i];
+    }
+    std::string program = Program(c.program), argv = ArgvWithKey(clear, true, true, kKey);
+    SCOPED_TRACE(c.program + " " + c.args[1]);
+    EXPECT_EQ(IsInstallerCommand(program, argv), IsInstallerCommand(c.program, clear));
+  }
+}
+
+}  // namespace
+}  // namespace idlescope::redact
