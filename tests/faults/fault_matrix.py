@@ -20,6 +20,7 @@ it is reported XPASS, and the mark should be removed. Every other failed check f
 import argparse
 import dataclasses
 import hashlib
+import json
 import os
 import random
 import re
@@ -38,10 +39,13 @@ import time
 FORK_DEADLOCK = "fork-deadlock: child hangs in __cxa_guard_acquire of an API-name static"
 PTHREAD_EXIT = "pthread-exit-main: the writer thread keeps the process alive"
 SIGTERM_MUTEX = "sigterm-strings-mutex: 3 s stall, no footer, when the signal lands in InternString"
+JSON_UTF8 = ("json-invalid-utf8: report --json copies non-UTF-8 path bytes raw "
+             "(analyzer/report_format.cc)")
 KNOWN = {
     r"proc_fork_first_calls/run\d/(status|stdout|files)": FORK_DEADLOCK,
     r"pthread_exit_main(/forked)?/(status|trace-footer)": PTHREAD_EXIT,
     r"signals_lookups/.*/(exit-latency|trace-footer|trace-events)": SIGTERM_MUTEX,
+    r"non_utf8_names/json": JSON_UTF8,
 }
 
 
@@ -688,6 +692,30 @@ def buffers_exhausted(m):
             dropped > 0 and recorded + dropped >= 2 * threads * calls,
             "footer: %d events recorded, %d dropped, the program made %d" %
             (recorded, dropped, 2 * threads * calls))
+
+
+@case
+def non_utf8_names(m):
+    """File names, an environment value and a command-line argument that are not UTF-8 (Latin-1
+    bytes): the job runs as bare, the trace keeps the bytes, `report` names the files, and
+    `report --json` is valid JSON (RFC 8259: UTF-8) that still names them."""
+    script = ("for i in 0 1 2; do head -c 300000 /dev/zero > \"$(printf 'caf\\351-%d.bin' $i)\"; "
+              "done; sync; ls | od -c | head -3")
+    run = Run(["/bin/bash", "-c", script, "arg-\xe9".encode("latin-1")],
+              env={"CUDA_VISIBLE_DEVICES": b"0,\xff".decode("latin-1")})
+    traces_dir = m.bare_and_traced("non_utf8_names", run)[2]
+    m.check_traces("non_utf8_names", traces_dir, min_files=2)
+    text = subprocess.run([m.paths.idlescope, "report", traces_dir], capture_output=True).stdout
+    m.check("non_utf8_names/text", b"caf\xe9-0.bin" in text,
+            "the text report does not name caf\\xe9-0.bin")
+    out = subprocess.run([m.paths.idlescope, "report", "--json", traces_dir],
+                         capture_output=True).stdout
+    try:
+        names = "caf" in json.dumps(json.loads(out.decode("utf-8")))
+        problem = "" if names else "valid JSON, but caf...-0.bin is not in it"
+    except (UnicodeDecodeError, ValueError) as e:
+        names, problem = False, "not valid UTF-8 JSON: %s" % e
+    m.check("non_utf8_names/json", names, problem)
 
 
 # --------------------------------------------------------------------------------------------
