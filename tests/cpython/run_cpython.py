@@ -136,24 +136,29 @@ class Runner:
             argv += ["--ignore", test]
         argv.append(module)
         started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=d, env=self.env(traced, trace_dir),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=self.timeout)
-            status = proc.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            status = "timeout"
-        try:  # whatever the module left running
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # Output to a file, not a pipe: children the tests leave behind (a multiprocessing
+        # manager whose parent died) would hold a pipe open after the module ended.
+        with open(d + ".log", "w+b") as log:
+            log.write((" ".join(argv) + "\n").encode())
+            log.flush()
+            proc = subprocess.Popen(argv, cwd=d, env=self.env(traced, trace_dir),
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                status = proc.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                status = "timeout"
+            try:  # the module's leftovers (and the module itself after a timeout)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            log.write(("\n[exit status: %s]\n" % (
+                "timeout after %d s" % self.timeout if status == "timeout" else
+                "killed by %s" % signal.Signals(-status).name if status < 0 else status)).encode())
+            log.seek(0)
+            output = log.read().decode(errors="replace")
         seconds = time.monotonic() - started
-        output = out.decode(errors="replace")
-        with open(d + ".log", "w") as log:
-            log.write(" ".join(argv) + "\n" + output)
         results = {}
         if os.path.exists(xml):
             try:
@@ -162,13 +167,21 @@ class Runner:
                 results = {}
         if not results:
             results = parse_verbose(output)
+            if status != "timeout" and not (isinstance(status, int) and status == 1 and
+                                            "Timeout (" in output):
+                # No verdict and no regrtest timeout: the module's process died in that test.
+                for test, (outcome, text) in results.items():
+                    if outcome == "hung":
+                        results[test] = ("died", "the module's process ended in this test "
+                                         "(exit status %s)" % status)
         traces = len(os.listdir(trace_dir))
         shutil.rmtree(d, ignore_errors=True)
         return results, seconds, status, traces
 
     def module(self, module, traced):
-        """The whole module; after a test hangs (regrtest kills the process in it), the module
-        runs again without the tests that hung, so the tests after them still get a result."""
+        """The whole module; after a test hangs (regrtest kills the process in it) or the process
+        dies in it, the module runs again without those tests, so the tests after them still get
+        a result."""
         results, seconds, traces, hung = {}, 0.0, 0, []
         for attempt in range(4):
             r, s, status, t = self.run(module, traced, ignore=hung,
@@ -177,7 +190,8 @@ class Runner:
             traces += t
             for test, result in r.items():
                 results.setdefault(test, result)
-            new_hangs = [test for test, (o, _) in r.items() if o == "hung" and test not in hung]
+            new_hangs = [test for test, (o, _) in r.items()
+                         if o in ("hung", "died") and test not in hung]
             if not new_hangs:
                 break
             hung += new_hangs
@@ -238,7 +252,7 @@ def main():
             # Alone again, bare then traced: only a test that passes bare and fails traced again
             # counts. A test that hung is not run again (it would cost the whole timeout).
             # A known difference (--known) is not run again either: it is reported, not failing.
-            if outcome in ("hung", "missing") or test in known:
+            if outcome in ("hung", "died", "missing") or test in known:
                 confirmed.append((test, outcome, text))
                 continue
             match = test.rsplit(".", 1)[-1]

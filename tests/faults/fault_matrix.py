@@ -39,6 +39,8 @@ import time
 FORK_DEADLOCK = "fork-deadlock: child hangs in __cxa_guard_acquire of an API-name static"
 PTHREAD_EXIT = "pthread-exit-main: the writer thread keeps the process alive"
 SIGTERM_MUTEX = "sigterm-strings-mutex: 3 s stall, no footer, when the signal lands in InternString"
+VFORK_HANDLERS = ("vfork-child-resets-handlers: a vfork child's signal(SIG_DFL) before exec "
+                  "replaces the parent's SIGINT/SIGTERM handlers")
 JSON_UTF8 = ("json-invalid-utf8: report --json copies non-UTF-8 path bytes raw "
              "(analyzer/report_format.cc)")
 KNOWN = {
@@ -46,6 +48,7 @@ KNOWN = {
     r"pthread_exit_main(/forked)?/(status|trace-footer)": PTHREAD_EXIT,
     r"signals_lookups/.*/(exit-latency|trace-footer|trace-events)": SIGTERM_MUTEX,
     r"non_utf8_names/json": JSON_UTF8,
+    r"vfork_memory/(handlers|python_sigint)/(status|stdout)": VFORK_HANDLERS,
 }
 
 
@@ -434,6 +437,20 @@ def proc_exec(m):
 @case
 def vfork_memory(m):
     m.traced_as_bare("vfork_memory", Run([m.paths.program("vfork_shares_memory")]))
+    m.traced_as_bare("vfork_memory/handlers",
+                     Run([m.paths.program("vfork_shares_memory"), "handlers"]), min_files=2)
+    # The same through CPython: subprocess.run uses vfork, whose child resets the handlers; the
+    # parent's KeyboardInterrupt must still come.
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    code = ("import os, signal, subprocess, time\n"
+            "subprocess.run(['/bin/true'])\n"
+            "try:\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(1)\n"
+            "    print('no KeyboardInterrupt')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('KeyboardInterrupt')\n")
+    m.traced_as_bare("vfork_memory/python_sigint", Run([python, "-c", code]), min_files=2)
 
 
 @case

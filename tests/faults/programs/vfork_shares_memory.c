@@ -2,12 +2,51 @@
 // stores before that is what the parent reads afterwards (programs rely on it to report an
 // exec failure without a pipe: posix_spawn implementations did, shells do). A tracer that turns
 // vfork into fork loses the store: the parent prints x=0 instead of x=42.
+//
+//   vfork_shares_memory handlers   the other side of the contract: what the child does to its
+//       signal dispositions before exec is its own (the kernel keeps them per process). CPython's
+//       _posixsubprocess resets every handled signal to SIG_DFL in its vfork child; the parent's
+//       SIGINT and SIGTERM handlers must still run afterwards. A tracer that keeps the program's
+//       dispositions in its own memory, and updates them from the child's sigaction calls,
+//       loses the parent's handlers.
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-int main(void) {
+static volatile sig_atomic_t g_handled;
+
+static void OnSignal(int sig) { g_handled = sig; }
+
+static int Handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  pid_t pid = vfork();
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);  // what _posixsubprocess's reset_signal_handlers() does
+    signal(SIGTERM, SIG_DFL);
+    char* argv[] = {"/bin/true", NULL};
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  for (int sig = SIGINT; sig != 0; sig = sig == SIGINT ? SIGTERM : 0) {
+    g_handled = 0;
+    raise(sig);
+    printf("%s after a vfork child reset it: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+           g_handled == sig ? "the handler ran" : "no handler");
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "handlers") == 0) return Handlers();
   volatile int x = 0;
   volatile int exec_errno = 0;
   pid_t pid = vfork();
