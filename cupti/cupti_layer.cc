@@ -459,7 +459,7 @@ void* FlushLoop(void*) {
 }
 
 void StartFlushThread() {
-  // A helper thread must not take the job's signals (DESIGN.md: block them all).
+  // A helper thread must not take the job's signals (docs/cuda-interposition.md, "Helper threads").
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interpose/python/pystacks.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
 #include "interpose/wire.h"
@@ -616,6 +617,7 @@ trace::Header BuildHeader() {
   h.config.families = g_config->families;
   if (redact::Paths()) h.config.redacted.push_back("paths");
   if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
+  h.config.python_version = python::Version();
   return h;
 }
 
@@ -1220,6 +1222,7 @@ void Init() {
   pthread_key_create(&g_ring_key, OnThreadExit);
   detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
   stacks::Init(g_config->stack_depth);
+  python::Init(g_config->python_stacks && g_config->stack_depth > 0);
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     g_ring_slots = slots;

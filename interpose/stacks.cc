@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interpose/python/pystacks.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/unwind.h"
@@ -155,8 +156,14 @@ void Init(uint32_t depth) {
   g_depth = std::min<uint32_t>(depth, kMaxDepth);
 }
 
-void LockForFork() { g_insert_mu.lock(); }
-void UnlockAfterFork() { g_insert_mu.unlock(); }
+void LockForFork() {
+  g_insert_mu.lock();
+  python::LockForFork();
+}
+void UnlockAfterFork() {
+  python::UnlockAfterFork();
+  g_insert_mu.unlock();
+}
 
 void TakeNewNodes(std::vector<NewNode>* out) {
   if (g_nodes == nullptr) return;
@@ -389,6 +396,11 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   SymbolizerState& s = State();
   auto it = s.frame_ids.find(pc);
   if (it != s.frame_ids.end()) return it->second;
+  if (python::IsFrameKey(pc)) {
+    uint64_t id = python::FrameFor(pc, &s.next_frame, out);
+    s.frame_ids.emplace(pc, id);
+    return id;
+  }
   // Return addresses point after the call: look up the call instruction itself.
   uintptr_t addr = pc > 0 ? pc - 1 : 0;
   ModuleInfo* m = s.Find(addr);
@@ -426,6 +438,7 @@ void Symbolizer::Reset() {
   SymbolizerState& s = State();
   s.frame_ids.clear();
   s.next_frame = 1;
+  python::ResetFrames();
   for (auto& m : s.modules) m->emitted = false;
 }
 
@@ -473,11 +486,21 @@ uint32_t CaptureStack(int skip) {
   first += skip > 0 ? skip : 0;
   while (first < n && pcs[first] >= g_self_lo && pcs[first] < g_self_hi) ++first;
   int last = std::min(n, first + static_cast<int>(g_depth));
-  uint64_t hash_a = 0x243F6A8885A308D3ull ^ static_cast<uint64_t>(last - first);
+  // A Python thread's own frames (python/pystacks.h), innermost first. They are part of the stack,
+  // so of its hash: one native path serves many Python stacks.
+  uint64_t py[python::kMaxFrames];
+  const int python_frames = python::CaptureFrames(pcs, n, py, python::kMaxFrames);
+  uint64_t hash_a = 0x243F6A8885A308D3ull ^ static_cast<uint64_t>(last - first) ^
+                    static_cast<uint64_t>(python_frames) << 32;
   uint64_t hash_b = 0x13198A2E03707344ull;
   for (int i = first; i < last; ++i) {
     hash_a = (hash_a ^ pcs[i]) * 0x9E3779B97F4A7C15ull;
     hash_b = (hash_b + pcs[i]) * 0xC2B2AE3D27D4EB4Full;
+    hash_b ^= hash_b >> 31;
+  }
+  for (int i = 0; i < python_frames; ++i) {
+    hash_a = (hash_a ^ py[i]) * 0x9E3779B97F4A7C15ull;
+    hash_b = (hash_b + py[i]) * 0xC2B2AE3D27D4EB4Full;
     hash_b ^= hash_b >> 31;
   }
   LastStack& prev = t_last_stack;
@@ -488,9 +511,19 @@ uint32_t CaptureStack(int skip) {
   }
   uint32_t node = 0;
   // Outermost frame first: the trie's root side is main(), so common prefixes are shared.
+  bool full = false;
   for (int i = last - 1; i >= first; --i) {
     if (pcs[i] >= g_self_lo && pcs[i] < g_self_hi) continue;  // e.g. our __libc_start_main wrapper
     uint32_t child = Child(node, pcs[i]);
+    if (child == 0) {
+      full = true;
+      break;
+    }
+    node = child;
+  }
+  // The Python frames below the native ones, outermost first (proto/trace.proto, StackNode).
+  for (int i = full ? 0 : python_frames; i > 0; --i) {
+    uint32_t child = Child(node, py[i - 1]);
     if (child == 0) break;
     node = child;
   }

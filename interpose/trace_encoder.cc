@@ -43,6 +43,7 @@ void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m) {
   b.OptU64(3, m.stack_depth);
   for (const std::string& f : m.families) b.Bytes(4, f);
   for (const std::string& r : m.redacted) b.Bytes(5, r);
+  b.OptBytes(6, m.python_version);
 }
 
 void EncodeHeader(wire::Buffer& b, const Header& m) {
@@ -83,6 +84,9 @@ void EncodeFrame(wire::Buffer& b, const Frame& m) {
   b.OptU64(4, m.rel_pc);
   b.OptU64(5, m.file);
   b.OptU64(6, m.line);
+  b.OptU64(7, m.kind);
+  b.OptU64(8, m.first_line);
+  b.OptBool(9, m.python_entry);
 }
 
 void EncodeStackNode(wire::Buffer& b, const StackNode& m) {

@@ -44,6 +44,7 @@ struct RecorderConfig {
   uint32_t stack_depth = 0;
   std::vector<std::string> families;
   std::vector<std::string> redacted;  // IDLESCOPE_REDACT: "paths", "cmdline"
+  std::string python_version;
 };
 
 struct Header {
@@ -69,9 +70,13 @@ struct InternedString {
   uint64_t id = 0;
   std::string str;
 };
+enum FrameKind : uint32_t { kFrameNative = 0, kFramePython = 1 };
 struct Frame {
   uint64_t id = 0, function = 0, module = 0, rel_pc = 0, file = 0;
   uint32_t line = 0;
+  uint32_t kind = kFrameNative;
+  uint32_t first_line = 0;
+  bool python_entry = false;
 };
 struct StackNode {
   uint64_t id = 0, parent = 0, frame = 0;

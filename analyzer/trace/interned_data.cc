@@ -1,6 +1,7 @@
 #include "analyzer/trace/interned_data.h"
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -30,7 +31,9 @@ void InternedData::Add(const Interned& interned) {
         frames_, f.id(), f,
         [](const Frame& a, const Frame& b) {
           return a.function() == b.function() && a.module() == b.module() &&
-                 a.rel_pc() == b.rel_pc() && a.file() == b.file() && a.line() == b.line();
+                 a.rel_pc() == b.rel_pc() && a.file() == b.file() && a.line() == b.line() &&
+                 a.kind() == b.kind() && a.first_line() == b.first_line() &&
+                 a.python_entry() == b.python_entry();
         },
         &conflicting_ids_);
   }
@@ -91,7 +94,42 @@ std::vector<const Frame*> InternedData::Stack(uint64_t stack_id, bool* complete)
   return frames;
 }
 
+std::vector<const Frame*> InternedData::MergedStack(uint64_t stack_id, bool* complete) const {
+  std::vector<const Frame*> frames = Stack(stack_id, complete);
+  // Innermost first, each kind in its order (the recorder stores the Python frames as the inner
+  // part of the path: they come first here).
+  std::vector<const Frame*> native, python;
+  for (const Frame* f : frames) (f->kind() == FRAME_PYTHON ? python : native).push_back(f);
+  if (python.empty()) return frames;
+  std::vector<const Frame*> merged;
+  merged.reserve(frames.size());
+  auto next_run = python.begin();  // the innermost Python frame not placed yet
+  for (const Frame* f : native) {
+    absl::string_view function = String(f->function());
+    // "_PyEval_EvalFrameDefault", or a part of it split off by the compiler (".cold").
+    if (next_run != python.end() && absl::StartsWith(function, "_PyEval_EvalFrameDefault")) {
+      // The run: Python frames up to and including the next entry frame.
+      while (next_run != python.end()) {
+        const Frame* p = *next_run++;
+        merged.push_back(p);
+        if (p->python_entry()) break;
+      }
+    } else {
+      merged.push_back(f);
+    }
+  }
+  merged.insert(merged.end(), next_run, python.end());
+  return merged;
+}
+
 std::string InternedData::FormatFrame(const Frame& frame) const {
+  if (frame.kind() == FRAME_PYTHON) {
+    absl::string_view file = String(frame.file()), function = String(frame.function());
+    std::string out(file.empty() ? "?" : file);
+    if (frame.line() != 0) absl::StrAppend(&out, ":", frame.line());
+    absl::StrAppend(&out, " in ", function.empty() ? "?" : function);
+    return out;
+  }
   absl::string_view function = String(frame.function());
   absl::string_view module = String(frame.module());
   // Only the module's file name: full paths make stacks unreadable and the path is in ModuleMap.

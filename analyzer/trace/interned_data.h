@@ -32,7 +32,15 @@ class InternedData {
   // reached the root.
   std::vector<const Frame*> Stack(uint64_t stack_id, bool* complete = nullptr) const;
 
-  // "function (module+0xoff)", with "file:line" appended when known; "?" for unknown parts.
+  // The same frames with the Python ones in their place: each native _PyEval_EvalFrameDefault
+  // frame (the interpreter's evaluation loop) replaced by the run of Python frames it executed
+  // (Frame.python_entry, proto/trace.proto), innermost first. Python frames whose loop is not
+  // among the native frames (the native stack is cut at its depth) follow the last native frame;
+  // a stack without Python frames comes back as Stack() gives it.
+  std::vector<const Frame*> MergedStack(uint64_t stack_id, bool* complete = nullptr) const;
+
+  // Native: "function (module+0xoff)", with "file:line" appended when known; "?" for unknown
+  // parts. Python: "file:line in function".
   std::string FormatFrame(const Frame& frame) const;
 
   // Entries that redefined an existing id with a different value (a recorder bug; counted, the

@@ -4,10 +4,10 @@
 #   cmake -DIDLESCOPE=<binary> -DGOLDEN_DIR=<tests/golden> -DCASE=<name> -DFORMAT=json|text
 #         -P golden.cmake
 if(FORMAT STREQUAL "json")
-  set(flags --json)
+  set(flags --format json)
   set(expected ${GOLDEN_DIR}/${CASE}.expected.json)
 else()
-  set(flags)
+  set(flags --format text)
   set(expected ${GOLDEN_DIR}/${CASE}.expected.txt)
 endif()
 # Relative input path: the report names its files, and must not depend on the checkout location.

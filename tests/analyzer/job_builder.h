@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_model.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/labels.h"
+#include "analyzer/model/symbol_source.h"
 
 namespace idlescope::testing {
 
@@ -25,13 +27,17 @@ class MapSymbols : public SymbolSource {
     auto it = strings_.find({process, id});
     return it == strings_.end() ? "" : it->second;
   }
-  std::string Stack(uint32_t process, uint64_t stack_id) const override {
-    return "stack" + std::to_string(stack_id) + "@p" + std::to_string(process);
+  // Every stack is one frame named after its id and process: "stack7@p0".
+  std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override {
+    auto [it, inserted] = stack_names_.try_emplace({process, stack_id});
+    if (inserted) it->second = "stack" + std::to_string(stack_id) + "@p" + std::to_string(process);
+    return {SymbolFrame{.function = it->second, .module = "/job/train"}};
   }
 
  private:
   std::map<std::pair<uint32_t, std::string>, uint64_t> ids_;
   std::map<std::pair<uint32_t, uint64_t>, std::string> strings_;
+  mutable std::map<std::pair<uint32_t, uint64_t>, std::string> stack_names_;
 };
 
 class JobBuilder {
@@ -49,7 +55,7 @@ class JobBuilder {
     info.cmdline = std::move(cmdline);
     info.host = std::move(host);
     info.start = Ms(start_ms);
-    return analysis_.AddProcess(info);
+    return AddProcess(info);
   }
 
   // A fork()ed child (Header.origin FORK) of `ppid`: same program, no exec.
@@ -62,7 +68,7 @@ class JobBuilder {
     info.host = "node0";
     info.start = Ms(start_ms);
     info.forked = true;
-    return analysis_.AddProcess(info);
+    return AddProcess(info);
   }
 
   void Device(uint32_t process, uint32_t ordinal, std::string uuid, uint64_t total_memory = 0,
@@ -199,12 +205,17 @@ class JobBuilder {
   void End(uint32_t process, double at_ms) { analysis_.EndProcess(process, Ms(at_ms)); }
 
   JobAnalysis& analysis() { return analysis_; }
-  JobReport Finish() { return analysis_.Finish(symbols_); }
+  uint32_t AddProcess(const ProcessInfo& info) {
+    analysis_.AddProcess(processes_, info);
+    return processes_++;
+  }
+  JobReport Finish() { return analysis_.BuildReport(symbols_); }
 
  private:
   JobAnalysis analysis_;
   MapSymbols symbols_;
   std::vector<std::string> held_;
+  uint32_t processes_ = 0;
 };
 
 // Idle attributed to `cause` over the job (0 when absent).
@@ -220,6 +231,19 @@ inline const CauseReport* FindCause(const JobReport& report, Cause cause) {
     if (c.cause == cause) return &c;
   }
   return nullptr;
+}
+
+// The first finding of `kind` of a cause (nullptr when absent).
+inline const Finding* FindFinding(const CauseReport& cause, FindingKind kind) {
+  for (const Finding& f : cause.findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+// What an evidence item names, as the report shows it ("stack42@p0", "/ckpt/model.pt").
+inline std::string Label(const JobReport& report, const EvidenceItem& item) {
+  return EvidenceLabel(item, report.symbols);
 }
 
 }  // namespace idlescope::testing

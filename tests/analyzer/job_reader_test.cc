@@ -1,6 +1,6 @@
 // The read stage on real trace files written here with libprotobuf: merging files of two hosts
 // onto one clock, stacks resolved from interned frames, footers and dropped-event warnings.
-#include "analyzer/job_reader.h"
+#include "analyzer/read/job_reader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "analyzer/job_analysis.h"
+#include "analyzer/analysis/job_analysis.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "tests/analyzer/job_builder.h"
@@ -18,6 +18,22 @@ namespace idlescope::testing {
 namespace {
 
 constexpr Ns kS = 1'000'000'000;
+
+// What a sink is handed, in order.
+class RecordingSink : public RecordSink {
+ public:
+  std::vector<std::string> calls;
+  void AddProcess(uint32_t process, const ProcessInfo& info) override {
+    calls.push_back("process " + std::to_string(process) + " pid " + std::to_string(info.pid));
+  }
+  void AddHostEvent(const HostEvent& e) override {
+    calls.push_back("event " + std::to_string(e.process));
+  }
+  void AddGpuRecord(const GpuRecord& r) override {
+    calls.push_back("gpu " + std::to_string(r.process));
+  }
+  void AddFile(const FileReport& f) override { calls.push_back("file " + std::to_string(f.pid)); }
+};
 
 class TraceDir : public ::testing::Test {
  protected:
@@ -145,8 +161,9 @@ TEST_F(TraceDir, MergesHostsOntoOneClockAndFindsTheSlowerRank) {
   auto reader = JobReader::Open({dir_.string()});
   ASSERT_TRUE(reader.ok()) << reader.status();
   JobAnalysis analysis;
-  (*reader)->Run(&analysis, ReadOptions{});
-  JobReport r = analysis.Finish(**reader);
+  (*reader)->Run(analysis, ReadOptions{});
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  JobReport r = analysis.BuildReport(symbols);
   EXPECT_EQ(r.span, 3 * kS);  // the two hosts' spans coincide on the job clock
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].id, "a/GPU-a");
@@ -154,20 +171,56 @@ TEST_F(TraceDir, MergesHostsOntoOneClockAndFindsTheSlowerRank) {
   const CauseReport* comm = FindCause(r, Cause::kCommunication);
   ASSERT_NE(comm, nullptr);
   EXPECT_EQ(comm->ns, 2 * kS - 300'000'000);  // 1 s on rank 0, 0.7 s on rank 1
-  bool named = false;
-  for (const std::string& note : comm->notes) {
-    named |= note.find("rank 1 arrived last at 1 of 1") == 0 &&
-             note.find("waited 0.300 s") != std::string::npos;
-  }
-  EXPECT_TRUE(named) << ::testing::PrintToString(comm->notes);
+  const Finding* straggler = FindFinding(*comm, FindingKind::kStragglerRank);
+  ASSERT_NE(straggler, nullptr);
+  EXPECT_EQ(straggler->rank, 1);
+  EXPECT_EQ(straggler->count, 1u);
+  EXPECT_EQ(straggler->of_count, 1u);
+  EXPECT_EQ(straggler->ns, 300'000'000);
   ASSERT_FALSE(comm->stacks.empty());
-  EXPECT_EQ(comm->stacks[0].what, "libtorch_cuda.so+0x1234 <- allreduce_grads");
+  EXPECT_EQ(Label(r, comm->stacks[0]), "libtorch_cuda.so+0x1234 <- allreduce_grads");
   bool dropped_warning = false;
-  for (const std::string& w : r.warnings)
-    dropped_warning |= w.find("5 host events") != std::string::npos;
-  EXPECT_TRUE(dropped_warning) << ::testing::PrintToString(r.warnings);
+  for (const ReportWarning& w : r.warnings) {
+    dropped_warning |= w.kind == WarningKind::kDroppedRecords && w.count == 5 &&
+                       w.subject.ends_with("b.idlescope");
+  }
+  EXPECT_TRUE(dropped_warning);
   ASSERT_EQ(r.files.size(), 2u);
   EXPECT_TRUE(r.files[0].footer);
+}
+
+// The reader knows nothing of the analysis: any sink gets the processes first, numbered in file
+// order, then every record, then one FileReport per file; the symbols outlive the reader.
+TEST_F(TraceDir, FeedsAnySinkProcessesFirstThenEveryRecord) {
+  const Ns wall = 1'700'000'000 * kS;
+  WriteFile("a.idlescope", Rank(10, 0, "a", "boot-a", 1000 * kS, wall, 1001 * kS));
+  WriteFile("b.idlescope", Rank(20, 1, "b", "boot-b", 50 * kS, wall, 51 * kS));
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  RecordingSink sink;
+  (*reader)->Run(sink, ReadOptions{});
+  ASSERT_GE(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[0], "process 0 pid 10");
+  EXPECT_EQ(sink.calls[1], "process 1 pid 20");
+  size_t events = 0, gpu = 0;
+  for (const std::string& c : sink.calls) {
+    events += c.starts_with("event");
+    gpu += c.starts_with("gpu");
+  }
+  EXPECT_EQ(events, (*reader)->stats().host_events);
+  EXPECT_EQ(gpu, (*reader)->stats().gpu_records);
+  EXPECT_EQ(events, 4u);
+  EXPECT_EQ(gpu, 4u);
+  EXPECT_EQ(sink.calls.back(), "file 20");
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  reader->reset();
+  EXPECT_EQ(symbols.String(0, 1), "allreduce_grads");
+  std::vector<SymbolFrame> stack = symbols.Stack(1, 2);
+  ASSERT_EQ(stack.size(), 2u);  // innermost first
+  EXPECT_EQ(stack[0].function, "");
+  EXPECT_EQ(stack[0].module, "/usr/lib/libtorch_cuda.so");
+  EXPECT_EQ(stack[0].rel_pc, 0x1234u);
+  EXPECT_EQ(stack[1].function, "allreduce_grads");
 }
 
 TEST_F(TraceDir, EmptyDirectoryIsAnError) {
@@ -175,6 +228,30 @@ TEST_F(TraceDir, EmptyDirectoryIsAnError) {
   ASSERT_FALSE(reader.ok());
   EXPECT_NE(std::string(reader.status().message()).find("no *.idlescope trace files"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+TEST(TeeSink, HandsEveryRecordToEachSinkInOrder) {
+  RecordingSink a, b;
+  TeeSink tee({&a, &b});
+  ProcessInfo info;
+  info.pid = 42;
+  tee.AddProcess(0, info);
+  HostEvent e;
+  tee.AddHostEvent(e);
+  GpuRecord r;
+  tee.AddGpuRecord(r);
+  FileReport f;
+  f.pid = 42;
+  tee.AddFile(f);
+  std::vector<std::string> want = {"process 0 pid 42", "event 0", "gpu 0", "file 42"};
+  EXPECT_EQ(a.calls, want);
+  EXPECT_EQ(b.calls, want);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // ResolveSlices alone: slicing, precedence by tier then cause, the two refinements.
 #include <gtest/gtest.h>
 
-#include "analyzer/attribution.h"
+#include "analyzer/analysis/attribution.h"
 
 namespace idlescope {
 namespace {

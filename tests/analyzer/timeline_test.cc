@@ -1,12 +1,12 @@
 // The timeline and gap stages alone: IntervalUnion, DeviceTimeline, and Done-when 3 (device idle
 // is the union over streams, never the sum of per-stream gaps).
-#include "analyzer/timeline.h"
+#include "analyzer/analysis/timeline.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "analyzer/interval_union.h"
+#include "analyzer/analysis/interval_union.h"
 #include "tests/analyzer/job_builder.h"
 
 namespace idlescope::testing {

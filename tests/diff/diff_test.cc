@@ -1,10 +1,12 @@
-// Unit tests of the diff logic (analyzer/diff.h) on synthetic run summaries: normalization
+// Unit tests of the diff logic (analyzer/diff/diff.h) on synthetic run summaries: normalization
 // choice, per-step figures, speedup, the CI gates and their exit code, the JSON shape.
-#include "analyzer/diff.h"
+#include "analyzer/diff/diff.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "analyzer/diff/diff_exporters.h"
 
 namespace idlescope {
 namespace {
@@ -42,10 +44,9 @@ TEST(DiffNormalization, KernelsWinOverBucketedCollectives) {
   after.nccl_collectives = 200;
   Normalization n = ChooseNormalization(before, after, NormalizationChoice::kAuto);
   EXPECT_TRUE(n.per_step);
-  EXPECT_EQ(n.basis, "kernel");
+  EXPECT_EQ(n.basis, StepBasis::kKernel);
   EXPECT_EQ(n.before_steps, 400u);
   EXPECT_EQ(n.after_steps, 200u);
-  EXPECT_NE(n.detail.find("per step"), std::string::npos) << n.detail;
 }
 
 TEST(DiffNormalization, NcclCollectivesWhenKernelsCannotTell) {
@@ -54,7 +55,8 @@ TEST(DiffNormalization, NcclCollectivesWhenKernelsCannotTell) {
   after.nccl_collectives = 50;
   Normalization n = ChooseNormalization(before, after, NormalizationChoice::kAuto);
   EXPECT_TRUE(n.per_step);
-  EXPECT_EQ(n.basis, "nccl_collectives");
+  EXPECT_EQ(n.basis, StepBasis::kNcclCollectives);
+  EXPECT_EQ(n.kernel_check, KernelCheck::kNoKernels);
   EXPECT_EQ(n.before_steps, 100u);
   EXPECT_EQ(n.after_steps, 50u);
 }
@@ -63,17 +65,19 @@ TEST(DiffNormalization, MostFrequentKernelWhenNoNccl) {
   Normalization n =
       ChooseNormalization(KernelSteps(400), KernelSteps(100), NormalizationChoice::kAuto);
   EXPECT_TRUE(n.per_step);
-  EXPECT_EQ(n.basis, "kernel");
+  EXPECT_EQ(n.basis, StepBasis::kKernel);
+  EXPECT_EQ(n.kernel_check, KernelCheck::kCounted);
+  EXPECT_EQ(n.kernel, "layer_forward");
   EXPECT_EQ(n.before_steps, 400u);
   EXPECT_EQ(n.after_steps, 100u);
-  EXPECT_NE(n.detail.find("layer_forward"), std::string::npos) << n.detail;
 }
 
 TEST(DiffNormalization, SameStepCountIsPerRun) {
   Normalization n =
       ChooseNormalization(KernelSteps(400), KernelSteps(400), NormalizationChoice::kAuto);
   EXPECT_FALSE(n.per_step);
-  EXPECT_NE(n.detail.find("same number of steps"), std::string::npos) << n.detail;
+  EXPECT_EQ(n.basis, StepBasis::kKernel);
+  EXPECT_EQ(n.before_steps, n.after_steps);
 }
 
 TEST(DiffNormalization, BatchSizeChangeIsPerRun) {
@@ -81,7 +85,10 @@ TEST(DiffNormalization, BatchSizeChangeIsPerRun) {
   Normalization n = ChooseNormalization(KernelSteps(4096, 32), KernelSteps(128, 1024),
                                         NormalizationChoice::kAuto);
   EXPECT_FALSE(n.per_step);
-  EXPECT_NE(n.detail.find("batch size"), std::string::npos) << n.detail;
+  EXPECT_EQ(n.kernel_check, KernelCheck::kGridChanged);
+  EXPECT_EQ(n.before_grid, 32u);
+  EXPECT_EQ(n.after_grid, 1024u);
+  EXPECT_EQ(n.basis, StepBasis::kNone);
 }
 
 TEST(DiffNormalization, NoCommonKernelIsPerRun) {
@@ -89,7 +96,8 @@ TEST(DiffNormalization, NoCommonKernelIsPerRun) {
   after.kernels.push_back({"something_else", 100, 264});
   Normalization n = ChooseNormalization(KernelSteps(400), after, NormalizationChoice::kAuto);
   EXPECT_FALSE(n.per_step);
-  EXPECT_EQ(n.basis, "none");
+  EXPECT_EQ(n.basis, StepBasis::kNone);
+  EXPECT_EQ(n.kernel_check, KernelCheck::kMissingInAfter);
 }
 
 TEST(DiffNormalization, ForcedChoices) {
@@ -100,7 +108,7 @@ TEST(DiffNormalization, ForcedChoices) {
   // --per-step without recognizable steps falls back to per run and says so.
   Normalization n = ChooseNormalization({}, {}, NormalizationChoice::kPerStep);
   EXPECT_FALSE(n.per_step);
-  EXPECT_NE(n.detail.find("per run"), std::string::npos) << n.detail;
+  EXPECT_EQ(n.choice, NormalizationChoice::kPerStep);
 }
 
 TEST(DiffCompare, PerStepFiguresAndSpeedup) {
@@ -154,7 +162,8 @@ TEST(DiffGates, CauseGrowth) {
                           MakeRun(11 * kS, kS, 3 * kS, kS + kS / 10), options);
   ASSERT_EQ(d.gates.size(), 2u);
   EXPECT_TRUE(d.gates[0].tripped);
-  EXPECT_EQ(d.gates[0].cause, "checkpointing");
+  EXPECT_EQ(d.gates[0].kind, GateKind::kFailIfCauseGrows);
+  EXPECT_EQ(d.gates[0].cause, Cause::kCheckpointing);
   EXPECT_FALSE(d.gates[1].tripped);
   EXPECT_EQ(d.exit_code(), kDiffExitGateTripped);
 }
@@ -164,7 +173,9 @@ TEST(DiffGates, NewCauseTripsAboveNoiseFloorOnly) {
   options.cause_gates.push_back({Cause::kCheckpointing, 10});
   // 10 s wall: the floor is 50 ms. 1 ms of new checkpointing is noise; 1 s is not.
   JobDiff noise = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(10 * kS, kS, kMs, 0), options);
-  EXPECT_FALSE(noise.gates[0].tripped) << noise.gates[0].detail;
+  EXPECT_FALSE(noise.gates[0].tripped);
+  EXPECT_TRUE(noise.gates[0].below_noise);
+  EXPECT_DOUBLE_EQ(noise.gates[0].noise_ns, 50.0 * kMs);
   EXPECT_FALSE(noise.gates[0].measured_pct.has_value());
   JobDiff real = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(11 * kS, kS, kS, 0), options);
   EXPECT_TRUE(real.gates[0].tripped);
@@ -200,6 +211,51 @@ TEST(DiffFormat, JsonCarriesSchemaNormalizationAndGates) {
   std::string text = FormatTextDiff(d);
   EXPECT_NE(text.find("normalization: per step"), std::string::npos) << text;
   EXPECT_NE(text.find("speedup: 1.00x"), std::string::npos) << text;
+}
+
+// The words of the diff come from its typed normalization and gates, in the exporter only.
+TEST(DiffFormat, NormalizationAndGatesInWords) {
+  Normalization n =
+      ChooseNormalization(KernelSteps(400), KernelSteps(100), NormalizationChoice::kAuto);
+  EXPECT_EQ(NormalizationText(n),
+            "per step: steps = launches of the most frequent kernel layer_forward: 400 before, "
+            "100 after");
+  n = ChooseNormalization(KernelSteps(400), KernelSteps(400), NormalizationChoice::kAuto);
+  EXPECT_EQ(NormalizationText(n),
+            "per run: both runs have the same number of steps (steps = launches of the most "
+            "frequent kernel layer_forward: 400 before, 400 after)");
+  n = ChooseNormalization(KernelSteps(4096, 32), KernelSteps(128, 1024),
+                          NormalizationChoice::kAuto);
+  EXPECT_EQ(NormalizationText(n),
+            "steps differ in size (kernel layer_forward: 32 blocks before, 1024 after, a batch "
+            "size change): compared per run");
+  StepCensus after;
+  after.kernels.push_back({"something_else", 100, 264});
+  n = ChooseNormalization(KernelSteps(400), after, NormalizationChoice::kPerRun);
+  EXPECT_EQ(NormalizationText(n),
+            "per run (--per-run); AFTER never runs BEFORE's most frequent kernel layer_forward: "
+            "compared per run");
+  n = ChooseNormalization({}, {}, NormalizationChoice::kPerStep);
+  EXPECT_EQ(NormalizationText(n),
+            "per run (--per-step: no steps recognized (no compute kernels, no NCCL "
+            "collectives))");
+  StepCensus nccl_before, nccl_after;
+  nccl_before.nccl_collectives = 100;
+  nccl_after.nccl_collectives = 50;
+  n = ChooseNormalization(nccl_before, nccl_after, NormalizationChoice::kAuto);
+  EXPECT_EQ(NormalizationText(n),
+            "per step: steps = NCCL collectives on the main communicator: 100 before, 50 after");
+
+  DiffOptions options;
+  options.fail_if_slower_pct = 10;
+  options.cause_gates.push_back({Cause::kCheckpointing, 10});
+  JobDiff d = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(12 * kS, kS, kMs, 0), options);
+  ASSERT_EQ(d.gates.size(), 2u);
+  EXPECT_EQ(GateLabel(d.gates[0]), "fail-if-slower 10%");
+  EXPECT_EQ(GateDetail(d.gates[0]), "wall time +20.0%");
+  EXPECT_EQ(GateLabel(d.gates[1]), "fail-if-cause-grows checkpointing:10%");
+  EXPECT_EQ(GateDetail(d.gates[1]),
+            "checkpointing 0.0 us -> 1.00 ms (new), below the noise floor of 50.00 ms");
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 """End-to-end check of one root-cause example pair on simgpu (ctest label e2e).
 
 Runs the bad and the fixed twin of examples/cuda/<pair> under `idlescope run`, reads
-`idlescope report --json` of each, and checks what issue 7 asks:
+`idlescope report --json` of each (schema version 2, docs/report-json.md), and checks what
+issue 7 asks:
   - the bad twin's largest idle cause is the expected one, and its evidence (stacks, objects,
-    notes, devices) names the example's own function or file;
+    the top gaps it explains, devices) names the example's own function or file;
   - the fixed twin shows that cause reduced by at least 80%, and a shorter wall time.
 The figures (cause seconds bad vs fixed, job spans, wall times) are printed either way.
 
@@ -152,18 +153,31 @@ def CauseEntry(report, cause):
     return None
 
 
+def StackText(report, stack_id):
+    """A stack of the report's table by id: its frames' functions (module+offset without one)."""
+    for stack in report.get("stacks", []):
+        if stack.get("id") == stack_id:
+            return " <- ".join(
+                f.get("function") or "%s+0x%x" % (str(f.get("module") or "?").rsplit("/", 1)[-1],
+                                                  int(f.get("rel_pc", 0)))
+                for f in stack.get("frames", []))
+    return ""
+
+
 def EvidenceText(report, entry):
-    """Everything the report shows as evidence of one cause, as one string: the cause's stacks,
-    objects and notes, and the evidence line of every top gap that the cause dominates."""
+    """Everything the report shows as evidence of one cause, as one string: the cause's stacks
+    and objects, and the evidence of every top gap that the cause dominates."""
     parts = []
-    for key in ("stacks", "objects"):
-        for item in entry.get(key, []):
-            parts.append(str(item.get("what", "")))
-    parts.extend(str(n) for n in entry.get("notes", []))
+    for item in entry.get("stacks", []):
+        parts.append(StackText(report, item.get("stack_id")))
+    for item in entry.get("objects", []):
+        parts.append(str(item.get("object") or ""))
     for gap in report.get("top_gaps", []):
-        causes = gap.get("causes", {})
+        causes = gap.get("idle_by_cause_ns", {})
+        evidence = gap.get("evidence") or {}
         if causes and max(causes, key=lambda c: causes[c]) == entry.get("cause"):
-            parts.append(str(gap.get("evidence", "")))
+            parts.append(str(evidence.get("object") or ""))
+            parts.append(StackText(report, evidence.get("stack_id")))
     return "\n".join(parts)
 
 
@@ -171,7 +185,8 @@ def CheckSmallBatchEvidence(report, min_fraction=0.9):
     used = [d for d in report.get("devices", []) if d.get("used")]
     if not used:
         raise PairFailure("no used device in the report")
-    fraction = max(float(d.get("below_sm_fraction", -1)) for d in used)
+    fraction = max(float(-1 if d.get("below_sm_fraction") is None else d["below_sm_fraction"])
+                   for d in used)
     print("  evidence: %.0f%% of kernels have fewer blocks than the device has SMs" %
           (100 * fraction))
     if fraction < min_fraction:
@@ -246,8 +261,8 @@ def RunPair(opts, name, spec, workdir):
     print("  %-24s %12s %12s" % ("wall (idlescope run)", "%.3f s" % bad_wall,
                                  "%.3f s" % fixed_wall))
     print("  %-24s %11.1f%% %11.1f%%" % ("compute utilization",
-                                        100 * float(bad["utilization"]["compute"]),
-                                        100 * float(fixed["utilization"]["compute"])))
+                                        100 * float(bad["utilization"]["compute_fraction"]),
+                                        100 * float(fixed["utilization"]["compute_fraction"])))
     print("  bad twin's causes: " + ", ".join(
         "%s %s" % (c["cause"], Seconds(int(c["idle_ns"]))) for c in bad.get("causes", [])))
     print("  fixed twin's causes: " + ", ".join(
@@ -334,14 +349,14 @@ def RunMixed(opts, workdir):
 
 
 # The allreduce example with one slow rank (--slow-rank 1 --delay-ms 20: rank 1 spends 20 ms
-# more per step loading its batch). One run, no twin: the communication finding must name rank 1
-# as the rank the others waited for, and communication must be a large share of the idle time
-# during training (startup and tail left out: they are outside the training loop).
+# more per step loading its batch). One run, no twin: the communication cause's straggler finding
+# must name rank 1 as the rank the others waited for, and communication must be a large share of
+# the idle time during training (startup and tail left out: they are outside the training loop).
 STRAGGLER = dict(
     args=["--ranks", "2", "--grad-mb", "1", "--steps", "100", "--slow-rank", "1",
           "--delay-ms", "20"],
     env={"SIMGPU_DEVICES": "2", "SIMGPU_NCCL_GBPS": "0.5"},
-    note="rank 1 arrived last",
+    rank=1,
     min_share_of_idle=0.25,
 )
 
@@ -360,11 +375,15 @@ def RunStraggler(opts, workdir):
     print("  causes: " + ", ".join(
         "%s %s" % (c["cause"], Seconds(int(c["idle_ns"]))) for c in report.get("causes", [])))
     entry = CauseEntry(report, "communication")
-    notes = entry.get("notes", []) if entry else []
-    for n in notes:
-        print("  note: " + n)
-    if not any(STRAGGLER["note"] in n for n in notes):
-        raise PairFailure("the communication finding does not say '%s'" % STRAGGLER["note"])
+    stragglers = [f for f in (entry.get("findings", []) if entry else [])
+                  if f.get("kind") == "straggler_rank"]
+    for f in stragglers:
+        print("  straggler: rank %d arrived last at %d of %d matched collectives, waited for %s" %
+              (f["rank"], f["last_arrivals"], f["matched_collectives"],
+               Seconds(int(f["waited_for_ns"]))))
+    if not stragglers or stragglers[0].get("rank") != STRAGGLER["rank"]:
+        raise PairFailure("the communication cause does not name rank %d as the straggler" %
+                          STRAGGLER["rank"])
     if idle == 0 or comm < STRAGGLER["min_share_of_idle"] * idle:
         raise PairFailure("communication is less than %.0f%% of the idle time in training" %
                           (100 * STRAGGLER["min_share_of_idle"]))

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/causes.h"
+#include "analyzer/analysis/event_classes.h"
 
 namespace idlescope::redact {
 namespace {

@@ -71,6 +71,7 @@ trace::Header FullHeader() {
   h.config.stack_depth = 24;
   h.config.families = {"cuda", "cupti", "io"};
   h.config.redacted = {"paths", "cmdline"};
+  h.config.python_version = "3.11.2";
   return h;
 }
 
@@ -100,6 +101,7 @@ void FillProto(const trace::Header& h, idlescope::Header* p) {
   c->set_stack_depth(h.config.stack_depth);
   for (const auto& f : h.config.families) c->add_families(f);
   for (const auto& r : h.config.redacted) c->add_redacted(r);
+  c->set_python_version(h.config.python_version);
 }
 
 TEST(WireTest, VarintsAndZigZag) {
@@ -154,6 +156,7 @@ TEST(WireTest, ClockSnapshotAndRecorderConfig) {
   pr.set_stack_depth(24);
   for (const auto& f : h.config.families) pr.add_families(f);
   for (const auto& x : h.config.redacted) pr.add_redacted(x);
+  pr.set_python_version("3.11.2");
   EXPECT_EQ(Bytes(r), Serialize(pr));
 }
 
@@ -178,8 +181,13 @@ TEST(WireTest, HeaderPacket) {
 TEST(WireTest, InternedPacketWithEveryKind) {
   trace::Interned in;
   in.strings = {{1, "cudaMemcpyAsync"}, {2, kNotUtf8}, {300, std::string(200, 'y')}};
-  in.frames = {
-      {1, 1, 2, 0x1234567, 0, 0}, {2, 0, 2, 0, 300, 4294967295u}, {1ull << 40, 5, 6, 7, 8, 9}};
+  in.frames = {{1, 1, 2, 0x1234567, 0, 0},
+               {2, 0, 2, 0, 300, 4294967295u},
+               {1ull << 40, 5, 6, 7, 8, 9},
+               // Python frames: an entry frame, an inner one, one with no line, first line 0.
+               {3, 1, 0, 0, 300, 42, trace::kFramePython, 40, true},
+               {4, 2, 0, 0, 300, 4294967295u, trace::kFramePython, 4294967295u, false},
+               {5, 1, 0, 0, 2, 0, trace::kFramePython, 0, true}};
   in.stack_nodes = {{1, 0, 1}, {2, 1, 2}, {1ull << 33, 2, 1ull << 40}};
   in.streams = {{1, 0, 0}, {2, 0x7f00deadbeef, 3}, {3, 2, -1}};
   in.threads = {{4242, "pt_data_worker"}, {1, ""}};
@@ -202,6 +210,9 @@ TEST(WireTest, InternedPacketWithEveryKind) {
     x->set_rel_pc(f.rel_pc);
     x->set_file(f.file);
     x->set_line(f.line);
+    x->set_kind(static_cast<idlescope::FrameKind>(f.kind));
+    x->set_first_line(f.first_line);
+    x->set_python_entry(f.python_entry);
   }
   for (const auto& n : in.stack_nodes) {
     auto* x = pi->add_stack_nodes();
@@ -232,6 +243,11 @@ TEST(WireTest, InternedPacketWithEveryKind) {
   trace::EncodeFrame(one, in.frames[1]);
   EXPECT_EQ(Bytes(one), Serialize(pi->frames(1)));
   one.clear();
+  for (int i : {3, 4, 5}) {
+    trace::EncodeFrame(one, in.frames[i]);
+    EXPECT_EQ(Bytes(one), Serialize(pi->frames(i))) << "python frame " << i;
+    one.clear();
+  }
   trace::EncodeStackNode(one, in.stack_nodes[2]);
   EXPECT_EQ(Bytes(one), Serialize(pi->stack_nodes(2)));
   one.clear();

@@ -1,0 +1,154 @@
+#include "analyzer/analysis/attribution.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace idlescope {
+namespace {
+
+// Lower ranks first: tier, then the cause order of enum Cause.
+int Rank(const RankedCandidate& c) {
+  return static_cast<int>(c.tier) * kCauseCount + Index(c.candidate->cause);
+}
+
+bool IsDataSource(const Candidate& c) {
+  return c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote ||
+         c.event_class == EventClass::kDownload;
+}
+
+// The candidate that explains a slice where `active` (indices into `all`) are running.
+int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all) {
+  int best = -1;
+  for (int i : active) {
+    if (best < 0 || Rank(all[i]) < Rank(all[best])) best = i;
+  }
+  if (best < 0 || all[best].tier != Tier::kLaunchingThread) return best;
+  const Candidate& winner = *all[best].candidate;
+  // A launching thread that waits on the device: what the device is doing explains the wait.
+  if (winner.event_class == EventClass::kSync) {
+    int gpu = -1;
+    for (int i : active) {
+      if (all[i].tier == Tier::kGpu && (gpu < 0 || Rank(all[i]) < Rank(all[gpu]))) gpu = i;
+    }
+    if (gpu >= 0) return gpu;
+  }
+  // A launching thread that waits for its DataLoader workers: what the workers do explains it.
+  if (winner.event_class == EventClass::kReadWorkerQueue) {
+    int source = -1;
+    for (int i : active) {
+      if (all[i].tier == Tier::kJobProcess && IsDataSource(*all[i].candidate) &&
+          (source < 0 || Rank(all[i]) < Rank(all[source]))) {
+        source = i;
+      }
+    }
+    if (source >= 0) return source;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate> candidates) {
+  std::vector<Slice> slices;
+  if (idle.length() <= 0) return slices;
+  if (candidates.empty()) {  // the common case: nothing to cut
+    slices.push_back(Slice{idle, -1, Cause::kUnknown});
+    return slices;
+  }
+  // Boundaries: (time, +1 start / -1 end, candidate). Ends sort before starts at equal times so
+  // that touching candidates do not overlap.
+  struct Edge {
+    Ns t;
+    int delta;
+    int index;
+  };
+  // Scratch reused across calls: this runs once per idle slice of every device.
+  static thread_local std::vector<Edge> edges;
+  edges.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Interval& w = candidates[i].candidate->when;
+    Ns s = std::max(w.start, idle.start);
+    Ns e = std::min(w.end, idle.end);
+    if (e <= s) continue;
+    edges.push_back({s, +1, static_cast<int>(i)});
+    edges.push_back({e, -1, static_cast<int>(i)});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return std::tie(a.t, a.delta, a.index) < std::tie(b.t, b.delta, b.index);
+  });
+  auto emit = [&](Ns s, Ns e, int winner) {
+    if (e <= s) return;
+    Cause cause = winner >= 0 ? candidates[winner].candidate->cause : Cause::kUnknown;
+    if (!slices.empty() && slices.back().winner == winner && slices.back().when.end == s) {
+      slices.back().when.end = e;
+      return;
+    }
+    slices.push_back(Slice{{s, e}, winner, cause});
+  };
+  static thread_local std::vector<int> active;
+  active.clear();
+  Ns t = idle.start;
+  size_t k = 0;
+  while (k < edges.size()) {
+    Ns next = edges[k].t;
+    emit(t, next, Winner(active, candidates));
+    t = next;
+    for (; k < edges.size() && edges[k].t == next; ++k) {
+      if (edges[k].delta > 0) {
+        active.push_back(edges[k].index);
+      } else {
+        active.erase(std::find(active.begin(), active.end(), edges[k].index));
+      }
+    }
+  }
+  emit(t, idle.end, Winner(active, candidates));
+  return slices;
+}
+
+void TopEvidence::Add(EvidenceKey key, Ns ns, uint64_t bytes) {
+  EvidenceWeight& w = weights_[key];
+  w.ns += ns;
+  w.bytes += bytes;
+  w.count += 1;
+  if (weights_.size() > capacity_) Shrink();
+}
+
+void TopEvidence::Remove(EvidenceKey key, Ns ns, uint64_t bytes) {
+  auto it = weights_.find(key);
+  if (it == weights_.end()) return;
+  EvidenceWeight& w = it->second;
+  w.ns -= ns;
+  w.bytes -= std::min(w.bytes, bytes);
+  if (w.count > 0) w.count -= 1;
+  if (w.ns <= 0 || w.count == 0) weights_.erase(it);
+}
+
+void TopEvidence::Merge(const TopEvidence& other) {
+  for (const auto& [key, weight] : other.weights_) {
+    EvidenceWeight& w = weights_[key];
+    w.ns += weight.ns;
+    w.bytes += weight.bytes;
+    w.count += weight.count;
+  }
+  evicted_ = evicted_ || other.evicted_;
+  if (weights_.size() > capacity_) Shrink();
+}
+
+std::vector<std::pair<EvidenceKey, EvidenceWeight>> TopEvidence::Top(size_t n) const {
+  std::vector<std::pair<EvidenceKey, EvidenceWeight>> all(weights_.begin(), weights_.end());
+  auto heavier = [](const auto& a, const auto& b) {
+    if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+    return std::tie(a.first.process, a.first.id) < std::tie(b.first.process, b.first.id);
+  };
+  n = std::min(n, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n), all.end(), heavier);
+  all.resize(n);
+  return all;
+}
+
+void TopEvidence::Shrink() {
+  ForgetLighterHalf(weights_, capacity_ + 1);
+  evicted_ = true;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,75 @@
+// CandidateWindow: the candidates (host events and GPU-side activity) that may still explain an
+// idle slice not yet attributed, in bounded memory. New candidates go to an unsorted batch and
+// are merged, sorted by start, each time the analysis window moves on; attribution asks for the
+// ones that overlap a piece of a gap; Prune forgets the ones no device can use any more. A
+// candidate is forgotten once every device it can explain has been attributed past its end, and
+// at most kMaxPendingCandidates are held (about 100 MB): past that the oldest are forgotten and
+// counted, since a process whose family never used a device keeps its candidates for a device
+// that may still appear.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/analysis/attribution.h"
+#include "analyzer/model/job_model.h"
+
+namespace idlescope {
+
+inline constexpr size_t kMaxPendingCandidates = 1 << 20;
+
+class CandidateWindow {
+ public:
+  void Add(const Candidate& c) {
+    incoming_.push_back(c);
+    peak_ = std::max(peak_, size());
+  }
+  // Merges the new candidates into the sorted window.
+  void Merge();
+
+  // Calls fn(const Candidate&) for the merged candidates that start before `piece` ends and may
+  // reach into it (no candidate is longer than the longest held), in start order.
+  template <typename Fn>
+  void ForEachReaching(Interval piece, Fn&& fn) const {
+    auto first = std::lower_bound(pending_.begin(), pending_.end(), piece.start - longest_,
+                                  [](const Candidate& c, Ns t) { return c.when.start < t; });
+    for (auto it = first; it != pending_.end() && it->when.start < piece.end; ++it) fn(*it);
+  }
+
+  // The candidate of the copy (or sync) `copy` of thread (process, tid), merged or new, is a
+  // checkpoint snapshot: its time not yet attributed goes to checkpointing when it is.
+  void MarkSnapshot(uint32_t process, uint32_t tid, Interval copy);
+
+  // Pruning pays off once the window doubled since the last prune.
+  bool WantsPrune() const { return pending_.size() > 2 * after_prune_ + 1024; }
+  // Forgets the merged candidates for which done(c) is true, then the oldest past the cap.
+  template <typename Done>
+  void Prune(Done&& done) {
+    std::erase_if(pending_, done);
+    if (pending_.size() > kMaxPendingCandidates) {
+      size_t excess = pending_.size() - kMaxPendingCandidates / 2;
+      forgotten_ += excess;
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(excess));
+    }
+    after_prune_ = pending_.size();
+    longest_ = 0;
+    for (const Candidate& c : pending_) longest_ = std::max(longest_, c.when.length());
+  }
+
+  size_t size() const { return pending_.size() + incoming_.size(); }
+  size_t merged() const { return pending_.size(); }
+  size_t peak() const { return peak_; }
+  uint64_t forgotten() const { return forgotten_; }
+
+ private:
+  std::vector<Candidate> pending_;   // sorted by start
+  std::vector<Candidate> incoming_;  // not yet merged into pending_
+  size_t after_prune_ = 0;
+  Ns longest_ = 0;  // the longest candidate in pending_
+  size_t peak_ = 0;
+  uint64_t forgotten_ = 0;
+};
+
+}  // namespace idlescope

@@ -1,0 +1,218 @@
+#include "analyzer/analysis/crediting.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "analyzer/analysis/snapshots.h"
+
+namespace idlescope {
+namespace {
+
+// Residual time of a gap that no event explains, by where the gap lies.
+Cause ResidualCause(GapKind kind) {
+  switch (kind) {
+    case GapKind::kStartup:
+      return Cause::kStartup;
+    case GapKind::kTail:
+      return Cause::kTail;
+    default:
+      return Cause::kUnknown;
+  }
+}
+
+}  // namespace
+
+void CauseTotals::Add(const CauseTotals& from) {
+  ns += from.ns;
+  pageable_ns += from.pageable_ns;
+  pageable_bytes += from.pageable_bytes;
+  remote_ns += from.remote_ns;
+  worker_wait_ns += from.worker_wait_ns;
+  gpu_side_ns += from.gpu_side_ns;
+  snapshot_ns += from.snapshot_ns;
+  preprocess_ns += from.preprocess_ns;
+  bytes += from.bytes;
+  for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
+  stacks.Merge(from.stacks);
+  objects.Merge(from.objects);
+  directories.Merge(from.directories);
+}
+
+void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
+                       bool may_become_snapshot) {
+  Device& d = devices_[device];
+  OpenGap& gap = d.open;
+  Ns length = slice.length();
+  if (c == nullptr) {
+    gap.residual += length;
+    if (!d.residual_log.empty() && d.residual_log.back().open &&
+        d.residual_log.back().when.end == slice.start) {
+      d.residual_log.back().when.end = slice.end;
+    } else {
+      d.residual_log.push_back({slice, true, Cause::kUnknown});
+    }
+    return;
+  }
+  gap.cause_ns[Index(c->cause)] += length;
+  CreditCause(d, *c, slice, true, may_become_snapshot);
+  Observe(device, slice, c->cause, c);
+  if (length > gap.main_ns) {
+    gap.main = *c;
+    gap.main_ns = length;
+    gap.has_main = true;
+  }
+}
+
+void Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+                            bool may_become_snapshot) {
+  const Ns length = when.length();
+  CauseTotals& acc = d.causes[Index(c.cause)];
+  acc.ns += length;
+  Ns event_length = std::max<Ns>(c.when.length(), 1);
+  double bytes = static_cast<double>(c.bytes) * static_cast<double>(length) /
+                 static_cast<double>(event_length);
+  // Snapshot bytes are copied, not written: the checkpointing estimate counts written bytes.
+  if (c.snapshot) {
+    acc.snapshot_ns += length;
+  } else {
+    acc.bytes += bytes;
+  }
+  if (may_become_snapshot) {
+    if (d.copy_credits.size() >= kMaxCopyCredits) d.copy_credits.pop_front();
+    d.copy_credits.push_back({c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}});
+  }
+  uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
+  if (c.stack != 0) acc.stacks.Add({c.process, c.stack}, length, whole_bytes);
+  if (c.object != 0) acc.objects.Add({c.process, c.object}, length, whole_bytes);
+  if (c.directory != 0) acc.directories.Add({0, c.directory}, length, whole_bytes);
+  if (c.pageable) {
+    acc.pageable_ns += length;
+    acc.pageable_bytes += bytes;
+  }
+  if (c.event_class == EventClass::kReadRemote) acc.remote_ns += length;
+  if (c.event_class == EventClass::kReadWorkerQueue) acc.worker_wait_ns += length;
+  if (c.gpu_side) acc.gpu_side_ns += length;
+  if (c.nccl_op > 0 && c.nccl_op < static_cast<int>(acc.nccl_op_ns.size())) {
+    acc.nccl_op_ns[c.nccl_op] += length;
+  }
+}
+
+void Crediting::Reclaim(uint32_t device, const Candidate& c, Ns attributed_until,
+                        bool may_become_snapshot) {
+  Device& d = devices_[device];
+  if (c.when.start < attributed_until - kResidualHorizon) ++late_candidates_;
+  // The log is in time order: only the slices from the first one ending after the event's
+  // start to the last one starting before its end are touched.
+  auto& log = d.residual_log;
+  auto first = std::partition_point(
+      log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= c.when.start; });
+  auto last = first;
+  std::vector<ResidualSlice> rest;
+  for (; last != log.end() && last->when.start < c.when.end; ++last) {
+    const ResidualSlice& slice = *last;
+    Ns s = std::max(slice.when.start, c.when.start);
+    Ns e = std::min(slice.when.end, c.when.end);
+    Ns taken = e - s;
+    if (slice.open) {
+      d.open.residual -= taken;
+      d.open.cause_ns[Index(c.cause)] += taken;
+    } else {
+      d.causes[Index(slice.cause)].ns -= taken;
+    }
+    CreditCause(d, c, {s, e}, slice.open, may_become_snapshot);
+    // An open slice was not handed out yet (its cause waits for the gap's end).
+    Observe(device, {s, e}, c.cause, &c, !slice.open, slice.cause);
+    reclaimed_ns_ += taken;
+    if (slice.when.start < s) rest.push_back({{slice.when.start, s}, slice.open, slice.cause});
+    if (e < slice.when.end) rest.push_back({{e, slice.when.end}, slice.open, slice.cause});
+  }
+  if (first == last) return;
+  auto at = log.erase(first, last);
+  log.insert(at, rest.begin(), rest.end());
+}
+
+void Crediting::ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t tid, Interval copy) {
+  Device& d = devices_[device];
+  std::erase_if(d.copy_credits, [&](CopyCredit& credit) {
+    if (!IsSnapshotCopy(credit.candidate, process, tid, copy)) return false;
+    const Candidate& old = credit.candidate;
+    const Ns length = credit.when.length();
+    CauseTotals& from = d.causes[Index(old.cause)];
+    Ns event_length = std::max<Ns>(old.when.length(), 1);
+    double bytes = static_cast<double>(old.bytes) * static_cast<double>(length) /
+                   static_cast<double>(event_length);
+    uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
+    from.ns -= length;
+    from.bytes -= bytes;
+    if (old.pageable) from.pageable_ns -= length;
+    if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, length, whole_bytes);
+    if (old.object != 0) from.objects.Remove({old.process, old.object}, length, whole_bytes);
+    bool open = credit.gap_serial == d.gap_serial;
+    if (open) {
+      d.open.cause_ns[Index(old.cause)] -= length;
+      d.open.cause_ns[Index(Cause::kCheckpointing)] += length;
+      if (d.open.has_main && IsSnapshotCopy(d.open.main, process, tid, copy)) {
+        MakeSnapshot(d.open.main);
+      }
+    }
+    Candidate snapshot = old;
+    MakeSnapshot(snapshot);
+    CreditCause(d, snapshot, credit.when, open, false);
+    Observe(device, credit.when, Cause::kCheckpointing, &snapshot, true, old.cause);
+    return true;
+  });
+}
+
+void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
+  Device& d = devices_[device];
+  OpenGap& open = d.open;
+  Cause residual = ResidualCause(kind);
+  // Between kernels, a launching thread that read data files in the gap spent the rest of it
+  // preparing that data (decoding, augmenting, collating: DataLoader(num_workers=0)).
+  if (kind == GapKind::kMiddle && open.launcher_read) {
+    residual = Cause::kDataLoading;
+    d.causes[Index(residual)].preprocess_ns += open.residual;
+  }
+  if (open.residual > 0) {
+    d.causes[Index(residual)].ns += open.residual;
+    open.cause_ns[Index(residual)] += open.residual;
+  }
+  // The open gap's slices are the newest: a suffix of the log, handed out now in time order.
+  auto suffix = d.residual_log.end();
+  while (suffix != d.residual_log.begin() && std::prev(suffix)->open) --suffix;
+  for (auto it = suffix; it != d.residual_log.end(); ++it) {
+    it->open = false;
+    it->cause = residual;
+    Observe(device, it->when, residual, nullptr);
+  }
+  Ns horizon = gap.end - kResidualHorizon;
+  while (!d.residual_log.empty() && !d.residual_log.front().open &&
+         d.residual_log.front().when.end < horizon) {
+    d.residual_log.pop_front();
+  }
+  ClosedGap record;
+  record.device = device;
+  record.gap = gap;
+  record.kind = kind;
+  record.cause_ns = open.cause_ns;
+  record.main = open.main;
+  // A gap mostly unexplained is not illustrated by the event that covers a sliver of it.
+  record.has_main = open.has_main && open.main_ns >= open.residual;
+  auto shorter = [](const ClosedGap& a, const ClosedGap& b) {
+    return a.gap.length() > b.gap.length();
+  };
+  if (top_gaps_limit_ > 0) {
+    if (top_gaps_.size() < top_gaps_limit_) {
+      top_gaps_.push_back(std::move(record));
+      std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+    } else if (gap.length() > top_gaps_.front().gap.length()) {
+      std::pop_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+      top_gaps_.back() = std::move(record);
+      std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
+    }
+  }
+  open = OpenGap{};
+  ++d.gap_serial;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,159 @@
+// Crediting: the idle slices of every device's gaps, as attribution hands them out (one winning
+// candidate per slice, or none), credited to causes (docs/attribution.md, "Attribution of a gap,
+// slice by slice"). Per device and cause it keeps the totals and the heaviest evidence
+// (CauseTotals); per gap its split by cause and the event that explains most of it (the longest
+// gaps are kept); and two ways for what comes later to change what was credited:
+//   - late events: a blocking call is recorded when it returns, so a long one reaches the
+//     analysis after its time was attributed. Residual slices (no candidate) are kept for
+//     kResidualHorizon, and a late event takes back the part it covers (Reclaim);
+//   - checkpoint snapshots: the newest kMaxCopyCredits slices credited to device-to-host copies
+//     (and syncs of a copy run) are remembered, and move to checkpointing when a checkpoint write
+//     shows they were its snapshot (ReclassifySnapshot).
+// An optional SliceObserver sees every slice as it is credited, and every later correction: the
+// input of a timeline exporter (Perfetto), which needs more than the report's totals.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "analyzer/analysis/attribution.h"
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "analyzer/model/vocabulary.h"
+
+namespace idlescope {
+
+// Residual slices are kept this long for events that arrive late.
+inline constexpr Ns kResidualHorizon = 600'000'000'000;  // 10 min
+// Credits of device-to-host copies remembered per device, for snapshots found later.
+inline constexpr size_t kMaxCopyCredits = 1024;
+
+// What a device's (or the job's) idle time of one cause was spent in.
+struct CauseTotals {
+  Ns ns = 0;
+  Ns pageable_ns = 0;         // host_gpu_transfer: in pageable copies
+  double pageable_bytes = 0;  // host_gpu_transfer: bytes of pageable copies, as `bytes` below
+  Ns remote_ns = 0;           // data_loading: reading remote filesystems
+  Ns worker_wait_ns = 0;      // data_loading: waiting on worker pipes/sockets
+  Ns gpu_side_ns = 0;         // explained by the device's own activity only
+  Ns snapshot_ns = 0;         // checkpointing: device-to-host snapshot copies before the write
+  Ns preprocess_ns = 0;       // data_loading: launching-thread CPU time in gaps with its data reads
+  double bytes = 0;           // bytes of the credited events, in proportion to the time credited
+  std::array<Ns, 11> nccl_op_ns{};  // by NcclOp
+  TopEvidence stacks;
+  TopEvidence objects;
+  TopEvidence directories;  // key id: hash of the directory
+
+  void Add(const CauseTotals& other);
+};
+
+// One credited slice, as the observer sees it.
+struct CreditedSlice {
+  uint32_t device = 0;
+  Interval when;
+  Cause cause = Cause::kUnknown;
+  // The candidate that explains it (valid during the call); nullptr for residual time, which is
+  // handed out when its gap closes and its cause (startup, tail, unknown, data_loading) is known.
+  const Candidate* candidate = nullptr;
+  // `when` had been handed out before as `replaces`: a late event took residual time back, or a
+  // copy turned out to be a checkpoint snapshot.
+  bool correction = false;
+  Cause replaces = Cause::kUnknown;
+};
+
+class SliceObserver {
+ public:
+  virtual ~SliceObserver() = default;
+  virtual void OnSlice(const CreditedSlice& slice) = 0;
+};
+
+// A gap, once it closed: the report's longest gaps come from these.
+struct ClosedGap {
+  uint32_t device = 0;
+  Interval gap;
+  GapKind kind = GapKind::kMiddle;
+  std::array<Ns, kCauseCount> cause_ns{};
+  Candidate main;         // the candidate with the longest slice
+  bool has_main = false;  // and that slice is at least the gap's unexplained time
+};
+
+class Crediting {
+ public:
+  explicit Crediting(size_t top_gaps) : top_gaps_limit_(top_gaps) {}
+  void SetObserver(SliceObserver* observer) { observer_ = observer; }
+  // Devices are numbered as the analysis finds them; each gets its state here first.
+  void AddDevice() { devices_.emplace_back(); }
+  size_t devices() const { return devices_.size(); }
+
+  // A slice of `device`'s open gap; `candidate` explains it (nullptr: nothing did).
+  // `may_become_snapshot`: the candidate's credit is remembered for ReclassifySnapshot.
+  void Credit(uint32_t device, const Candidate* candidate, Interval slice,
+              bool may_become_snapshot);
+  // A launching thread of `device` read a data file in its open gap: between kernels, the rest
+  // of that gap is the thread's preprocessing of its data (DataLoader(num_workers=0)).
+  void NoteLauncherRead(uint32_t device) { devices_[device].open.launcher_read = true; }
+  // Candidate `c` arrived after `device` was attributed up to `attributed_until`: it takes back
+  // the residual slices it covers (they had no candidate at all, so it wins them whatever its
+  // rank). Counted as late when more than kResidualHorizon late.
+  void Reclaim(uint32_t device, const Candidate& c, Ns attributed_until, bool may_become_snapshot);
+  // The copy (or sync) `copy` of thread (process, tid) was a checkpoint snapshot: its
+  // remembered credits on `device` move to checkpointing.
+  void ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t tid, Interval copy);
+  // `device`'s gap ended: its residual time gets the cause of the gap's kind.
+  void CloseGap(uint32_t device, Interval gap, GapKind kind);
+
+  const std::array<CauseTotals, kCauseCount>& totals(uint32_t device) const {
+    return devices_[device].causes;
+  }
+  // The longest closed gaps, at most `top_gaps`, in no particular order.
+  const std::vector<ClosedGap>& top_gaps() const { return top_gaps_; }
+  uint64_t late_candidates() const { return late_candidates_; }
+  Ns reclaimed_ns() const { return reclaimed_ns_; }
+
+ private:
+  struct OpenGap {
+    std::array<Ns, kCauseCount> cause_ns{};
+    Ns residual = 0;
+    Candidate main;
+    Ns main_ns = 0;
+    bool has_main = false;
+    bool launcher_read = false;  // a launching thread read a data file in this gap
+  };
+  // Recent idle slices no event explained, in time order.
+  struct ResidualSlice {
+    Interval when;
+    bool open;    // in the gap still open: its cause is decided when the gap closes
+    Cause cause;  // when closed: the residual cause it was given
+  };
+  // A slice credited to a device-to-host copy (or a sync of a copy run).
+  struct CopyCredit {
+    Candidate candidate;
+    Interval when;
+    uint64_t gap_serial;  // the gap it was credited in (the open gap while equal to gap_serial)
+  };
+  struct Device {
+    std::array<CauseTotals, kCauseCount> causes;
+    OpenGap open;
+    std::deque<ResidualSlice> residual_log;
+    std::deque<CopyCredit> copy_credits;
+    uint64_t gap_serial = 0;
+  };
+  void CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+                   bool may_become_snapshot);
+  void Observe(uint32_t device, Interval when, Cause cause, const Candidate* c,
+               bool correction = false, Cause replaces = Cause::kUnknown) {
+    if (observer_ != nullptr) observer_->OnSlice({device, when, cause, c, correction, replaces});
+  }
+
+  size_t top_gaps_limit_;
+  SliceObserver* observer_ = nullptr;
+  std::deque<Device> devices_;
+  std::vector<ClosedGap> top_gaps_;  // min-heap by length
+  uint64_t late_candidates_ = 0;
+  Ns reclaimed_ns_ = 0;
+};
+
+}  // namespace idlescope

@@ -1,0 +1,67 @@
+// The rules that classify one host event into what it says about a gap it overlaps (an event
+// class and a cause), and the path and program predicates they rest on. docs/attribution.md,
+// "Candidates", explains every rule.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "analyzer/model/causes.h"
+#include "analyzer/model/job_model.h"
+#include "trace.pb.h"
+
+namespace idlescope {
+
+// Model checkpoint files: by suffix (.pt, .pth, .ckpt, .safetensors, .bin, .h5, .pkl, .npz,
+// .msgpack, .distcp), or a directory component naming checkpoints ("checkpoint", "ckpt").
+bool IsModelCheckpointPath(std::string_view path);
+
+// Program code: Python source or bytecode (.py, .pyc), a shared library (.so, .so.N). Reading it
+// is importing or loading a library, not loading data.
+bool IsCodeFilePath(std::string_view path);
+
+// Kernel and device state: /proc, /sys, /dev but /dev/shm (polling memory or GPU state, entropy),
+// anonymous inodes (eventfd, timerfd: wakeups of driver threads).
+bool IsSystemPath(std::string_view path);
+
+// A data file, as opposed to code or system state: not Python source or bytecode, not a shared
+// library, not under /proc, /sys or /dev, not a model checkpoint. A training thread that reads such
+// files between its kernels is loading (and preprocessing) data itself.
+bool IsDataFilePath(std::string_view path);
+
+// A package installer: pip, pip3, conda, mamba, micromamba, apt, apt-get, yum, dnf, uv, poetry,
+// or "python -m pip". `program` is a path or a command name; `argv` the NUL-separated arguments
+// (may be empty).
+bool IsInstallerCommand(std::string_view program, std::string_view argv);
+
+// Remote filesystems (the paper's "remote data reading").
+bool IsRemoteFs(FsType fs);
+
+// What one host event says about a gap it overlaps. kNone: the event does not explain idle time
+// (launches, allocations, opens, marks).
+enum class EventClass : uint8_t {
+  kNone,
+  kCopyPageable,     // CUDA copy with a pageable host side (or unknown host memory)
+  kCopyPinned,       // CUDA copy with pinned/device/managed memory
+  kNccl,             // NCCL collective, group end
+  kCheckpointWrite,  // write/fsync/rename/close of a model file
+  kUploadWrite,      // write/fsync of any other file, sends/writes to public addresses
+  kIpcWrite,         // writes into pipes and local sockets: the analysis decides (has workers?)
+  kPeerSend,         // sends/writes to cluster-local (private) addresses: gloo, stores, PS
+  kReadLocal,        // reads of local files
+  kReadRemote,       // reads of remote filesystem files
+  kReadWorkerQueue,  // reads of pipes/sockets: waiting for DataLoader workers
+  kDownload,         // NET_* with a public address
+  kInstaller,        // exec/spawn of a package installer
+  kTerminalRead,     // reads of stdin or a terminal: waiting for a person
+  kSync,             // cudaDeviceSynchronize & co
+};
+
+struct EventClassification {
+  EventClass event_class = EventClass::kNone;
+  Cause cause = Cause::kUnknown;
+};
+
+EventClassification ClassifyHostEvent(const HostEvent& event);
+
+}  // namespace idlescope

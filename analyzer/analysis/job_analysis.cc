@@ -1,0 +1,344 @@
+#include "analyzer/analysis/job_analysis.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "analyzer/analysis/event_classes.h"
+#include "analyzer/analysis/report_builder.h"
+
+namespace idlescope {
+namespace {
+
+// Calls of a thread that name the device it feeds: its launching threads.
+bool IsLaunchEvent(EventType type) {
+  switch (type) {
+    case CUDA_MEMCPY:
+    case CUDA_MEMSET:
+    case CUDA_SYNC:
+    case CUDA_LAUNCH:
+    case CUDA_GRAPH_LAUNCH:
+    case CUDA_LAUNCH_SUMMARY:
+    case NCCL_COLLECTIVE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+JobAnalysis::JobAnalysis(AnalysisOptions options)
+    : options_(options),
+      devices_(std::max<Ns>(options.min_gap, 1)),
+      crediting_(options.top_gaps),
+      host_activity_(options.top_evidence) {
+  if (options_.min_gap < 1) options_.min_gap = 1;
+}
+
+void JobAnalysis::AddProcess(uint32_t process, const ProcessInfo& info) {
+  // The reader numbers processes in the order it adds them.
+  if (process != processes_.size()) return;
+  processes_.Add(info);
+  devices_.AddProcess(process, info);
+  startup_.AddProcess(process, info);
+  // Normally every process comes before the first record; a late one joins the families.
+  if (started_) BuildFamilies();
+}
+
+void JobAnalysis::AddWarning(const ReportWarning& warning) { warnings_.push_back(warning); }
+
+void JobAnalysis::AddFile(const FileReport& file) { files_.push_back(file); }
+
+void JobAnalysis::Start() {
+  if (started_) return;
+  started_ = true;
+  job_start_ = processes_.JobStart();
+  last_step_ = job_start_;
+  devices_.Start(job_start_);
+  BuildFamilies();
+}
+
+void JobAnalysis::BuildFamilies() {
+  processes_.BuildFamilies();
+  // Devices already linked (a process added after the first records) link the new families.
+  for (const auto& [process, device] : devices_.Unlink()) {
+    if (devices_.Link(device, process)) processes_.NoteDeviceUse(process, device);
+  }
+}
+
+void JobAnalysis::EndProcess(uint32_t process, Ns end) { processes_.End(process, end); }
+
+uint32_t JobAnalysis::Device(uint32_t process, uint32_t ordinal) {
+  bool linked = false;
+  uint32_t device = devices_.DeviceFor(process, ordinal, &linked);
+  if (__builtin_expect(linked, 0)) {
+    while (crediting_.devices() < devices_.size()) crediting_.AddDevice();
+    processes_.NoteDeviceUse(process, device);
+  }
+  return device;
+}
+
+void JobAnalysis::AddDeviceInfo(uint32_t process, const DeviceProps& props) {
+  Start();
+  devices_.AddDeviceInfo(process, props);
+}
+
+void JobAnalysis::AddHostEvent(const HostEvent& e) {
+  Start();
+  ++host_events_;
+  processes_.Seen(e.process, e.end);
+  const JobProcess& p = processes_[e.process];
+  if (__builtin_expect(!startup_.launched(e.process), 0)) startup_.Note(e);
+  if (e.device >= 0 && IsLaunchEvent(e.type)) {
+    uint32_t ordinal = static_cast<uint32_t>(e.device);
+    if (devices_.NewLauncher(e.process, e.tid, ordinal)) {
+      devices_[Device(e.process, ordinal)].launcher_threads.insert(ThreadKey(e.process, e.tid));
+    }
+  }
+  switch (e.type) {
+    case CUDA_LAUNCH:
+    case CUDA_LAUNCH_SUMMARY:
+    case CUDA_GRAPH_LAUNCH:
+      // A launch ends the thread's run of copies: what follows is training, not a snapshot.
+      snapshots_.EndRun(e.process, e.tid);
+      if (e.device >= 0) {
+        devices_[Device(e.process, static_cast<uint32_t>(e.device))].launches +=
+            e.type == CUDA_LAUNCH_SUMMARY ? std::max<uint64_t>(e.count, 1) : 1;
+      }
+      return;  // the hot path: launches explain no idle time
+    case CUDA_MALLOC:
+      if (e.device >= 0 && e.bytes > 0) {
+        devices_.Allocate(e.process, Device(e.process, static_cast<uint32_t>(e.device)), e.ptr,
+                          e.bytes);
+      }
+      return;
+    case CUDA_FREE:
+      devices_.Free(e.process, e.ptr);
+      return;
+    case NCCL_COLLECTIVE:
+      collectives_.Note(e.comm, e.seq, e.nranks, e.rank, p.info.rank, e.start);
+      break;
+    case PROC_FORK:
+    case PROC_EXEC:
+    case PROC_SPAWN:
+      processes_.NoteLaunch(e);
+      break;
+    default:
+      break;
+  }
+  EventClassification c = ClassifyHostEvent(e);
+  host_activity_.Note(e, c.event_class, e.tid == p.main_tid());
+  if (e.end <= e.start) return;
+  // Whatever a package installer does (downloads, writes to site-packages) is installation.
+  if (p.in_installer) {
+    c = {EventClass::kInstaller, Cause::kLibraryInstallation};
+  } else if (c.event_class == EventClass::kIpcWrite) {
+    // A write into a pipe or local socket blocks until the reader drains it. The process that
+    // feeds its workers (DataLoader index queues) waits on data loading; a worker blocked on its
+    // result queue, or a process writing to any other reader (a logger, a child), says only
+    // "another process is slow": no cause (docs/attribution.md, "Pipes and sockets").
+    if (!p.has_workers) return;
+    c = {EventClass::kReadWorkerQueue, Cause::kDataLoading};
+  }
+  if (c.event_class == EventClass::kNone) return;
+  // Reading code is importing (Python modules, lazily loaded libraries), reading /proc or /sys is
+  // polling state: CPU work of the process, not data loading. It explains nothing (before the
+  // first kernel it is startup).
+  const bool file_read =
+      c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote;
+  if (file_read && (IsCodeFilePath(e.path) || IsSystemPath(e.path))) return;
+  Candidate candidate;
+  candidate.when = {e.start, e.end};
+  candidate.cause = c.cause;
+  candidate.event_class = c.event_class;
+  candidate.pageable = c.event_class == EventClass::kCopyPageable;
+  candidate.d2h = e.type == CUDA_MEMCPY && e.copy_kind == COPY_D2H;
+  candidate.nccl_op = e.nccl_op;
+  candidate.process = e.process;
+  candidate.tid = e.tid;
+  candidate.stack = e.stack;
+  candidate.object = e.path_id;
+  candidate.bytes = e.bytes;
+  candidate.directory = directories_.Of(e);
+  // Code and system paths returned above: what is left is data unless it is a model file.
+  candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
+  if (snapshots_.Note(candidate, &snapshot_copies_)) {
+    for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, e.tid, copy);
+  }
+  AddCandidate(candidate);
+}
+
+void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
+  Start();
+  ++gpu_records_;
+  processes_.Seen(r.process, r.end);
+  uint32_t device = Device(r.process, r.device);
+  devices_[device].timeline.AddActivity(r);
+  if (r.end <= r.start) return;
+  copy_rates_.Add(r);
+  Candidate candidate;
+  candidate.when = {r.start, r.end};
+  candidate.gpu_side = true;
+  candidate.process = r.process;
+  candidate.device = device;
+  candidate.object = r.name_id;
+  candidate.bytes = r.bytes;
+  if (r.kind == GPU_KERNEL && r.nccl) {
+    candidate.cause = Cause::kCommunication;
+    candidate.event_class = EventClass::kNccl;
+  } else if (r.kind == GPU_MEMCPY || r.kind == GPU_MEMSET || r.kind == GPU_PEER_COPY) {
+    candidate.cause = Cause::kHostGpuTransfer;
+    candidate.pageable = r.src_kind == MEM_PAGEABLE || r.dst_kind == MEM_PAGEABLE;
+    candidate.event_class =
+        candidate.pageable ? EventClass::kCopyPageable : EventClass::kCopyPinned;
+  } else {
+    return;
+  }
+  AddCandidate(candidate);
+}
+
+void JobAnalysis::AddCandidate(const Candidate& c) {
+  // A candidate for time already attributed takes back the residual time it covers, on the
+  // devices it can explain (TierFor): its own device, its family's devices, or every device for
+  // an installer.
+  auto reclaim = [&](uint32_t device) {
+    Ns until = devices_[device].timeline.attributed_until();
+    Tier tier;
+    if (c.when.start >= until || !TierFor(c, device, &tier)) return;
+    crediting_.Reclaim(device, c, until, snapshots_.MayBecomeSnapshot(c));
+  };
+  if (c.gpu_side) {
+    reclaim(c.device);
+  } else if (c.event_class == EventClass::kInstaller) {
+    for (uint32_t d = 0; d < devices_.size(); ++d) reclaim(d);
+  } else {
+    for (uint32_t d : processes_[c.process].devices) reclaim(d);
+  }
+  window_.Add(c);
+}
+
+void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy) {
+  // Its time not yet attributed: the candidate itself is still held. Its time already
+  // attributed: the credited slices move (the late-events mechanism for credited time).
+  window_.MarkSnapshot(process, tid, copy);
+  for (uint32_t device : processes_[process].devices) {
+    crediting_.ReclassifySnapshot(device, process, tid, copy);
+  }
+}
+
+void JobAnalysis::AdvanceTo(Ns t) {
+  if (!started_) Start();
+  if (t < last_step_ + options_.advance_quantum) return;
+  Step(t);
+}
+
+void JobAnalysis::Step(Ns t) {
+  last_step_ = t;
+  window_.Merge();
+  for (uint32_t d = 0; d < devices_.size(); ++d) devices_[d].timeline.Advance(t, &gap_events_);
+  HandleGapEvents();
+  if (window_.WantsPrune()) Prune();
+  collectives_.Expire(t);
+}
+
+void JobAnalysis::HandleGapEvents() {
+  for (const GapEvent& event : gap_events_) {
+    if (event.type == GapEvent::kPiece) {
+      Attribute(event.device, event.piece);
+    } else {
+      crediting_.CloseGap(event.device, event.gap, event.kind);
+    }
+  }
+  gap_events_.clear();
+}
+
+bool JobAnalysis::TierFor(const Candidate& c, uint32_t device, Tier* tier) const {
+  if (c.gpu_side) {
+    *tier = Tier::kGpu;
+    return c.device == device;
+  }
+  if (devices_[device].launcher_threads.contains(ThreadKey(c.process, c.tid))) {
+    *tier = Tier::kLaunchingThread;
+    return true;
+  }
+  const std::vector<uint32_t>& devices = processes_[c.process].devices;
+  *tier = Tier::kJobProcess;
+  return c.event_class == EventClass::kInstaller ||
+         std::find(devices.begin(), devices.end(), device) != devices.end();
+}
+
+void JobAnalysis::Attribute(uint32_t device, Interval piece) {
+  ranked_.clear();
+  auto consider = [&](const Candidate& c) {
+    if (c.when.end <= piece.start || c.when.start >= piece.end) return;
+    Tier tier;
+    if (!TierFor(c, device, &tier)) return;
+    if (c.data_read && tier == Tier::kLaunchingThread) crediting_.NoteLauncherRead(device);
+    ranked_.push_back({&c, tier});
+  };
+  window_.ForEachReaching(piece, consider);
+  for (Candidate& span : processes_.installer_spans()) {
+    span.when.end = processes_[span.process].End();
+    // Its evidence is how it was started (resolved with the report): its command line always,
+    // the stack of the call that started it once that call was seen.
+    span.object = kLaunchEvidence;
+    const JobProcesses::Launch* launch = processes_.LaunchOf(span.process);
+    span.stack = launch != nullptr && launch->stack != 0 ? kLaunchEvidence : 0;
+    consider(span);
+  }
+  for (const Slice& slice : ResolveSlices(piece, ranked_)) {
+    const Candidate* winner = slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr;
+    crediting_.Credit(device, winner, slice.when,
+                      winner != nullptr && snapshots_.MayBecomeSnapshot(*winner));
+  }
+}
+
+void JobAnalysis::Prune() {
+  // A host candidate can be forgotten once every device its process's family launches on has
+  // been attributed past its end; a device-side one once its device has.
+  Ns all_devices = devices_.size() == 0 ? IntervalUnion::kNever : kForever;
+  for (uint32_t d = 0; d < devices_.size(); ++d) {
+    all_devices = std::min(all_devices, devices_[d].timeline.attributed_until());
+  }
+  std::vector<Ns> process_horizon(processes_.size(), IntervalUnion::kNever);
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    const std::vector<uint32_t>& devices = processes_[i].devices;
+    if (devices.empty()) continue;  // may still explain a device not seen yet
+    Ns horizon = kForever;
+    for (uint32_t d : devices) horizon = std::min(horizon, devices_[d].timeline.attributed_until());
+    process_horizon[i] = horizon;
+  }
+  window_.Prune([&](const Candidate& c) {
+    if (c.gpu_side) return c.when.end <= devices_[c.device].timeline.attributed_until();
+    if (c.event_class == EventClass::kInstaller) return c.when.end <= all_devices;
+    return c.when.end <= process_horizon[c.process];
+  });
+}
+
+JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
+  Start();
+  const Ns job_end = processes_.JobEnd(job_start_);
+  window_.Merge();
+  for (uint32_t d = 0; d < devices_.size(); ++d) devices_[d].timeline.Finish(job_end, &gap_events_);
+  HandleGapEvents();
+  collectives_.Finish();
+  return idlescope::BuildReport({.options = options_,
+                                 .job_start = job_start_,
+                                 .job_end = job_end,
+                                 .processes = processes_,
+                                 .devices = devices_,
+                                 .crediting = crediting_,
+                                 .host_activity = host_activity_,
+                                 .collectives = collectives_,
+                                 .startup = startup_,
+                                 .copy_rates = copy_rates_,
+                                 .directories = directories_,
+                                 .host_events = host_events_,
+                                 .gpu_records = gpu_records_,
+                                 .forgotten_candidates = window_.forgotten(),
+                                 .warnings = warnings_,
+                                 .files = files_},
+                                symbols);
+}
+
+}  // namespace idlescope

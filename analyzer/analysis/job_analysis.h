@@ -1,0 +1,105 @@
+// JobAnalysis: the streaming core of `idlescope report`, a RecordSink (model/record_sink.h) fed
+// the plain records of a whole job in approximate time order. It owns one object per concern
+// and routes each record to them; as the analysis window moves on (AdvanceTo) it runs the
+// timeline, gap and attribution stages and credits what became final; at the end BuildReport
+// turns the stages' results into the JobReport (analysis/report_builder.h).
+//
+//   processes (families, workers, installers) -+
+//   devices (identity, timelines, launchers) --+-> candidates -> window -> attribution
+//   host events -> classes -> snapshots ------+    (per gap piece: ResolveSlices)
+//                           -> host activity       -> crediting (totals, gaps, observer)
+//   NCCL calls -> collectives; early events -> startup; GPU copies -> copy rates (savings)
+//
+// Bounded memory: per device it keeps the open window of busy intervals (analysis/timeline.h),
+// and across the job the candidate events that may still explain an idle slice not yet
+// attributed (analysis/candidate_window.h). Results (per-cause totals, bounded top evidence,
+// the top gaps) are what remains. docs/architecture.md draws the stages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/analysis/attribution.h"
+#include "analyzer/analysis/candidate_window.h"
+#include "analyzer/analysis/collectives.h"
+#include "analyzer/analysis/crediting.h"
+#include "analyzer/analysis/devices.h"
+#include "analyzer/analysis/evidence.h"
+#include "analyzer/analysis/host_activity.h"
+#include "analyzer/analysis/options.h"
+#include "analyzer/analysis/processes.h"
+#include "analyzer/analysis/savings.h"
+#include "analyzer/analysis/snapshots.h"
+#include "analyzer/analysis/startup.h"
+#include "analyzer/analysis/timeline.h"
+#include "analyzer/model/job_report.h"
+#include "analyzer/model/record_sink.h"
+#include "analyzer/model/symbol_source.h"
+
+namespace idlescope {
+
+class JobAnalysis : public RecordSink {
+ public:
+  explicit JobAnalysis(AnalysisOptions options = {});
+
+  // RecordSink. All processes come first: the job span starts at the earliest process start.
+  void AddProcess(uint32_t process, const ProcessInfo& info) override;
+  void AddDeviceInfo(uint32_t process, const DeviceProps& props) override;
+  void AddHostEvent(const HostEvent& event) override;
+  void AddGpuRecord(const GpuRecord& record) override;
+  void EndProcess(uint32_t process, Ns end) override;
+  // Every record before `t` has been delivered: attribute what became final.
+  void AdvanceTo(Ns t) override;
+  void AddWarning(const ReportWarning& warning) override;
+  void AddFile(const FileReport& file) override;
+
+  // Sees every credited slice from now on (analysis/crediting.h); nullptr: none.
+  void SetSliceObserver(SliceObserver* observer) { crediting_.SetObserver(observer); }
+
+  // Closes every gap at the job's end and builds the report, resolving evidence with `symbols`.
+  JobReport BuildReport(const SymbolSource& symbols);
+
+  // For tests and --stats: candidates held now, and the most held at once.
+  size_t pending_candidates() const { return window_.size(); }
+  size_t peak_pending_candidates() const { return window_.peak(); }
+
+ private:
+  void Start();
+  void BuildFamilies();
+  // The job device of `process`'s ordinal; links it to the process's family when new.
+  uint32_t Device(uint32_t process, uint32_t ordinal);
+  void AddCandidate(const Candidate& candidate);
+  void Step(Ns t);
+  void HandleGapEvents();
+  void Attribute(uint32_t device, Interval piece);
+  // The tier in which candidate `c` can explain `device`'s idle time; false when it cannot
+  // (docs/attribution.md, "Tiers and precedence").
+  bool TierFor(const Candidate& c, uint32_t device, Tier* tier) const;
+  void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
+  void Prune();
+
+  AnalysisOptions options_;
+  bool started_ = false;
+  Ns job_start_ = 0;
+  Ns last_step_ = 0;
+  JobProcesses processes_;
+  JobDevices devices_;
+  CandidateWindow window_;
+  Crediting crediting_;
+  SnapshotRuns snapshots_;
+  HostActivity host_activity_;
+  Collectives collectives_;
+  Startup startup_;
+  CopyRates copy_rates_;
+  DirectoryNames directories_;
+  std::vector<Interval> snapshot_copies_;  // scratch: the copies a checkpoint write made snapshots
+  std::vector<GapEvent> gap_events_;       // scratch of Step
+  std::vector<RankedCandidate> ranked_;    // scratch of Attribute
+  uint64_t host_events_ = 0;
+  uint64_t gpu_records_ = 0;
+  std::vector<ReportWarning> warnings_;
+  std::vector<FileReport> files_;
+};
+
+}  // namespace idlescope

@@ -1,0 +1,195 @@
+#include "analyzer/analysis/processes.h"
+
+#include <algorithm>
+
+#include "analyzer/analysis/event_classes.h"
+
+namespace idlescope {
+namespace {
+
+// Longest command line kept for a program label.
+constexpr size_t kProgramLabelMax = 200;
+
+}  // namespace
+
+std::string ProgramLabel(std::string_view program, std::string_view argv) {
+  std::string label;
+  size_t pos = 0;
+  while (pos < argv.size() && label.size() < kProgramLabelMax) {
+    size_t stop = argv.find('\0', pos);
+    if (stop == std::string_view::npos) stop = argv.size();
+    if (stop > pos) {
+      if (!label.empty()) label += ' ';
+      label.append(argv.substr(pos, stop - pos));
+    }
+    pos = stop + 1;
+  }
+  if (label.empty()) label = std::string(program);
+  // The program by its name (argv[0] is "python3" or "/usr/bin/python3" depending on the caller).
+  size_t space = label.find(' ');
+  size_t slash = label.rfind('/', space == std::string::npos ? label.size() : space);
+  if (slash != std::string::npos && slash + 1 < label.size()) label.erase(0, slash + 1);
+  if (label.size() > kProgramLabelMax) label.resize(kProgramLabelMax);
+  return label;
+}
+
+std::string CommandLabel(const ProcessInfo& info) {
+  std::string argv = info.cmdline;  // joined by spaces: as a NUL-separated argv, in effect
+  std::replace(argv.begin(), argv.end(), ' ', '\0');
+  return ProgramLabel(info.exe, argv);
+}
+
+void JobProcesses::Add(const ProcessInfo& info) {
+  JobProcess p;
+  p.info = info;
+  p.last_seen = info.start;
+  processes_.push_back(std::move(p));
+}
+
+void JobProcesses::BuildFamilies() {
+  const uint32_t n = static_cast<uint32_t>(processes_.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    const ProcessInfo& info = processes_[i].info;
+    processes_[i].parent = -1;
+    for (uint32_t j = 0; j < n && processes_[i].parent < 0; ++j) {
+      if (j != i && processes_[j].info.pid == info.ppid && processes_[j].info.host == info.host) {
+        processes_[i].parent = j;
+      }
+    }
+  }
+  auto is_ancestor = [&](uint32_t ancestor, uint32_t of) {
+    int64_t at = processes_[of].parent;
+    for (size_t hops = 0; hops < n && at >= 0; ++hops) {
+      if (at == ancestor) return true;
+      at = processes_[at].parent;
+    }
+    return false;
+  };
+  installer_spans_.clear();
+  installer_pids_.clear();
+  for (JobProcess& p : processes_) {
+    p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
+    if (p.installer) installer_pids_.emplace(p.info.host, p.info.pid);
+    p.has_workers = false;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    JobProcess& p = processes_[i];
+    p.family.clear();
+    p.devices.clear();
+    bool installer_ancestor = false;
+    for (uint32_t j = 0; j < n; ++j) {
+      if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
+      if (j != i && is_ancestor(j, i) && processes_[j].installer) installer_ancestor = true;
+    }
+    // What an installer's children do (a build backend, a compiler, a download helper) is part
+    // of the installation.
+    p.in_installer = p.installer || installer_ancestor;
+    // A worker runs its parent's program: forked and not exec'd since. An exec'd child starts a
+    // trace of its own with its new command line and the same pid, so a forked file with such a
+    // twin is only the moment between fork() and exec() (subprocess.run, os.system).
+    p.worker = false;
+    if (p.parent >= 0 && p.info.forked) {
+      JobProcess& q = processes_[p.parent];
+      bool execd = false;
+      for (uint32_t j = 0; j < n; ++j) {
+        const ProcessInfo& other = processes_[j].info;
+        if (j != i && !other.forked && other.pid == p.info.pid && other.host == p.info.host) {
+          execd = true;
+        }
+      }
+      if (!execd && p.info.exe == q.info.exe && p.info.cmdline == q.info.cmdline) {
+        p.worker = true;
+        q.has_workers = true;
+      }
+    }
+    // Only the outermost installer gets a span: its descendants' lifetimes lie within it.
+    if (p.installer && !installer_ancestor) {
+      Candidate span;
+      span.when = {p.info.start, kForever};
+      span.cause = Cause::kLibraryInstallation;
+      span.event_class = EventClass::kInstaller;
+      span.process = i;
+      installer_spans_.push_back(span);
+    }
+  }
+}
+
+void JobProcesses::End(uint32_t process, Ns end) {
+  JobProcess& p = processes_[process];
+  p.ended = true;
+  p.end = std::max(end, p.info.start);
+}
+
+Ns JobProcesses::JobStart() const {
+  Ns start = kForever;
+  for (const JobProcess& p : processes_) start = std::min(start, p.info.start);
+  return start == kForever ? 0 : start;
+}
+
+Ns JobProcesses::JobEnd(Ns job_start) const {
+  Ns end = job_start;
+  for (const JobProcess& p : processes_) end = std::max(end, p.End());
+  return end;
+}
+
+void JobProcesses::NoteDeviceUse(uint32_t process, uint32_t device) {
+  for (uint32_t member : processes_[process].family) {
+    std::vector<uint32_t>& devices = processes_[member].devices;
+    if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+      devices.push_back(device);
+    }
+  }
+}
+
+void JobProcesses::NoteLaunch(const HostEvent& e) {
+  // exec keeps the pid (the installer is the caller itself); fork and posix_spawn name the child.
+  const JobProcess& p = processes_[e.process];
+  uint32_t pid = e.type == PROC_EXEC ? p.info.pid : e.child_pid;
+  if (pid == 0) return;
+  bool names_installer = e.type != PROC_FORK && IsInstallerCommand(e.path, e.argv);
+  auto key = std::make_pair(p.info.host, pid);
+  auto it = launches_.find(key);
+  if (it == launches_.end()) {
+    // Only installers are kept: a job forks and execs many programs. (An installer's own exec of
+    // itself is no launch of it: its first launch came before.)
+    bool installer = names_installer || (installer_pids_.contains(key) && !p.installer);
+    if (!installer) return;
+    it = launches_.emplace(key, Launch{}).first;
+  }
+  Launch& launch = it->second;
+  bool exec_like = e.type != PROC_FORK;
+  // The first exec/spawn names the command (a later one is the installer re-exec'ing itself).
+  if (exec_like && launch.command.empty()) launch.command = ProgramLabel(e.path, e.argv);
+  if (e.stack != 0 && (launch.stack == 0 || (exec_like && !launch.exec_stack))) {
+    launch.stack_process = e.process;
+    launch.stack = e.stack;
+    launch.exec_stack = exec_like;
+  }
+}
+
+const JobProcesses::Launch* JobProcesses::LaunchOf(uint32_t process) const {
+  const ProcessInfo& info = processes_[process].info;
+  auto it = launches_.find(std::make_pair(info.host, info.pid));
+  return it == launches_.end() ? nullptr : &it->second;
+}
+
+std::string JobProcesses::InstallerCommand(uint32_t process) const {
+  const Launch* launch = LaunchOf(process);
+  if (launch != nullptr && !launch->command.empty()) return launch->command;
+  // Not seen started (its parent untraced): its own command line.
+  return CommandLabel(processes_[process].info);
+}
+
+const JobProcess* JobProcesses::ImageParent(uint32_t process) const {
+  const JobProcess* parent = nullptr;
+  const ProcessInfo& info = processes_[process].info;
+  for (uint32_t j = 0; j < processes_.size(); ++j) {
+    const ProcessInfo& other = processes_[j].info;
+    if (j != process && other.pid == info.ppid && other.host == info.host) {
+      parent = &processes_[j];
+    }
+  }
+  return parent;
+}
+
+}  // namespace idlescope

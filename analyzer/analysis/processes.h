@@ -1,0 +1,109 @@
+// The job's processes (one per trace file) and how they relate (docs/attribution.md, "Devices"
+// and "Library installation"):
+//   - a process's family: itself, its ancestors and its descendants on the same host; their
+//     threads are the "other threads and processes" whose activity can explain a device's idle
+//     time, and `devices` lists the devices the family launches on;
+//   - workers: fork()ed children still running their parent's program (DataLoader workers);
+//   - installers: processes whose own command line is a package installer, every descendant of
+//     one, and how each installer was launched (the exec/spawn that named its command line, the
+//     call whose stack says where the job did it).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "analyzer/analysis/attribution.h"
+#include "analyzer/model/job_model.h"
+
+namespace idlescope {
+
+inline constexpr Ns kForever = std::numeric_limits<Ns>::max();
+// Candidate.stack / Candidate.object of an installer process's span: not an id of its trace file
+// but "how this process was launched" (JobProcesses::LaunchOf), resolved when the report is
+// built. Real ids are small counters, never this.
+inline constexpr uint64_t kLaunchEvidence = ~uint64_t{0};
+
+// "program arg1 arg2" from a NUL-separated argv (the program path when argv is empty), the
+// program by its base name, at most 200 characters: as the traced process's Header.cmdline is
+// joined, so both name the same program the same way.
+std::string ProgramLabel(std::string_view program, std::string_view argv);
+// A process's own command line (Header.cmdline, joined by spaces) as a program label.
+std::string CommandLabel(const ProcessInfo& info);
+
+struct JobProcess {
+  ProcessInfo info;
+  Ns last_seen = 0;  // end of its last record
+  Ns end = 0;        // Footer.end_ns
+  bool ended = false;
+  bool installer = false;         // a package installer (its own command line)
+  bool in_installer = false;      // the installer or one of its descendants
+  bool worker = false;            // fork()ed from its parent, no exec: a DataLoader-style worker
+  bool has_workers = false;       // the parent of workers
+  int64_t parent = -1;            // its parent's index (the first process with its ppid and host)
+  std::vector<uint32_t> family;   // itself, its ancestors and descendants (same host)
+  std::vector<uint32_t> devices;  // devices launched on by a process of the family
+
+  uint32_t main_tid() const { return info.main_tid != 0 ? info.main_tid : info.pid; }
+  // When it ended: its footer, or its last record when it has none.
+  Ns End() const { return ended ? std::max(end, last_seen) : last_seen; }
+};
+
+class JobProcesses {
+ public:
+  // How an installer was launched.
+  struct Launch {
+    std::string command;  // "pip install -r requirements.txt" ("" until an exec/spawn is seen)
+    uint32_t stack_process = 0;
+    uint64_t stack = 0;       // per-process StackNode id in stack_process (0: none)
+    bool exec_stack = false;  // the stack is the exec/spawn call's (preferred to the fork's)
+  };
+
+  void Add(const ProcessInfo& info);
+  // Families, workers and installers of the processes known now (again when one comes late).
+  // Clears every process's `devices`: the caller links the devices again (NoteDeviceUse).
+  void BuildFamilies();
+
+  size_t size() const { return processes_.size(); }
+  JobProcess& operator[](uint32_t i) { return processes_[i]; }
+  const JobProcess& operator[](uint32_t i) const { return processes_[i]; }
+
+  void Seen(uint32_t process, Ns t) {
+    JobProcess& p = processes_[process];
+    p.last_seen = std::max(p.last_seen, t);
+  }
+  void End(uint32_t process, Ns end);
+  // The earliest process start (0 when there is none), the latest end.
+  Ns JobStart() const;
+  Ns JobEnd(Ns job_start) const;
+
+  // `process` launches on `device`: every member of its family may explain the device's gaps.
+  void NoteDeviceUse(uint32_t process, uint32_t device);
+
+  // A fork, exec or spawn: remembered when it starts an installer.
+  void NoteLaunch(const HostEvent& event);
+  const Launch* LaunchOf(uint32_t process) const;
+  // What started installer `process`: the exec/spawn's command line, else its own.
+  std::string InstallerCommand(uint32_t process) const;
+  // One candidate per outermost installer process, covering its lifetime (kInstaller; its end
+  // is set when it is used, since the process may still be running).
+  std::vector<Candidate>& installer_spans() { return installer_spans_; }
+
+  // The parent image of `process` for the programs of the host activity report: the last
+  // process with its ppid and host (an exec'd twin comes after the forked copy it replaced).
+  const JobProcess* ImageParent(uint32_t process) const;
+
+ private:
+  std::vector<JobProcess> processes_;
+  std::vector<Candidate> installer_spans_;
+  // Keyed by (host, pid) of the installer; only installers are kept.
+  absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch> launches_;
+  absl::flat_hash_set<std::pair<std::string, uint32_t>> installer_pids_;
+};
+
+}  // namespace idlescope

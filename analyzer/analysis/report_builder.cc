@@ -1,0 +1,352 @@
+#include "analyzer/analysis/report_builder.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace idlescope {
+namespace {
+
+// Per-cause figures over the devices that ran work (the job's causes are their sums).
+struct JobTotals {
+  std::array<CauseTotals, kCauseCount> causes;
+  std::array<Ns, kCauseCount> ns{};
+  KernelStats kernels;       // compute kernels of the used devices (grids only where SMs are known)
+  bool any_kernels = false;  // some device ran a kernel (NCCL ones too)
+};
+
+DeviceReport DeviceFigures(const JobDevice& d, Ns span) {
+  const DeviceTimeline& t = d.timeline;
+  const KernelStats& k = t.kernel_stats();
+  DeviceReport r;
+  r.id = d.id;
+  r.host = d.host;
+  r.name = d.props.name;
+  r.rank = d.rank;
+  r.processes = static_cast<uint32_t>(d.processes.size());
+  r.used = k.kernels + k.nccl_kernels > 0;
+  r.compute_ns = t.compute_ns();
+  r.comm_ns = t.comm_ns();
+  r.transfer_ns = t.transfer_ns();
+  r.any_kernel_ns = t.any_kernel_ns();
+  r.idle_ns = span - r.compute_ns;
+  r.compute_util = span > 0 ? static_cast<double>(r.compute_ns) / static_cast<double>(span) : 0;
+  r.kernel_active_util =
+      span > 0 ? static_cast<double>(r.any_kernel_ns) / static_cast<double>(span) : 0;
+  r.kernels = k.kernels;
+  r.nccl_kernels = k.nccl_kernels;
+  r.median_kernel_ns = k.MedianKernelNs();
+  if (k.with_grid > 0 && d.props.sm_count > 0) {
+    r.below_sm_fraction = static_cast<double>(k.below_sm_count) / static_cast<double>(k.with_grid);
+  }
+  r.long_gaps = t.long_gaps();
+  r.short_gaps = t.short_gaps();
+  r.short_gap_ns = t.short_gap_ns();
+  r.peak_memory = t.peak_memory();
+  r.total_memory = d.props.total_memory;
+  return r;
+}
+
+// The devices' reports (by id), the unused visible ones, utilization, and the job's totals.
+void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job) {
+  const Ns span = report.span;
+  bool any_kernels = false;
+  for (uint32_t i = 0; i < in.devices.size(); ++i) {
+    const KernelStats& k = in.devices[i].timeline.kernel_stats();
+    any_kernels = any_kernels || k.kernels + k.nccl_kernels > 0;
+  }
+  job.any_kernels = any_kernels;
+  const Cause idle_device_cause = any_kernels ? Cause::kUnusedGpus : Cause::kNoGpuWork;
+  std::vector<uint32_t> order(in.devices.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return in.devices[a].id < in.devices[b].id; });
+  for (uint32_t index : order) {
+    const JobDevice& d = in.devices[index];
+    const DeviceTimeline& t = d.timeline;
+    DeviceReport r = DeviceFigures(d, span);
+    if (!r.used) {
+      r.cause_ns[Index(idle_device_cause)] = span;
+      job.causes[Index(idle_device_cause)].ns += span;
+    } else {
+      const std::array<CauseTotals, kCauseCount>& totals = in.crediting.totals(index);
+      for (int c = 0; c < kCauseCount; ++c) r.cause_ns[c] = totals[c].ns;
+      Cause short_cause = ShortGapCause(r.compute_util, r.peak_memory, r.total_memory);
+      r.cause_ns[Index(short_cause)] += t.short_gap_ns();
+      job.causes[Index(short_cause)].ns += t.short_gap_ns();
+      for (int c = 0; c < kCauseCount; ++c) job.causes[c].Add(totals[c]);
+      const KernelStats& k = t.kernel_stats();
+      job.kernels.kernels += k.kernels;
+      job.kernels.kernel_ns += k.kernel_ns;
+      if (d.props.sm_count > 0) {
+        job.kernels.with_grid += k.with_grid;
+        job.kernels.below_sm_count += k.below_sm_count;
+      }
+    }
+    for (int c = 0; c < kCauseCount; ++c) job.ns[c] += r.cause_ns[c];
+    if (!r.used && d.launches > 0) {
+      report.warnings.push_back(
+          {.kind = WarningKind::kLaunchesWithoutGpuRecords, .subject = d.id, .count = d.launches});
+    }
+    if (t.late_records() > 0) {
+      report.warnings.push_back({.kind = WarningKind::kLateGpuRecords,
+                                 .subject = d.id,
+                                 .count = t.late_records(),
+                                 .ns = t.late_ns()});
+    }
+    report.devices.push_back(std::move(r));
+  }
+  if (any_kernels) {
+    for (const std::string& host : report.hosts) {
+      uint32_t unused = in.devices.UnusedVisible(host);
+      for (uint32_t k = 0; k < unused; ++k) {
+        DeviceReport r;
+        r.id = absl::StrCat(host, "/visible-unused-", k);
+        r.host = host;
+        r.idle_ns = span;
+        r.cause_ns[Index(Cause::kUnusedGpus)] = span;
+        job.ns[Index(Cause::kUnusedGpus)] += span;
+        job.causes[Index(Cause::kUnusedGpus)].ns += span;
+        report.devices.push_back(std::move(r));
+      }
+    }
+  }
+  const size_t device_count = report.devices.size();
+  if (device_count == 0) {
+    // No device at all: the whole run is a non-DL job, measured against its wall time.
+    job.ns[Index(Cause::kNoGpuWork)] = span;
+    job.causes[Index(Cause::kNoGpuWork)].ns = span;
+    report.gpu_time = span;
+    return;
+  }
+  report.gpu_time = span * static_cast<Ns>(device_count);
+  for (const DeviceReport& r : report.devices) {
+    report.compute_util += r.compute_util;
+    report.kernel_active_util += r.kernel_active_util;
+  }
+  report.compute_util /= static_cast<double>(device_count);
+  report.kernel_active_util /= static_cast<double>(device_count);
+}
+
+// Evidence ids are per trace file, except an installer span's (kLaunchEvidence: how the
+// installer was launched).
+class EvidenceOf {
+ public:
+  EvidenceOf(const JobProcesses& processes, EvidenceResolver& evidence)
+      : processes_(processes), evidence_(evidence) {}
+  StringId String(uint32_t process, uint64_t id) {
+    if (id == kLaunchEvidence) return evidence_.Intern(processes_.InstallerCommand(process));
+    return evidence_.String(process, id);
+  }
+  StackId Stack(uint32_t process, uint64_t id) {
+    if (id != kLaunchEvidence) return evidence_.Stack(process, id);
+    const JobProcesses::Launch* launch = processes_.LaunchOf(process);
+    if (launch == nullptr || launch->stack == 0) return 0;
+    return evidence_.Stack(launch->stack_process, launch->stack);
+  }
+  EvidenceItem StackItem(const EvidenceKey& key) {
+    EvidenceItem item{.kind = EvidenceKind::kStack, .id = Stack(key.process, key.id)};
+    if (item.id != 0) return item;
+    return {.kind = EvidenceKind::kUnresolvedStack, .process = key.process, .trace_id = key.id};
+  }
+  EvidenceItem ObjectItem(const EvidenceKey& key) {
+    EvidenceItem item{.kind = EvidenceKind::kObject, .id = String(key.process, key.id)};
+    if (item.id != 0) return item;
+    return {.kind = EvidenceKind::kUnresolvedObject, .process = key.process, .trace_id = key.id};
+  }
+
+ private:
+  const JobProcesses& processes_;
+  EvidenceResolver& evidence_;
+};
+
+void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResolver& evidence,
+                  EvidenceOf& of, JobReport& report) {
+  const size_t top = in.options.top_evidence;
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (job.ns[c] <= 0) continue;
+    const Cause cause = static_cast<Cause>(c);
+    const CauseTotals& acc = job.causes[c];
+    CauseReport r;
+    r.cause = cause;
+    r.ns = job.ns[c];
+    r.share =
+        report.gpu_time > 0 ? static_cast<double>(r.ns) / static_cast<double>(report.gpu_time) : 0;
+    Saving saving = EstimateSaving(cause, r.ns, acc, in.copy_rates);
+    r.saving_ns = saving.ns;
+    r.basis = saving.basis;
+    TotalsFindings(cause, r.ns, acc, job.kernels, &r.findings);
+    if (cause == Cause::kStartup) in.startup.Findings(evidence, &r.findings);
+    r.stacks =
+        evidence.Heaviest(acc.stacks, top, [&](const EvidenceKey& k) { return of.StackItem(k); });
+    r.objects =
+        evidence.Heaviest(acc.objects, top, [&](const EvidenceKey& k) { return of.ObjectItem(k); });
+    // Directories only say more than the files when there are many files.
+    if (acc.objects.size() > top) {
+      r.directories = evidence.Heaviest(acc.directories, top, [&](const EvidenceKey& key) {
+        const std::string* name = in.directories.Find(key.id);
+        return EvidenceItem{.kind = EvidenceKind::kDirectory,
+                            .id = name == nullptr ? 0 : evidence.Intern(*name)};
+      });
+    }
+    // A job without any kernel: what its threads did instead.
+    if (cause == Cause::kNoGpuWork && !job.any_kernels) {
+      PointAtHostActivity(report.host_activity, top, r);
+    }
+    if (acc.stacks.evicted() || acc.objects.evicted()) {
+      r.findings.push_back({.kind = FindingKind::kEvidenceApproximate});
+    }
+    report.causes.push_back(std::move(r));
+  }
+  // Communication: the rank(s) the others waited for.
+  for (const Finding& f : in.collectives.Stragglers(3)) {
+    for (CauseReport& c : report.causes) {
+      if (c.cause == Cause::kCommunication) c.findings.push_back(f);
+    }
+  }
+  std::sort(report.causes.begin(), report.causes.end(), [](const auto& a, const auto& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;
+  });
+  for (const CauseReport& c : report.causes) report.idle_ns += c.ns;
+}
+
+void TopGaps(const AnalysisResults& in, EvidenceOf& of, JobReport& report) {
+  std::vector<ClosedGap> gaps = in.crediting.top_gaps();
+  std::sort(gaps.begin(), gaps.end(), [&](const ClosedGap& a, const ClosedGap& b) {
+    if (a.gap.length() != b.gap.length()) return a.gap.length() > b.gap.length();
+    if (a.gap.start != b.gap.start) return a.gap.start < b.gap.start;
+    return in.devices[a.device].id < in.devices[b.device].id;
+  });
+  for (const ClosedGap& g : gaps) {
+    GapReport r;
+    r.device = in.devices[g.device].id;
+    r.start = g.gap.start - in.job_start;
+    r.length = g.gap.length();
+    r.kind = g.kind;
+    for (int c = 0; c < kCauseCount; ++c) {
+      if (g.cause_ns[c] > 0) r.causes.push_back({static_cast<Cause>(c), g.cause_ns[c]});
+    }
+    std::sort(r.causes.begin(), r.causes.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (g.has_main) {
+      const Candidate& m = g.main;
+      r.has_evidence = true;
+      r.evidence = {.cause = m.cause,
+                    .gpu_side = m.gpu_side,
+                    .object = m.object != 0 ? of.String(m.process, m.object) : 0,
+                    .bytes = m.bytes,
+                    .stack = m.stack != 0 ? of.Stack(m.process, m.stack) : 0,
+                    .pid = in.processes[m.process].info.pid,
+                    .tid = m.tid};
+    }
+    report.top_gaps.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory) {
+  if (compute_util > 0.5 || total_memory == 0 || peak_memory <= 0) return Cause::kLaunchBound;
+  double memory = static_cast<double>(peak_memory) / static_cast<double>(total_memory);
+  if (memory > 0.8) return Cause::kInsufficientMemory;
+  if (memory <= 0.5) return Cause::kSmallBatch;
+  return Cause::kLaunchBound;
+}
+
+void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const KernelStats& kernels,
+                    std::vector<Finding>* out) {
+  auto note = [&](FindingKind kind, Ns ns) {
+    if (ns > 0) out->push_back({.kind = kind, .ns = ns});
+  };
+  switch (cause) {
+    case Cause::kHostGpuTransfer:
+      out->push_back({.kind = FindingKind::kPageableCopies,
+                      .ns = acc.pageable_ns,
+                      .other_ns = idle_ns - acc.pageable_ns});
+      note(FindingKind::kGpuOnlyCopies, acc.gpu_side_ns);
+      return;
+    case Cause::kCheckpointing:
+      note(FindingKind::kSnapshotCopies, acc.snapshot_ns);
+      out->push_back({.kind = FindingKind::kCheckpointBytes,
+                      .bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)))});
+      return;
+    case Cause::kCommunication:
+      for (size_t op = 1; op < acc.nccl_op_ns.size(); ++op) {
+        if (acc.nccl_op_ns[op] <= 0) continue;
+        Finding f{.kind = FindingKind::kNcclOpBlocked, .ns = acc.nccl_op_ns[op]};
+        f.nccl_op = static_cast<NcclOp>(op);
+        out->push_back(f);
+      }
+      note(FindingKind::kExposedNcclKernels, acc.gpu_side_ns);
+      return;
+    case Cause::kDataLoading:
+      note(FindingKind::kRemoteReads, acc.remote_ns);
+      note(FindingKind::kWorkerQueueWaits, acc.worker_wait_ns);
+      note(FindingKind::kLauncherPreprocessing, acc.preprocess_ns);
+      return;
+    case Cause::kSmallBatch:
+    case Cause::kInsufficientMemory:
+    case Cause::kLaunchBound:
+      if (kernels.kernels > 0) {
+        out->push_back({.kind = FindingKind::kComputeKernels,
+                        .ns = kernels.kernel_ns,
+                        .count = kernels.kernels});
+      }
+      if (kernels.with_grid > 0) {
+        // A kernel with fewer blocks than SMs leaves SMs idle even while it runs.
+        out->push_back({.kind = FindingKind::kKernelsBelowSmCount,
+                        .count = kernels.below_sm_count,
+                        .of_count = kernels.with_grid});
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
+  JobReport report;
+  EvidenceResolver evidence(symbols, &report.symbols);
+  EvidenceOf of(in.processes, evidence);
+  report.min_gap = in.options.min_gap;
+  report.processes = static_cast<uint32_t>(in.processes.size());
+  report.span = in.job_end - in.job_start;
+  report.events = in.host_events;
+  report.gpu_activities = in.gpu_records;
+  report.files = in.files;
+  report.host_activity = in.host_activity.Build(in.processes, evidence);
+  for (uint32_t i = 0; i < in.processes.size(); ++i) {
+    const ProcessInfo& info = in.processes[i].info;
+    if (info.rank >= 0) report.ranks.push_back(info.rank);
+    report.hosts.push_back(info.host);
+  }
+  std::sort(report.ranks.begin(), report.ranks.end());
+  report.ranks.erase(std::unique(report.ranks.begin(), report.ranks.end()), report.ranks.end());
+  std::sort(report.hosts.begin(), report.hosts.end());
+  report.hosts.erase(std::unique(report.hosts.begin(), report.hosts.end()), report.hosts.end());
+
+  JobTotals job;
+  DeviceReports(in, report, job);
+  CauseReports(in, job, evidence, of, report);
+  if (in.collectives.incomplete() > 0) {
+    report.warnings.push_back(
+        {.kind = WarningKind::kIncompleteCollectives, .count = in.collectives.incomplete()});
+  }
+  TopGaps(in, of, report);
+  if (in.forgotten_candidates > 0) {
+    report.warnings.push_back(
+        {.kind = WarningKind::kForgottenCandidates, .count = in.forgotten_candidates});
+  }
+  if (in.crediting.late_candidates() > 0) {
+    report.warnings.push_back(
+        {.kind = WarningKind::kLateCandidates, .count = in.crediting.late_candidates()});
+  }
+  for (const ReportWarning& w : in.warnings) report.warnings.push_back(w);
+  return report;
+}
+
+}  // namespace idlescope

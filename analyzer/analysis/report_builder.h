@@ -1,0 +1,58 @@
+// The report's assembly: once every record is in and every gap closed, the stages' results
+// become the JobReport (model/job_report.h). Per device its figures and the short-gap rule; the
+// unused visible devices; per cause the job's totals, the estimated saving (analysis/savings.h),
+// the findings and the heaviest evidence resolved to the report's symbols; the longest gaps;
+// the warnings. Nothing here reads a trace or words a sentence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/analysis/candidate_window.h"
+#include "analyzer/analysis/collectives.h"
+#include "analyzer/analysis/crediting.h"
+#include "analyzer/analysis/devices.h"
+#include "analyzer/analysis/evidence.h"
+#include "analyzer/analysis/host_activity.h"
+#include "analyzer/analysis/options.h"
+#include "analyzer/analysis/processes.h"
+#include "analyzer/analysis/savings.h"
+#include "analyzer/analysis/startup.h"
+#include "analyzer/model/job_report.h"
+#include "analyzer/model/symbol_source.h"
+
+namespace idlescope {
+
+// What the stages hold at the end of the job.
+struct AnalysisResults {
+  const AnalysisOptions& options;
+  Ns job_start;
+  Ns job_end;
+  const JobProcesses& processes;
+  const JobDevices& devices;
+  const Crediting& crediting;
+  const HostActivity& host_activity;
+  const Collectives& collectives;
+  const Startup& startup;
+  const CopyRates& copy_rates;
+  const DirectoryNames& directories;
+  uint64_t host_events;
+  uint64_t gpu_records;
+  uint64_t forgotten_candidates;
+  const std::vector<ReportWarning>& warnings;  // the reader's
+  const std::vector<FileReport>& files;
+};
+
+JobReport BuildReport(const AnalysisResults& results, const SymbolSource& symbols);
+
+// The idle time in gaps shorter than --min-gap, by the paper's thresholds on the device's compute
+// utilization U and peak memory M of its total: U <= 50% and M > 80% is insufficient_memory, U <=
+// 50% and M <= 50% small_batch, anything else (or memory unknown) launch_bound.
+Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory);
+
+// What the job's totals of `cause` (`idle_ns` of it) say beyond its time: the pageable share of
+// transfers, the NCCL ops, remote reads, the kernels of launch-bound time, ...
+void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& totals, const KernelStats& kernels,
+                    std::vector<Finding>* out);
+
+}  // namespace idlescope

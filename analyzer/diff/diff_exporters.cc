@@ -1,0 +1,321 @@
+#include "analyzer/diff/diff_exporters.h"
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/units.h"
+
+namespace idlescope {
+
+// --- Words --------------------------------------------------------------------------------
+
+std::string NormalizationText(const Normalization& n) {
+  std::string detail;
+  switch (n.basis) {
+    case StepBasis::kKernel:
+      detail =
+          absl::StrFormat("steps = launches of the most frequent kernel %s: %d before, %d after",
+                          n.kernel, n.before_steps, n.after_steps);
+      break;
+    case StepBasis::kNcclCollectives:
+      detail =
+          absl::StrFormat("steps = NCCL collectives on the main communicator: %d before, %d after",
+                          n.before_steps, n.after_steps);
+      break;
+    case StepBasis::kNone:
+      if (n.kernel_check == KernelCheck::kMissingInAfter) {
+        detail = absl::StrFormat(
+            "AFTER never runs BEFORE's most frequent kernel %s: compared per run", n.kernel);
+      } else if (n.kernel_check == KernelCheck::kGridChanged) {
+        detail = absl::StrFormat(
+            "steps differ in size (kernel %s: %d blocks before, %d after, a batch size change): "
+            "compared per run",
+            n.kernel, n.before_grid, n.after_grid);
+      } else {
+        detail = "no steps recognized (no compute kernels, no NCCL collectives)";
+      }
+      break;
+  }
+  const bool have_steps = n.before_steps > 0 && n.after_steps > 0;
+  switch (n.choice) {
+    case NormalizationChoice::kPerRun:
+      detail = absl::StrCat("per run (--per-run); ", detail);
+      break;
+    case NormalizationChoice::kPerStep:
+      if (!have_steps) detail = absl::StrCat("per run (--per-step: ", detail, ")");
+      break;
+    case NormalizationChoice::kAuto:
+      if (have_steps && !n.per_step) {
+        detail = absl::StrCat("per run: both runs have the same number of steps (", detail, ")");
+      }
+      break;
+  }
+  if (n.per_step) detail = absl::StrCat("per step: ", detail);
+  return detail;
+}
+
+std::string GateLabel(const GateResult& g) {
+  if (g.kind == GateKind::kFailIfSlower)
+    return absl::StrFormat("fail-if-slower %g%%", g.threshold_pct);
+  return absl::StrFormat("fail-if-cause-grows %s:%g%%", InfoOf(g.cause).name, g.threshold_pct);
+}
+
+std::string GateDetail(const GateResult& g) {
+  const char* unit = g.per_step ? " per step" : "";
+  std::optional<double> rel = g.value.relative();
+  if (g.kind == GateKind::kFailIfSlower) {
+    return rel ? absl::StrFormat("wall time%s %+.1f%%", unit, 100 * *rel)
+               : "BEFORE has no wall time";
+  }
+  std::string detail = absl::StrFormat("%s%s %s -> %s (%s)", InfoOf(g.cause).name, unit,
+                                       AutoTime(g.value.before), AutoTime(g.value.after),
+                                       rel ? absl::StrFormat("%+.1f%%", 100 * *rel) : "new");
+  if (g.below_noise) absl::StrAppend(&detail, ", below the noise floor of ", AutoTime(g.noise_ns));
+  return detail;
+}
+
+// --- Text -------------------------------------------------------------------------------------
+
+namespace {
+
+std::string Relative(const DiffValue& v) {
+  std::optional<double> rel = v.relative();
+  if (!rel) return v.after == 0 ? "" : "new";
+  return absl::StrFormat("%+.1f%%", 100 * *rel);
+}
+
+void Row(std::string* out, std::string_view label, const DiffValue& v, const TimeUnit& u) {
+  absl::StrAppendFormat(out, "  %-34s %12s %12s %12s %9s\n", label, Time(v.before, u),
+                        Time(v.after, u), SignedTime(v.change(), u), Relative(v));
+}
+
+void UtilRow(std::string* out, std::string_view label, const DiffValue& v) {
+  absl::StrAppendFormat(out, "  %-34s %11.1f%% %11.1f%% %+10.1f pp\n", label, 100 * v.before,
+                        100 * v.after, 100 * v.change());
+}
+
+}  // namespace
+
+std::string FormatTextDiff(const JobDiff& d) {
+  std::string out;
+  absl::StrAppendFormat(&out, "idlescope diff\n  before: %s (%s, %d device%s)\n", d.before.input,
+                        AutoTime(static_cast<double>(d.before.span)), d.before.devices,
+                        d.before.devices == 1 ? "" : "s");
+  absl::StrAppendFormat(&out, "  after:  %s (%s, %d device%s)\n", d.after.input,
+                        AutoTime(static_cast<double>(d.after.span)), d.after.devices,
+                        d.after.devices == 1 ? "" : "s");
+  absl::StrAppendFormat(&out, "normalization: %s\n\n", NormalizationText(d.normalization));
+  const bool per_step = d.normalization.per_step;
+  absl::StrAppendFormat(&out, "  %-34s %12s %12s %12s %9s\n", per_step ? "(per step)" : "(per run)",
+                        "before", "after", "change", "relative");
+  const TimeUnit u = TimeUnitFor(d.wall.before);
+  Row(&out, "wall time (job span)", d.wall, u);
+  Row(&out, "GPU compute busy (all devices)", d.compute, u);
+  UtilRow(&out, "utilization, paper (compute)", d.compute_util);
+  UtilRow(&out, "utilization, nvidia-smi (any kernel)", d.kernel_active_util);
+  Row(&out, "idle GPU time (all causes)", d.idle, u);
+  for (const CauseDiff& c : d.causes) {
+    Row(&out, absl::StrCat("  ", std::string(InfoOf(c.cause).name)), c.idle, u);
+  }
+  if (d.speedup > 0) {
+    absl::StrAppendFormat(&out, "\nspeedup: %.2fx (wall time%s, before / after)\n", d.speedup,
+                          per_step ? " per step" : "");
+  } else {
+    out += "\nspeedup: unknown (AFTER has no wall time)\n";
+  }
+  if (!d.causes.empty()) {
+    // The cause that changed most, in the direction of the result: what the fix did.
+    const CauseDiff* largest = &d.causes.front();
+    for (const CauseDiff& c : d.causes) {
+      if (std::fabs(c.idle.change()) > std::fabs(largest->idle.change())) largest = &c;
+    }
+    std::optional<double> rel = largest->idle.relative();
+    absl::StrAppendFormat(
+        &out, "largest change: %s %s (%s)\n", InfoOf(largest->cause).name,
+        SignedTime(largest->idle.change(), TimeUnitFor(std::fabs(largest->idle.change()))),
+        rel ? absl::StrFormat("%s by %.1f%%", *rel < 0 ? "reduced" : "grown", 100 * std::fabs(*rel))
+            : "new in AFTER");
+  }
+  if (!d.gates.empty()) {
+    out += "\ngates:\n";
+    for (const GateResult& g : d.gates) {
+      absl::StrAppendFormat(&out, "  %-44s %s  (%s)\n", GateLabel(g), g.tripped ? "TRIPPED" : "ok",
+                            GateDetail(g));
+    }
+    absl::StrAppendFormat(&out, "result: %s (exit %d)\n",
+                          d.tripped() ? "regression: a gate tripped" : "ok", d.exit_code());
+  }
+  return out;
+}
+
+// --- JSON -------------------------------------------------------------------------------------
+
+namespace {
+
+void Relative(JsonWriter& j, const DiffValue& v) {
+  std::optional<double> rel = v.relative();
+  if (rel) {
+    j.Ratio(*rel);
+  } else {
+    j.Null();
+  }
+}
+
+void TimeValue(JsonWriter& j, std::string_view key, const DiffValue& v) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("before_ns");
+  j.Int(std::llround(v.before));
+  j.Key("after_ns");
+  j.Int(std::llround(v.after));
+  j.Key("change_ns");
+  j.Int(std::llround(v.change()));
+  j.Key("relative");
+  Relative(j, v);
+  j.EndObject();
+}
+
+void RatioValue(JsonWriter& j, std::string_view key, const DiffValue& v) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("before");
+  j.Ratio(v.before);
+  j.Key("after");
+  j.Ratio(v.after);
+  j.Key("change");
+  j.Ratio(v.change());
+  j.EndObject();
+}
+
+void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t steps) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("input");
+  j.String(r.input);
+  j.Key("span_ns");
+  j.Int(r.span);
+  j.Key("devices");
+  j.Uint(r.devices);
+  j.Key("gpu_time_ns");
+  j.Int(r.gpu_time);
+  j.Key("compute_ns");
+  j.Int(r.compute_ns);
+  j.Key("idle_ns");
+  j.Int(r.idle_ns);
+  j.Key("compute_util");
+  j.Ratio(r.compute_util);
+  j.Key("kernel_active_util");
+  j.Ratio(r.kernel_active_util);
+  j.Key("steps");
+  j.Uint(steps);
+  j.Key("idle_by_cause_ns");
+  j.BeginObject();
+  for (int i = 0; i < kCauseCount; ++i) {
+    if (r.cause_ns[i] == 0) continue;
+    j.Key(InfoOf(static_cast<Cause>(i)).name);
+    j.Int(r.cause_ns[i]);
+  }
+  j.EndObject();
+  j.EndObject();
+}
+
+}  // namespace
+
+std::string FormatJsonDiff(const JobDiff& d) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("schema_version");
+  j.Int(kDiffSchemaVersion);
+  j.Key("tool");
+  j.String("idlescope " IDLESCOPE_VERSION);
+  Run(j, "before", d.before, d.normalization.before_steps);
+  Run(j, "after", d.after, d.normalization.after_steps);
+  j.Key("normalization");
+  j.BeginObject();
+  j.Key("unit");
+  j.String(d.normalization.per_step ? "step" : "run");
+  j.Key("basis");
+  j.String(StepBasisName(d.normalization.basis));
+  j.Key("before_steps");
+  j.Uint(d.normalization.before_steps);
+  j.Key("after_steps");
+  j.Uint(d.normalization.after_steps);
+  j.Key("detail");
+  j.String(NormalizationText(d.normalization));
+  j.EndObject();
+  TimeValue(j, "wall", d.wall);
+  TimeValue(j, "compute_busy", d.compute);
+  TimeValue(j, "idle", d.idle);
+  j.Key("utilization");
+  j.BeginObject();
+  RatioValue(j, "compute", d.compute_util);
+  RatioValue(j, "kernel_active", d.kernel_active_util);
+  j.EndObject();
+  j.Key("causes");
+  j.BeginArray();
+  for (const CauseDiff& c : d.causes) {
+    j.BeginObject();
+    j.Key("cause");
+    j.String(InfoOf(c.cause).name);
+    TimeValue(j, "idle", c.idle);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("speedup");
+  j.Ratio(d.speedup);
+  j.Key("gates");
+  j.BeginArray();
+  for (const GateResult& g : d.gates) {
+    j.BeginObject();
+    j.Key("gate");
+    j.String(GateKindName(g.kind));
+    j.Key("cause");
+    if (g.kind == GateKind::kFailIfCauseGrows) {
+      j.String(InfoOf(g.cause).name);
+    } else {
+      j.Null();
+    }
+    j.Key("threshold_pct");
+    j.Fixed(g.threshold_pct, 2);
+    j.Key("measured_pct");
+    if (g.measured_pct) {
+      j.Fixed(*g.measured_pct, 2);
+    } else {
+      j.Null();
+    }
+    j.Key("tripped");
+    j.Bool(g.tripped);
+    j.Key("detail");
+    j.String(GateDetail(g));
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("result");
+  j.String(d.tripped() ? "regression" : "ok");
+  j.Key("exit_code");
+  j.Int(d.exit_code());
+  j.EndObject();
+  return j.Finish();
+}
+
+namespace {
+
+const FormatExporter<JobDiff> kText("text", FormatTextDiff);
+const FormatExporter<JobDiff> kJson("json", FormatJsonDiff);
+const std::array<const Exporter<JobDiff>*, 2> kExporters = {&kText, &kJson};
+
+}  // namespace
+
+const Exporter<JobDiff>* FindDiffExporter(std::string_view name) {
+  return FindExporter<JobDiff>(kExporters, name);
+}
+
+std::string DiffExporterNames() { return ExporterNames<JobDiff>(kExporters); }
+
+}  // namespace idlescope

@@ -1,0 +1,106 @@
+// Plain data passed between the stages of the analysis (docs/architecture.md, "Analyzer": read ->
+// timeline -> gaps -> attribution -> report). The reader (read/job_reader.h) turns trace packets
+// into these; tests build them by hand. Times are nanoseconds on the job clock: the trace clock
+// (CLOCK_MONOTONIC) of the job's first host, other hosts shifted through their Header.clock
+// snapshots.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace.pb.h"
+
+namespace idlescope {
+
+using Ns = int64_t;
+
+struct Interval {
+  Ns start = 0;
+  Ns end = 0;  // exclusive
+  Ns length() const { return end - start; }
+  friend bool operator==(const Interval&, const Interval&) = default;
+};
+
+// One traced process (one trace file).
+struct ProcessInfo {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::string host;
+  std::string boot_id;
+  std::string exe;
+  std::string cmdline;               // arguments joined by spaces
+  int32_t rank = -1;                 // Header.rank, else slurm_procid, else -1
+  Ns start = 0;                      // Header.process_start_ns (job clock)
+  std::string file;                  // trace file path, for messages
+  std::string cuda_visible_devices;  // Header.cuda_visible_devices ("" when unset)
+  uint32_t main_tid = 0;             // Header.main_tid (0: unknown, the pid is assumed)
+  bool forked = false;               // Header.origin == ORIGIN_FORK: a fork()ed child, no exec
+};
+
+// A device as a process saw it (DeviceInfo). Devices of different processes are the same device
+// when their uuids are equal.
+struct DeviceProps {
+  uint32_t ordinal = 0;
+  std::string name;
+  std::string uuid;
+  uint32_t sm_count = 0;
+  uint64_t total_memory = 0;
+  uint32_t visible_devices = 0;
+};
+
+// One host event (proto Event) with its absolute times and resolved strings. The string views are
+// only valid during the call that receives the event.
+struct HostEvent {
+  uint32_t process = 0;  // index into the job's processes
+  uint32_t tid = 0;
+  EventType type = EVENT_UNSPECIFIED;
+  Ns start = 0;
+  Ns end = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  int32_t device = -1;  // CUDA device ordinal for CUDA/NCCL events, else -1
+  CopyKind copy_kind = COPY_UNSPECIFIED;
+  MemKind host_mem = MEM_UNSPECIFIED;
+  bool async = false;
+  FsType fs_type = FS_UNSPECIFIED;
+  int32_t fd = -1;  // I/O: the file descriptor
+  NetScope net_scope = NET_UNSPECIFIED;
+  uint64_t stack = 0;    // per-process StackNode id (0: not captured)
+  uint64_t path_id = 0;  // per-process string id of `path` (evidence key)
+  uint64_t api_id = 0;   // per-process string id of the intercepted function
+  std::string_view api;
+  std::string_view path;
+  std::string_view argv;  // NUL-separated
+  // NCCL
+  NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  int32_t rank = -1;
+  int32_t nranks = 0;
+  // CUDA_MALLOC / CUDA_FREE
+  uint64_t ptr = 0;
+  // PROC_FORK / PROC_SPAWN: the child's pid (0: unknown)
+  uint32_t child_pid = 0;
+};
+
+// One GPU activity record (proto GpuActivity) with absolute times.
+struct GpuRecord {
+  uint32_t process = 0;
+  GpuActivityKind kind = GPU_UNSPECIFIED;
+  Ns start = 0;
+  Ns end = 0;
+  uint32_t device = 0;  // ordinal in `process`
+  uint32_t stream = 0;
+  bool nccl = false;
+  uint64_t grid = 0;  // blocks
+  uint32_t block = 0;
+  uint64_t bytes = 0;
+  uint64_t name_id = 0;  // per-process string id of the kernel name
+  CopyKind copy_kind = COPY_UNSPECIFIED;
+  MemKind src_kind = MEM_UNSPECIFIED;
+  MemKind dst_kind = MEM_UNSPECIFIED;
+};
+
+}  // namespace idlescope

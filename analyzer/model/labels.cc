@@ -1,0 +1,30 @@
+#include "analyzer/model/labels.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace idlescope {
+
+std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols) {
+  switch (item.kind) {
+    case EvidenceKind::kStack:
+      return symbols.StackLabel(item.id);
+    case EvidenceKind::kObject:
+      return std::string(symbols.String(item.id));
+    case EvidenceKind::kDirectory:
+      return item.id == 0 ? "?" : std::string(symbols.String(item.id));
+    case EvidenceKind::kHostActivity:
+      return absl::StrCat(std::string(HostActivityKindName(item.activity)), ": ",
+                          std::string(ItemLabel(item.id, symbols)));
+    case EvidenceKind::kUnresolvedStack:
+      return absl::StrCat("stack #", item.trace_id, " of process ", item.process);
+    case EvidenceKind::kUnresolvedObject:
+      return absl::StrCat("string #", item.trace_id, " of process ", item.process);
+  }
+  return "";
+}
+
+std::string_view ItemLabel(StringId what, const ReportSymbols& symbols) {
+  return what == 0 ? std::string_view("(unnamed)") : symbols.String(what);
+}
+
+}  // namespace idlescope

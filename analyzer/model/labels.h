@@ -1,0 +1,20 @@
+// The names things of a report are shown by: one definition for every exporter, and for the
+// analysis where it orders equal figures by name (ties then come out as the reader sees them).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "analyzer/model/job_report.h"
+#include "analyzer/model/report_symbols.h"
+
+namespace idlescope {
+
+// A stack's label ("save <- train_step"), a string, a directory ("?" when unnamed), a host
+// activity item ("reads: /data/x"), or what an unresolved id was ("stack #7 of process 0").
+std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols);
+
+// A host activity item's name: "(unnamed)" for an item whose calls named nothing.
+std::string_view ItemLabel(StringId what, const ReportSymbols& symbols);
+
+}  // namespace idlescope

@@ -1,0 +1,69 @@
+// Small vocabulary types that the analysis stages produce and the report model and exporters
+// read: what kind of gap an idle interval is, what kind of host activity a blocked call is.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace idlescope {
+
+// Where in a device's timeline an idle gap lies (analysis/timeline.h finds them).
+enum class GapKind : uint8_t {
+  kStartup,  // from the job start to the device's first kernel
+  kMiddle,   // between two kernels
+  kTail,     // from the last kernel to the job end
+  kWhole,    // the device ran no kernel at all
+};
+
+// Stable identifiers (JSON, text): "startup", "between_kernels", "tail", "whole_span".
+constexpr std::string_view GapKindName(GapKind kind) {
+  switch (kind) {
+    case GapKind::kStartup:
+      return "startup";
+    case GapKind::kMiddle:
+      return "between_kernels";
+    case GapKind::kTail:
+      return "tail";
+    case GapKind::kWhole:
+      return "whole_span";
+  }
+  return "?";
+}
+
+// Host activity: what the job's threads and processes spent blocked time in, whether or not a GPU
+// was involved (docs/attribution.md, "Host activity"). The only account of a job without GPU
+// work, and the host-side picture of any job.
+enum class HostActivityKind : uint8_t {
+  kCheckpointWrites,  // write/fsync/rename/close of model files
+  kWrites,            // writes of other files
+  kReads,             // reads of files (data loading, imports)
+  kIpc,               // pipes, local sockets, loopback: worker queues, stdout
+  kNetwork,           // cluster-local and public addresses: downloads, uploads
+  kTerminal,          // reads of stdin or a terminal
+  kPrograms,          // exec'd and spawned programs (installers)
+};
+inline constexpr int kHostActivityKindCount = static_cast<int>(HostActivityKind::kPrograms) + 1;
+
+// Stable identifiers (JSON, text): "checkpoint_writes", "writes", "reads", "pipes_sockets",
+// "network", "terminal", "programs".
+constexpr std::string_view HostActivityKindName(HostActivityKind kind) {
+  switch (kind) {
+    case HostActivityKind::kCheckpointWrites:
+      return "checkpoint_writes";
+    case HostActivityKind::kWrites:
+      return "writes";
+    case HostActivityKind::kReads:
+      return "reads";
+    case HostActivityKind::kIpc:
+      return "pipes_sockets";
+    case HostActivityKind::kNetwork:
+      return "network";
+    case HostActivityKind::kTerminal:
+      return "terminal";
+    case HostActivityKind::kPrograms:
+      return "programs";
+  }
+  return "?";
+}
+
+}  // namespace idlescope

@@ -1,0 +1,319 @@
+#include "analyzer/read/job_reader.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/read/inputs.h"
+#include "analyzer/trace/interned_data.h"
+#include "analyzer/trace/trace_reader.h"
+
+namespace idlescope {
+namespace {
+
+constexpr Ns kNoTime = std::numeric_limits<Ns>::min();
+
+std::string_view View(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+
+bool NeedsStrings(EventType type) {
+  switch (type) {
+    case FILE_OPEN:
+    case FILE_WRITE:
+    case FILE_READ:
+    case FILE_SYNC:
+    case FILE_RENAME:
+    case FILE_CLOSE:
+    case NET_CONNECT:
+    case NET_RECV:
+    case NET_SEND:
+    case PROC_EXEC:
+    case PROC_SPAWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsCudaOrNccl(EventType type) {
+  return (type >= CUDA_MEMCPY && type <= CUDA_LAUNCH_SUMMARY) ||
+         (type >= NCCL_COLLECTIVE && type <= NCCL_COMM_DESTROY);
+}
+
+}  // namespace
+
+struct JobReader::File {
+  std::unique_ptr<TraceFileReader> reader;
+  InternedData* interned = nullptr;  // in symbols_
+  uint32_t process = 0;
+  Ns offset = 0;  // added to this file's trace-clock times to get job-clock times
+  Packet head;    // the next packet to process
+  Ns head_time = kNoTime;
+  bool done = false;
+  Ns last_time = kNoTime;
+  uint64_t events = 0;
+  uint64_t gpu_records = 0;
+  uint64_t dropped_events = 0;
+  uint64_t dropped_gpu = 0;
+  bool footer = false;
+  absl::flat_hash_set<std::string> notices;
+};
+
+JobReader::JobReader() = default;
+JobReader::~JobReader() = default;
+
+absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std::string>& inputs) {
+  absl::StatusOr<std::vector<std::string>> paths = ExpandInputs(inputs);
+  if (!paths.ok()) return paths.status();
+  std::unique_ptr<JobReader> job(new JobReader());
+  for (const std::string& path : *paths) {
+    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    auto file = std::make_unique<File>();
+    file->reader = std::move(*reader);
+    job->files_.push_back(std::move(file));
+  }
+  return job;
+}
+
+void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
+  // Clock alignment: one offset per boot id, relative to the first file's realtime mapping.
+  absl::flat_hash_map<std::string, Ns> offset_by_boot;
+  const Header& first = files_[0]->reader->header();
+  const Ns reference =
+      static_cast<Ns>(first.clock().realtime_ns()) - static_cast<Ns>(first.clock().monotonic_ns());
+  // Every file's tables first: the files point into them while the packets stream.
+  symbols_.ForProcess(static_cast<uint32_t>(files_.size() - 1));
+  for (auto& file : files_) {
+    const Header& h = file->reader->header();
+    auto [it, inserted] = offset_by_boot.try_emplace(h.boot_id(), 0);
+    if (inserted && h.boot_id() != first.boot_id() && h.has_clock()) {
+      it->second = static_cast<Ns>(h.clock().realtime_ns()) -
+                   static_cast<Ns>(h.clock().monotonic_ns()) - reference;
+    }
+    file->offset = it->second;
+    ProcessInfo info;
+    info.pid = h.pid();
+    info.ppid = h.ppid();
+    info.host = h.host();
+    info.boot_id = h.boot_id();
+    info.exe = h.exe();
+    info.cmdline = absl::StrJoin(h.cmdline(), " ");
+    info.rank = h.has_rank() ? h.rank() : (h.has_slurm_procid() ? h.slurm_procid() : -1);
+    Ns start = h.process_start_ns() != 0 ? static_cast<Ns>(h.process_start_ns())
+                                         : static_cast<Ns>(h.clock().monotonic_ns());
+    info.start = start + file->offset;
+    info.file = file->reader->path();
+    info.cuda_visible_devices = h.cuda_visible_devices();
+    info.main_tid = h.main_tid();
+    info.forked = h.origin() == ORIGIN_FORK;
+    file->process = static_cast<uint32_t>(stats_.files);
+    file->interned = &symbols_.ForProcess(file->process);
+    sink.AddProcess(file->process, info);
+    ++stats_.files;
+  }
+
+  // k-way merge on each file's next packet time. Packets without a time of their own (interned
+  // data, device info) take their file's latest time, so they are handled in file order.
+  auto packet_time = [](const File& f, const Packet& p) -> Ns {
+    switch (p.data_case()) {
+      case Packet::kEvents:
+        if (p.events().events_size() > 0) return p.events().events(0).ts() + f.offset;
+        break;
+      case Packet::kGpu:
+        if (p.gpu().activities_size() > 0) return p.gpu().activities(0).start() + f.offset;
+        break;
+      default:
+        break;
+    }
+    return f.last_time;
+  };
+  auto later = [](const std::pair<Ns, size_t>& a, const std::pair<Ns, size_t>& b) { return a > b; };
+  std::priority_queue<std::pair<Ns, size_t>, std::vector<std::pair<Ns, size_t>>, decltype(later)>
+      heads(later);
+  auto advance_file = [&](size_t index) {
+    File& f = *files_[index];
+    if (!f.reader->Next(&f.head)) {
+      f.done = true;
+      return;
+    }
+    ++stats_.packets;
+    f.head_time = packet_time(f, f.head);
+    heads.push({f.head_time, index});
+  };
+  for (size_t i = 0; i < files_.size(); ++i) advance_file(i);
+  while (!heads.empty()) {
+    auto [time, index] = heads.top();
+    heads.pop();
+    File& f = *files_[index];
+    Process(f, f.head, sink);
+    advance_file(index);
+    if (!heads.empty() && heads.top().first != kNoTime) {
+      sink.AdvanceTo(heads.top().first - options.reorder_window);
+    }
+  }
+
+  for (auto& file : files_) {
+    const TraceReadStats& s = file->reader->stats();
+    const std::string& path = file->reader->path();
+    stats_.bytes += s.bytes_read;
+    auto warn = [&](WarningKind kind, uint64_t count = 0, uint64_t other_count = 0) {
+      ReportWarning w;
+      w.kind = kind;
+      w.subject = path;
+      w.count = count;
+      w.other_count = other_count;
+      return w;
+    };
+    if (s.truncated()) {
+      ReportWarning w = warn(WarningKind::kTraceCut, s.dropped_bytes, s.good_end_offset);
+      w.tail = static_cast<int>(s.tail);
+      w.tail_detail = s.tail_detail;
+      sink.AddWarning(w);
+    }
+    if (!s.footer_seen) sink.AddWarning(warn(WarningKind::kNoFooter));
+    if (s.undefined_comm_ids > 0) {
+      sink.AddWarning(warn(WarningKind::kUndefinedCommIds, s.undefined_comm_ids));
+    }
+    if (s.unknown_fields > 0) sink.AddWarning(warn(WarningKind::kUnknownFields, s.unknown_fields));
+    if (file->dropped_events > 0 || file->dropped_gpu > 0) {
+      sink.AddWarning(warn(WarningKind::kDroppedRecords, file->dropped_events, file->dropped_gpu));
+    }
+    const Header& h = file->reader->header();
+    FileReport report;
+    report.path = path;
+    report.pid = h.pid();
+    report.rank = h.has_rank() ? h.rank() : -1;
+    report.host = h.host();
+    report.events = file->events;
+    report.gpu_activities = file->gpu_records;
+    report.footer = s.footer_seen;
+    sink.AddFile(report);
+  }
+}
+
+void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
+  switch (packet.data_case()) {
+    case Packet::kInterned:
+      f.interned->Add(packet.interned());
+      return;
+    case Packet::kEvents: {
+      const EventBatch& batch = packet.events();
+      f.dropped_events += batch.dropped();
+      HostEvent e;
+      e.process = f.process;
+      e.tid = batch.tid();
+      // Unsigned sums: a corrupt delta must not cause signed overflow.
+      uint64_t t = 0;
+      for (const Event& ev : batch.events()) {
+        t += static_cast<uint64_t>(ev.ts());
+        e.type = ev.type();
+        e.start = static_cast<Ns>(t) + f.offset;
+        e.end = e.start + static_cast<Ns>(ev.dur());
+        e.bytes = ev.bytes();
+        e.count = ev.count();
+        e.device = IsCudaOrNccl(ev.type()) ? static_cast<int32_t>(ev.device()) : -1;
+        e.copy_kind = ev.copy_kind();
+        e.host_mem = ev.host_mem();
+        e.async = ev.async();
+        e.fs_type = ev.fs_type();
+        e.fd = ev.type() >= FILE_OPEN && ev.type() <= NET_SEND ? ev.fd() : -1;
+        e.net_scope = ev.net_scope();
+        e.stack = ev.stack();
+        e.path_id = ev.path();
+        e.api_id = ev.api();
+        if (NeedsStrings(ev.type())) {
+          e.path = View(f.interned->String(ev.path()));
+          e.argv = View(f.interned->String(ev.argv()));
+        } else {
+          e.path = {};
+          e.argv = {};
+        }
+        e.nccl_op = ev.nccl_op();
+        e.comm = ev.comm();
+        e.seq = ev.seq();
+        e.rank = ev.type() == NCCL_COLLECTIVE ? ev.rank() : -1;
+        e.nranks = ev.nranks();
+        e.ptr = ev.ptr();
+        e.child_pid = ev.child_pid();
+        sink.AddHostEvent(e);
+        f.last_time = std::max(f.last_time, e.end);
+      }
+      f.events += static_cast<uint64_t>(batch.events_size());
+      stats_.host_events += static_cast<uint64_t>(batch.events_size());
+      return;
+    }
+    case Packet::kGpu: {
+      const GpuBatch& batch = packet.gpu();
+      f.dropped_gpu += batch.dropped();
+      GpuRecord r;
+      r.process = f.process;
+      uint64_t t = 0;
+      for (const GpuActivity& a : batch.activities()) {
+        t += static_cast<uint64_t>(a.start());
+        r.kind = a.kind();
+        r.start = static_cast<Ns>(t) + f.offset;
+        r.end = r.start + static_cast<Ns>(a.dur());
+        r.device = a.device();
+        r.stream = a.stream();
+        r.nccl = a.nccl();
+        r.grid = a.grid();
+        r.block = a.block();
+        r.bytes = a.bytes();
+        r.name_id = a.name();
+        r.copy_kind = a.copy_kind();
+        r.src_kind = a.src_kind();
+        r.dst_kind = a.dst_kind();
+        sink.AddGpuRecord(r);
+        f.last_time = std::max(f.last_time, r.end);
+      }
+      f.gpu_records += static_cast<uint64_t>(batch.activities_size());
+      stats_.gpu_records += static_cast<uint64_t>(batch.activities_size());
+      return;
+    }
+    case Packet::kDevice: {
+      const DeviceInfo& d = packet.device();
+      DeviceProps props;
+      props.ordinal = d.device();
+      props.name = d.name();
+      props.uuid = d.uuid();
+      props.sm_count = d.sm_count();
+      props.total_memory = d.total_memory();
+      props.visible_devices = d.visible_devices();
+      sink.AddDeviceInfo(f.process, props);
+      return;
+    }
+    case Packet::kNotice: {
+      const Notice& n = packet.notice();
+      if (n.severity() >= WARNING && f.notices.insert(n.code()).second) {
+        ReportWarning w;
+        w.kind = WarningKind::kRecorderNotice;
+        w.subject = f.reader->path();
+        w.code = n.code();
+        w.text = n.text();
+        sink.AddWarning(w);
+      }
+      return;
+    }
+    case Packet::kFooter: {
+      const Footer& footer = packet.footer();
+      f.footer = true;
+      if (footer.end_ns() != 0) {
+        Ns end = static_cast<Ns>(footer.end_ns()) + f.offset;
+        sink.EndProcess(f.process, end);
+        f.last_time = std::max(f.last_time, end);
+      }
+      f.dropped_events = std::max(f.dropped_events, footer.events_dropped());
+      f.dropped_gpu = std::max(f.dropped_gpu, footer.gpu_dropped());
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace idlescope

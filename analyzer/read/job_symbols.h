@@ -1,0 +1,29 @@
+// JobSymbols: the interned tables (strings, frames, stacks) of every trace file of a job, by
+// process, as a value: the read stage fills it while it streams the files and hands it over when
+// it is done, so the report is built from it without a reader alive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/symbol_source.h"
+#include "analyzer/trace/interned_data.h"
+
+namespace idlescope {
+
+class JobSymbols : public SymbolSource {
+ public:
+  // The tables of `process` (created empty on first use).
+  InternedData& ForProcess(uint32_t process);
+  const InternedData* Find(uint32_t process) const;
+
+  // SymbolSource.
+  std::string String(uint32_t process, uint64_t id) const override;
+  std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override;
+
+ private:
+  std::vector<InternedData> tables_;
+};
+
+}  // namespace idlescope

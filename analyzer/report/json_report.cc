@@ -1,0 +1,564 @@
+// The JSON report, schema version 2 (docs/report-json.md documents every field): the report model
+// as it is, figures with their units in the field names, enums by their stable names, stacks by
+// id into one table at the end. No sentences: the text exporter words the same data.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/model/labels.h"
+#include "analyzer/report/json_writer.h"
+#include "analyzer/report/report_exporters.h"
+#include "analyzer/report/units.h"
+
+namespace idlescope {
+namespace {
+
+// The JSON names of a finding kind and of the figures it sets (docs/report-json.md, "Findings").
+// An empty name: the kind does not set that figure.
+struct FindingFields {
+  std::string_view kind = {};
+  std::string_view ns = {};
+  std::string_view other_ns = {};
+  std::string_view bytes = {};
+  std::string_view count = {};
+  std::string_view other_count = {};
+  std::string_view of_count = {};
+  std::string_view calls = {};
+  bool rank = false;
+  bool pid = false;
+  bool nccl_op = false;
+  bool activity = false;
+  std::string_view api = {};
+};
+
+// In the order of enum FindingKind.
+constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
+    {.kind = "pageable_copies", .ns = "pageable_ns", .other_ns = "other_copies_ns"},
+    {.kind = "gpu_only_copies", .ns = "idle_ns"},
+    {.kind = "snapshot_copies", .ns = "idle_ns"},
+    {.kind = "checkpoint_bytes_written", .bytes = "bytes"},
+    {.kind = "nccl_op_blocked", .ns = "blocked_ns", .nccl_op = true},
+    {.kind = "exposed_nccl_kernels", .ns = "idle_ns"},
+    {.kind = "straggler_rank",
+     .ns = "waited_for_ns",
+     .other_ns = "longest_wait_ns",
+     .count = "last_arrivals",
+     .of_count = "matched_collectives",
+     .rank = true},
+    {.kind = "remote_reads", .ns = "idle_ns"},
+    {.kind = "worker_queue_waits", .ns = "idle_ns"},
+    {.kind = "launcher_preprocessing", .ns = "idle_ns"},
+    {.kind = "compute_kernels", .ns = "total_ns", .count = "kernels"},
+    {.kind = "kernels_below_sm_count", .count = "kernels", .of_count = "kernels_with_grid"},
+    {.kind = "startup_first_kernel", .ns = "since_start_ns", .rank = true, .pid = true},
+    {.kind = "startup_before_cuda",
+     .ns = "duration_ns",
+     .other_ns = "code_read_ns",
+     .bytes = "code_read_bytes",
+     .count = "code_reads"},
+    {.kind = "startup_cuda_to_kernel",
+     .ns = "duration_ns",
+     .other_ns = "longest_cuda_call_ns",
+     .bytes = "model_read_bytes",
+     .api = "longest_cuda_call"},
+    {.kind = "host_activity",
+     .ns = "blocked_ns",
+     .bytes = "bytes",
+     .count = "calls",
+     .activity = true},
+    {.kind = "worker_processes",
+     .bytes = "read_bytes",
+     .count = "workers",
+     .other_count = "workers_reading_files",
+     .calls = "file_reads"},
+    {.kind = "evidence_approximate"},
+}};
+
+std::string_view SavingMethodName(SavingMethod m) {
+  switch (m) {
+    case SavingMethod::kNone:
+      return "none";
+    case SavingMethod::kAll:
+      return "all";
+    case SavingMethod::kHalf:
+      return "half";
+    case SavingMethod::kPageableAtPinnedRate:
+      return "pageable_at_pinned_rate";
+    case SavingMethod::kCheckpointMinusSnapshot:
+      return "checkpoint_minus_snapshot";
+  }
+  return "none";
+}
+
+std::string_view RateSourceName(RateSource s) {
+  switch (s) {
+    case RateSource::kNone:
+      return "";
+    case RateSource::kPinnedCopies:
+      return "pinned_copies";
+    case RateSource::kPinnedDeviceToHostCopies:
+      return "pinned_device_to_host_copies";
+    case RateSource::kDeviceToHostCopies:
+      return "device_to_host_copies";
+    case RateSource::kAssumed:
+      return "assumed";
+  }
+  return "";
+}
+
+std::string_view WarningKindName(WarningKind k) {
+  switch (k) {
+    case WarningKind::kTraceCut:
+      return "trace_cut";
+    case WarningKind::kNoFooter:
+      return "no_footer";
+    case WarningKind::kUndefinedCommIds:
+      return "undefined_comm_ids";
+    case WarningKind::kUnknownFields:
+      return "unknown_fields";
+    case WarningKind::kDroppedRecords:
+      return "dropped_records";
+    case WarningKind::kRecorderNotice:
+      return "recorder_notice";
+    case WarningKind::kLaunchesWithoutGpuRecords:
+      return "launches_without_gpu_records";
+    case WarningKind::kLateGpuRecords:
+      return "late_gpu_records";
+    case WarningKind::kIncompleteCollectives:
+      return "incomplete_collectives";
+    case WarningKind::kForgottenCandidates:
+      return "forgotten_events";
+    case WarningKind::kLateCandidates:
+      return "late_events";
+  }
+  return "";
+}
+
+// TailProblem (analyzer/trace/trace_reader.h), in its order.
+constexpr std::array<std::string_view, 7> kTailProblemNames = {
+    "none",        "cut_in_packet",      "cut_in_framing", "oversized_packet",
+    "bad_framing", "unparseable_packet", "read_error"};
+
+void OptionalString(JsonWriter& j, std::string_view key, std::string_view s) {
+  if (s.empty()) {
+    j.Null(key);
+  } else {
+    j.String(key, s);
+  }
+}
+
+void OptionalStack(JsonWriter& j, std::string_view key, StackId stack) {
+  if (stack == 0) {
+    j.Null(key);
+  } else {
+    j.Uint(key, stack);
+  }
+}
+
+void CauseMap(JsonWriter& j, std::string_view key, const std::array<Ns, kCauseCount>& ns) {
+  j.Key(key);
+  j.BeginObject();
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (ns[c] != 0) j.Int(InfoOf(static_cast<Cause>(c)).name, ns[c]);
+  }
+  j.EndObject();
+}
+
+void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols) {
+  const FindingFields& names = kFindingFields[static_cast<size_t>(f.kind)];
+  j.BeginObject();
+  j.String("kind", names.kind);
+  if (!names.ns.empty()) j.Int(names.ns, f.ns);
+  if (!names.other_ns.empty()) j.Int(names.other_ns, f.other_ns);
+  if (!names.bytes.empty()) j.Uint(names.bytes, f.bytes);
+  if (!names.count.empty()) j.Uint(names.count, f.count);
+  if (!names.other_count.empty()) j.Uint(names.other_count, f.other_count);
+  if (!names.of_count.empty()) j.Uint(names.of_count, f.of_count);
+  if (!names.calls.empty()) j.Uint(names.calls, f.calls);
+  if (names.rank) j.Int("rank", f.rank);
+  if (names.pid) j.Uint("pid", f.pid);
+  if (names.nccl_op) j.String("op", NcclOpName(f.nccl_op));
+  if (names.activity) j.String("activity", HostActivityKindName(f.activity));
+  if (!names.api.empty()) OptionalString(j, names.api, symbols.String(f.api));
+  j.EndObject();
+}
+
+void WriteSaving(JsonWriter& j, const SavingBasis& b) {
+  j.Key("saving");
+  j.BeginObject();
+  j.String("method", SavingMethodName(b.method));
+  if (b.rate_source != RateSource::kNone) {
+    j.Key("rate_bytes_per_ns");
+    j.Fixed(b.rate_bytes_per_ns, 4);
+    j.String("rate_source", RateSourceName(b.rate_source));
+  }
+  if (b.method == SavingMethod::kCheckpointMinusSnapshot) {
+    j.Uint("written_bytes", b.bytes);
+    j.Int("snapshot_ns", b.snapshot_ns);
+  }
+  j.EndObject();
+}
+
+void WriteEvidence(JsonWriter& j, std::string_view key, const std::vector<EvidenceItem>& items,
+                   const ReportSymbols& symbols) {
+  j.Key(key);
+  j.BeginArray();
+  for (const EvidenceItem& e : items) {
+    j.BeginObject();
+    switch (e.kind) {
+      case EvidenceKind::kStack:
+        j.Uint("stack_id", e.id);
+        break;
+      case EvidenceKind::kObject:
+        j.String("object", symbols.String(e.id));
+        break;
+      case EvidenceKind::kDirectory:
+        OptionalString(j, "directory", symbols.String(e.id));
+        break;
+      case EvidenceKind::kHostActivity:
+        j.String("host_activity", HostActivityKindName(e.activity));
+        OptionalString(j, "object", symbols.String(e.id));
+        break;
+      case EvidenceKind::kUnresolvedStack:
+      case EvidenceKind::kUnresolvedObject:
+        j.Null(e.kind == EvidenceKind::kUnresolvedStack ? "stack_id" : "object");
+        j.Uint("process", e.process);
+        j.Uint("trace_id", e.trace_id);
+        break;
+    }
+    j.Int("idle_ns", e.ns);
+    j.Uint("bytes", e.bytes);
+    j.Uint("slices", e.count);
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+void WriteDevices(JsonWriter& j, const JobReport& r) {
+  j.Key("devices");
+  j.BeginArray();
+  for (const DeviceReport& d : r.devices) {
+    j.BeginObject();
+    j.String("id", d.id);
+    j.String("host", d.host);
+    OptionalString(j, "name", d.name);
+    j.Int("rank", d.rank);
+    j.Bool("used", d.used);
+    j.Uint("processes", d.processes);
+    j.Ratio("compute_fraction", d.compute_util);
+    j.Ratio("kernel_active_fraction", d.kernel_active_util);
+    j.Int("compute_ns", d.compute_ns);
+    j.Int("comm_ns", d.comm_ns);
+    j.Int("transfer_ns", d.transfer_ns);
+    j.Int("kernel_active_ns", d.any_kernel_ns);
+    j.Int("idle_ns", d.idle_ns);
+    j.Uint("kernels", d.kernels);
+    j.Uint("nccl_kernels", d.nccl_kernels);
+    j.Int("median_kernel_ns", d.median_kernel_ns);
+    if (d.below_sm_fraction < 0) {
+      j.Null("below_sm_fraction");
+    } else {
+      j.Ratio("below_sm_fraction", d.below_sm_fraction);
+    }
+    j.Uint("long_gaps", d.long_gaps);
+    j.Uint("short_gaps", d.short_gaps);
+    j.Int("short_gap_ns", d.short_gap_ns);
+    j.Int("peak_memory_bytes", d.peak_memory);
+    if (d.total_memory == 0) {
+      j.Null("total_memory_bytes");
+    } else {
+      j.Uint("total_memory_bytes", d.total_memory);
+    }
+    CauseMap(j, "idle_by_cause_ns", d.cause_ns);
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+void WriteCauses(JsonWriter& j, const JobReport& r) {
+  j.Key("causes");
+  j.BeginArray();
+  for (const CauseReport& c : r.causes) {
+    const CauseInfo& info = InfoOf(c.cause);
+    j.BeginObject();
+    j.String("cause", info.name);
+    j.String("dimension", info.dimension);
+    j.String("paper_category", info.paper_category);
+    j.String("fix", info.fix);
+    j.Int("idle_ns", c.ns);
+    j.Ratio("share_fraction", c.share);
+    j.Int("saving_ns", c.saving_ns);
+    WriteSaving(j, c.basis);
+    j.Key("findings");
+    j.BeginArray();
+    for (const Finding& f : c.findings) WriteFinding(j, f, r.symbols);
+    j.EndArray();
+    WriteEvidence(j, "stacks", c.stacks, r.symbols);
+    WriteEvidence(j, "objects", c.objects, r.symbols);
+    WriteEvidence(j, "directories", c.directories, r.symbols);
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+void WriteTopGaps(JsonWriter& j, const JobReport& r) {
+  j.Key("top_gaps");
+  j.BeginArray();
+  for (const GapReport& g : r.top_gaps) {
+    j.BeginObject();
+    j.String("device", g.device);
+    j.Int("start_ns", g.start);
+    j.Int("length_ns", g.length);
+    j.String("kind", GapKindName(g.kind));
+    j.Key("idle_by_cause_ns");
+    j.BeginObject();
+    for (const auto& [cause, ns] : g.causes) j.Int(InfoOf(cause).name, ns);
+    j.EndObject();
+    if (!g.has_evidence) {
+      j.Null("evidence");
+    } else {
+      const GapEvidence& m = g.evidence;
+      j.Key("evidence");
+      j.BeginObject();
+      j.String("cause", InfoOf(m.cause).name);
+      j.Bool("gpu_side", m.gpu_side);
+      OptionalString(j, "object", r.symbols.String(m.object));
+      j.Uint("bytes", m.bytes);
+      OptionalStack(j, "stack_id", m.stack);
+      j.Uint("pid", m.pid);
+      j.Uint("tid", m.tid);
+      j.EndObject();
+    }
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+void WriteHostActivity(JsonWriter& j, const JobReport& r) {
+  const HostActivityReport& host = r.host_activity;
+  j.Key("host_activity");
+  j.BeginObject();
+  j.Key("groups");
+  j.BeginArray();
+  for (const HostActivityGroup& g : host.groups) {
+    j.BeginObject();
+    j.String("kind", HostActivityKindName(g.kind));
+    j.Int("blocked_ns", g.ns);
+    j.Uint("bytes", g.bytes);
+    j.Uint("calls", g.count);
+    j.Int("main_thread_ns", g.main_thread_ns);
+    j.Bool("approximate", g.approximate);
+    j.Key("items");
+    j.BeginArray();
+    for (const HostActivityItem& item : g.items) {
+      j.BeginObject();
+      OptionalString(j, "what", r.symbols.String(item.what));
+      j.Int("blocked_ns", item.ns);
+      j.Uint("bytes", item.bytes);
+      j.Uint("calls", item.count);
+      j.Uint("processes", item.processes);
+      j.Uint("pid", item.pid);
+      j.Uint("tid", item.tid);
+      j.Bool("main_thread", item.main_thread);
+      j.Int("main_thread_ns", item.main_thread_ns);
+      OptionalString(j, "fs_type", FsTypeName(item.fs_type));
+      OptionalStack(j, "stack_id", item.stack);
+      j.Bool("installer", item.installer);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("workers");
+  j.BeginObject();
+  j.Uint("count", host.workers.size());
+  j.Uint("with_reads", host.workers_with_reads);
+  j.Key("processes");
+  j.BeginArray();
+  for (const WorkerProcess& w : host.workers) {
+    j.BeginObject();
+    j.Uint("pid", w.pid);
+    j.Uint("ppid", w.ppid);
+    j.Int("lifetime_ns", w.lifetime_ns);
+    j.Uint("reads", w.reads);
+    j.Uint("read_bytes", w.read_bytes);
+    j.Int("read_ns", w.read_ns);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  j.EndObject();
+}
+
+void WriteWarnings(JsonWriter& j, const JobReport& r) {
+  j.Key("warnings");
+  j.BeginArray();
+  for (const ReportWarning& w : r.warnings) {
+    j.BeginObject();
+    j.String("kind", WarningKindName(w.kind));
+    switch (w.kind) {
+      case WarningKind::kTraceCut:
+        j.String("file", w.subject);
+        j.String("problem", static_cast<size_t>(w.tail) < kTailProblemNames.size()
+                                ? kTailProblemNames[static_cast<size_t>(w.tail)]
+                                : "");
+        j.Uint("dropped_bytes", w.count);
+        j.Uint("good_end_offset", w.other_count);
+        OptionalString(j, "detail", w.tail_detail);
+        break;
+      case WarningKind::kNoFooter:
+        j.String("file", w.subject);
+        break;
+      case WarningKind::kUndefinedCommIds:
+        j.String("file", w.subject);
+        j.Uint("events", w.count);
+        break;
+      case WarningKind::kUnknownFields:
+        j.String("file", w.subject);
+        j.Uint("fields", w.count);
+        break;
+      case WarningKind::kDroppedRecords:
+        j.String("file", w.subject);
+        j.Uint("host_events", w.count);
+        j.Uint("gpu_records", w.other_count);
+        break;
+      case WarningKind::kRecorderNotice:
+        j.String("file", w.subject);
+        j.String("code", w.code);
+        j.String("text", w.text);
+        break;
+      case WarningKind::kLaunchesWithoutGpuRecords:
+        j.String("device", w.subject);
+        j.Uint("launches", w.count);
+        break;
+      case WarningKind::kLateGpuRecords:
+        j.String("device", w.subject);
+        j.Uint("records", w.count);
+        j.Int("dropped_busy_ns", w.ns);
+        break;
+      case WarningKind::kIncompleteCollectives:
+        j.Uint("collectives", w.count);
+        break;
+      case WarningKind::kForgottenCandidates:
+      case WarningKind::kLateCandidates:
+        j.Uint("events", w.count);
+        break;
+    }
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+// The stacks the report refers to, by id.
+std::vector<StackId> ReferencedStacks(const JobReport& r) {
+  std::vector<StackId> ids;
+  for (const CauseReport& c : r.causes) {
+    for (const EvidenceItem& e : c.stacks) {
+      if (e.kind == EvidenceKind::kStack) ids.push_back(e.id);
+    }
+  }
+  for (const GapReport& g : r.top_gaps) {
+    if (g.has_evidence && g.evidence.stack != 0) ids.push_back(g.evidence.stack);
+  }
+  for (const HostActivityGroup& g : r.host_activity.groups) {
+    for (const HostActivityItem& item : g.items) {
+      if (item.stack != 0) ids.push_back(item.stack);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+void WriteStacks(JsonWriter& j, const JobReport& r) {
+  const ReportSymbols& symbols = r.symbols;
+  j.Key("stacks");
+  j.BeginArray();
+  for (StackId id : ReferencedStacks(r)) {
+    j.BeginObject();
+    j.Uint("id", id);
+    j.Key("frames");
+    j.BeginArray();
+    for (const ReportFrame& f : symbols.Stack(id)) {
+      j.BeginObject();
+      OptionalString(j, "function", symbols.String(f.function));
+      OptionalString(j, "module", symbols.String(f.module));
+      j.Uint("rel_pc", f.rel_pc);
+      OptionalString(j, "file", symbols.String(f.file));
+      if (f.line == 0) {
+        j.Null("line");
+      } else {
+        j.Uint("line", f.line);
+      }
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+}  // namespace
+
+std::string FormatJsonReport(const JobReport& r) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Int("schema_version", kReportSchemaVersion);
+  j.String("tool", r.tool_version);
+  j.Int("min_gap_ns", r.min_gap);
+
+  j.Key("job");
+  j.BeginObject();
+  j.Uint("processes", r.processes);
+  j.Key("ranks");
+  j.BeginArray();
+  for (int32_t rank : r.ranks) j.Int(rank);
+  j.EndArray();
+  j.Key("hosts");
+  j.BeginArray();
+  for (const std::string& host : r.hosts) j.String(host);
+  j.EndArray();
+  j.Int("span_ns", r.span);
+  j.Uint("devices", r.devices.size());
+  j.Int("gpu_time_ns", r.gpu_time);
+  j.Int("idle_ns", r.idle_ns);
+  j.Uint("host_events", r.events);
+  j.Uint("gpu_activities", r.gpu_activities);
+  j.EndObject();
+
+  j.Key("utilization");
+  j.BeginObject();
+  j.Ratio("compute_fraction", r.compute_util);
+  j.Ratio("kernel_active_fraction", r.kernel_active_util);
+  j.EndObject();
+
+  WriteDevices(j, r);
+  WriteCauses(j, r);
+  WriteTopGaps(j, r);
+  WriteHostActivity(j, r);
+
+  j.Key("files");
+  j.BeginArray();
+  for (const FileReport& f : r.files) {
+    j.BeginObject();
+    j.String("path", f.path);
+    j.Uint("pid", f.pid);
+    j.Int("rank", f.rank);
+    j.String("host", f.host);
+    j.Uint("host_events", f.events);
+    j.Uint("gpu_activities", f.gpu_activities);
+    j.Bool("footer", f.footer);
+    j.EndObject();
+  }
+  j.EndArray();
+
+  WriteWarnings(j, r);
+  WriteStacks(j, r);
+  j.EndObject();
+  return j.Finish();
+}
+
+}  // namespace idlescope

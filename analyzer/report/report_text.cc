@@ -1,0 +1,254 @@
+#include "analyzer/report/report_text.h"
+
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/model/labels.h"
+#include "analyzer/report/units.h"
+#include "analyzer/trace/trace_reader.h"
+
+namespace idlescope {
+namespace {
+
+const HostActivityGroup* GroupOf(const JobReport& report, HostActivityKind kind) {
+  for (const HostActivityGroup& g : report.host_activity.groups) {
+    if (g.kind == kind) return &g;
+  }
+  return nullptr;
+}
+
+std::string HostActivityText(const Finding& f, const JobReport& report) {
+  std::string text =
+      absl::StrFormat("%s: %s blocked in %d calls, %d bytes", HostActivityKindName(f.activity),
+                      Seconds(f.ns), f.count, f.bytes);
+  const HostActivityGroup* g = GroupOf(report, f.activity);
+  if (g != nullptr && !g->items.empty()) {
+    const HostActivityItem& first = g->items[0];
+    absl::StrAppendFormat(&text, "; most: %s (%s, pid %d%s)", ItemLabel(first.what, report.symbols),
+                          Seconds(first.ns), first.pid,
+                          first.tid == 0      ? ""
+                          : first.main_thread ? ", main thread"
+                                              : absl::StrCat(", thread ", first.tid));
+  }
+  return text;
+}
+
+std::string WorkersText(const Finding& f, const JobReport& report) {
+  std::vector<std::string> pids;
+  for (const WorkerProcess& w : report.host_activity.workers) {
+    if (pids.size() < 16) pids.push_back(absl::StrCat(w.pid));
+  }
+  return absl::StrFormat(
+      "%d worker processes (fork()ed children, e.g. DataLoader workers; pids %s%s), %d of them "
+      "reading files: %d reads, %d bytes",
+      f.count, absl::StrJoin(pids, ", "), f.count > pids.size() ? ", ..." : "", f.other_count,
+      f.calls, f.bytes);
+}
+
+}  // namespace
+
+std::string FindingText(const Finding& f, const JobReport& report) {
+  switch (f.kind) {
+    case FindingKind::kPageableCopies:
+      return absl::StrFormat("%s in pageable copies, %s in pinned or device copies", Seconds(f.ns),
+                             Seconds(f.other_ns));
+    case FindingKind::kGpuOnlyCopies:
+      return absl::StrFormat(
+          "%s of it only visible on the GPU (copies from libraries such as cuBLAS/NCCL or "
+          "untraced threads)",
+          Seconds(f.ns));
+    case FindingKind::kSnapshotCopies:
+      return absl::StrFormat("%s in device-to-host copies that snapshot the model before its write",
+                             Seconds(f.ns));
+    case FindingKind::kCheckpointBytes:
+      return absl::StrFormat("%d bytes of model files written while the GPU idled", f.bytes);
+    case FindingKind::kNcclOpBlocked:
+      return absl::StrFormat("%s blocked in %s", Seconds(f.ns), NcclOpName(f.nccl_op));
+    case FindingKind::kExposedNcclKernels:
+      return absl::StrFormat("%s of exposed NCCL kernels (no compute running)", Seconds(f.ns));
+    case FindingKind::kStragglerRank:
+      return absl::StrFormat(
+          "rank %d arrived last at %d of %d matched collectives; the other ranks waited %s for "
+          "it (longest %s)",
+          f.rank, f.count, f.of_count, Seconds(f.ns), Seconds(f.other_ns));
+    case FindingKind::kRemoteReads:
+      return absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)", Seconds(f.ns));
+    case FindingKind::kWorkerQueueWaits:
+      return absl::StrFormat("%s waiting on worker processes or sockets", Seconds(f.ns));
+    case FindingKind::kLauncherPreprocessing:
+      return absl::StrFormat(
+          "%s preprocessing on the launching thread (CPU work in gaps where it read data files "
+          "itself)",
+          Seconds(f.ns));
+    case FindingKind::kComputeKernels:
+      return absl::StrFormat("%d compute kernels, mean %.1f us", f.count,
+                             static_cast<double>(f.ns) / static_cast<double>(f.count) / 1e3);
+    case FindingKind::kKernelsBelowSmCount:
+      return absl::StrFormat(
+          "%.0f%% of compute kernels launch fewer blocks than the GPU has SMs",
+          100.0 * static_cast<double>(f.count) / static_cast<double>(f.of_count));
+    case FindingKind::kStartupFirstKernel: {
+      std::string who = absl::StrCat("pid ", f.pid);
+      if (f.rank >= 0) absl::StrAppend(&who, " (rank ", f.rank, ")");
+      return absl::StrFormat("%s launched its first kernel %s after it started", who,
+                             Seconds(f.ns));
+    }
+    case FindingKind::kStartupBeforeCuda: {
+      std::string imports;
+      if (f.count > 0) {
+        imports = absl::StrFormat("; %d reads of code files (.py/.so: %.1f MB, %s blocked)",
+                                  f.count, static_cast<double>(f.bytes) / 1e6, Seconds(f.other_ns));
+      }
+      return absl::StrFormat("%s before its first CUDA call (imports, setup%s)", Seconds(f.ns),
+                             imports);
+    }
+    case FindingKind::kStartupCudaToKernel: {
+      std::string model;
+      if (f.bytes >= 1000000) {
+        model =
+            absl::StrFormat("; %.1f MB of model files read", static_cast<double>(f.bytes) / 1e6);
+      }
+      std::string api(report.symbols.String(f.api));
+      if (!api.empty()) api += " ";
+      return absl::StrFormat(
+          "%s from its first CUDA call to its first kernel (CUDA context, model construction%s); "
+          "longest CUDA call: %s%s",
+          Seconds(f.ns), model, api, Seconds(f.other_ns));
+    }
+    case FindingKind::kHostActivity:
+      return HostActivityText(f, report);
+    case FindingKind::kWorkerProcesses:
+      return WorkersText(f, report);
+    case FindingKind::kEvidenceApproximate:
+      return "evidence lists are approximate (too many distinct stacks or objects)";
+  }
+  return "";
+}
+
+std::string SavingBasisText(Cause cause, const SavingBasis& b) {
+  switch (b.method) {
+    case SavingMethod::kPageableAtPinnedRate:
+      return absl::StrFormat(
+          "pageable copy time minus the same bytes at the pinned bandwidth (%.2f GB/s, %s)",
+          b.rate_bytes_per_ns,
+          b.rate_source == RateSource::kAssumed ? "assumed: no large pinned copy in the trace"
+                                                : "measured on the GPU");
+    case SavingMethod::kCheckpointMinusSnapshot: {
+      std::string_view source = b.rate_source == RateSource::kPinnedDeviceToHostCopies
+                                    ? "measured from pinned device-to-host copies on the GPU"
+                                : b.rate_source == RateSource::kDeviceToHostCopies
+                                    ? "measured from device-to-host copies on the GPU"
+                                    : "assumed: no device-to-host copy measured";
+      std::string text = absl::StrFormat(
+          "blocked checkpoint time minus the device-to-host snapshot copy of %d bytes at %.1f "
+          "GB/s; %s",
+          b.bytes, b.rate_bytes_per_ns, source);
+      if (b.snapshot_ns > 0) {
+        absl::StrAppendFormat(&text, " (snapshot copies measured: %s)", Seconds(b.snapshot_ns));
+      }
+      return text;
+    }
+    case SavingMethod::kHalf:
+      return cause == Cause::kCommunication
+                 ? "half of exposed communication, hidden by overlapping it with compute "
+                   "(heuristic)"
+                 : "doubling the work per kernel halves the launch gaps per sample";
+    case SavingMethod::kAll:
+      switch (cause) {
+        case Cause::kDataLoading:
+          return "all of it, if loading runs ahead of compute (enough workers, prefetching)";
+        case Cause::kIntermediateUpload:
+          return "all of it, moved to a background thread";
+        case Cause::kExternalDownload:
+          return "all of it, downloaded before the job";
+        case Cause::kLibraryInstallation:
+          return "all of it, with a prebuilt environment";
+        case Cause::kInteractive:
+          return "all of it, run as a batch job";
+        case Cause::kSynchronization:
+          return "all of it, if the synchronization is not needed";
+        case Cause::kTail:
+          return "all of it, by releasing the GPU after the last kernel";
+        case Cause::kUnusedGpus:
+        case Cause::kNoGpuWork:
+          return "all of it: the GPUs are not needed";
+        default:
+          return "all of it";
+      }
+    case SavingMethod::kNone:
+      return "no estimate: no specific fix";
+  }
+  return "";
+}
+
+std::string GapEvidenceText(const GapEvidence& m, const ReportSymbols& symbols) {
+  std::string_view object = symbols.String(m.object);
+  const std::string& stack = symbols.StackLabel(m.stack);
+  return absl::StrCat(std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "",
+                      object.empty() ? "" : ": ", std::string(object),
+                      m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",
+                      stack.empty() ? "" : absl::StrCat(" at ", stack),
+                      m.gpu_side   ? ""
+                      : m.tid == 0 ? absl::StrCat(" (pid ", m.pid, ")")
+                                   : absl::StrCat(" (pid ", m.pid, " tid ", m.tid, ")"));
+}
+
+std::string WarningText(const ReportWarning& w) {
+  switch (w.kind) {
+    case WarningKind::kTraceCut: {
+      // The reader's own description of a cut or corrupt tail (what `idlescope dump` says too).
+      TraceReadStats tail;
+      tail.tail = static_cast<TailProblem>(w.tail);
+      tail.tail_detail = w.tail_detail;
+      tail.dropped_bytes = w.count;
+      tail.good_end_offset = w.other_count;
+      return absl::StrCat(w.subject, ": ", tail.TailDescription());
+    }
+    case WarningKind::kNoFooter:
+      return absl::StrCat(w.subject,
+                          ": no footer (the process was killed, crashed, or is still running)");
+    case WarningKind::kUndefinedCommIds:
+      return absl::StrFormat(
+          "%s: %d NCCL events name a communicator id the file never defines: their collectives "
+          "cannot be matched across ranks",
+          w.subject, w.count);
+    case WarningKind::kUnknownFields:
+      return absl::StrFormat("%s: %d unknown fields ignored (written by a newer idlescope?)",
+                             w.subject, w.count);
+    case WarningKind::kDroppedRecords:
+      return absl::StrFormat(
+          "%s: %d host events and %d GPU records were dropped while recording (buffers full): "
+          "idle time near them may be misattributed",
+          w.subject, w.count, w.other_count);
+    case WarningKind::kRecorderNotice:
+      return absl::StrCat(w.subject, ": recorder notice ", w.code, ": ", w.text);
+    case WarningKind::kLaunchesWithoutGpuRecords:
+      return absl::StrFormat(
+          "%s: %d kernel launches but no GPU activity recorded (CUPTI disabled or unavailable?): "
+          "its busy time is unknown and it is counted as idle",
+          w.subject, w.count);
+    case WarningKind::kLateGpuRecords:
+      return absl::StrFormat(
+          "%s: %d GPU records arrived after their time was analyzed (%s dropped from busy time)",
+          w.subject, w.count, Seconds(w.ns));
+    case WarningKind::kIncompleteCollectives:
+      return absl::StrFormat(
+          "%d NCCL collectives were missing ranks (trace files of some ranks not given?)", w.count);
+    case WarningKind::kForgottenCandidates:
+      return absl::StrFormat(
+          "%d events of processes that never used a GPU were forgotten to bound memory; a GPU "
+          "first used late may show part of its startup as residual",
+          w.count);
+    case WarningKind::kLateCandidates:
+      return absl::StrFormat(
+          "%d events arrived more than 10 min after their time was attributed and were only "
+          "partly used",
+          w.count);
+  }
+  return "";
+}
+
+}  // namespace idlescope

@@ -1,0 +1,25 @@
+// The words of the report: every sentence idlescope prints about a finding, a saving, the event
+// behind a gap and a warning, from the typed report model. Used by the text exporter (and by
+// the JSON exporter of schema version 1, whose notes were sentences).
+#pragma once
+
+#include <string>
+
+#include "analyzer/model/job_report.h"
+
+namespace idlescope {
+
+// "0.100 s in pageable copies, 0.000 s in pinned or device copies". The report is needed for
+// findings that point into it (a host activity kind's heaviest item, the worker processes).
+std::string FindingText(const Finding& finding, const JobReport& report);
+
+// "pageable copy time minus the same bytes at the pinned bandwidth (12.00 GB/s, assumed: ...)".
+std::string SavingBasisText(Cause cause, const SavingBasis& basis);
+
+// "checkpointing: /ckpt/model.pt, 1048576 bytes at save <- main (pid 100 tid 100)".
+std::string GapEvidenceText(const GapEvidence& evidence, const ReportSymbols& symbols);
+
+// "run/host-1.idlescope: no footer (the process was killed, crashed, or is still running)".
+std::string WarningText(const ReportWarning& warning);
+
+}  // namespace idlescope

@@ -1,0 +1,202 @@
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/model/labels.h"
+#include "analyzer/report/report_exporters.h"
+#include "analyzer/report/report_text.h"
+#include "analyzer/report/units.h"
+
+namespace idlescope {
+namespace {
+
+std::string RankList(const std::vector<int32_t>& ranks) {
+  if (ranks.empty()) return "none";
+  if (ranks.size() > 2 && ranks.back() - ranks.front() + 1 == static_cast<int32_t>(ranks.size())) {
+    return absl::StrCat(ranks.front(), "-", ranks.back());
+  }
+  return absl::StrJoin(ranks, ",");
+}
+
+}  // namespace
+
+bool ShownInText(const CauseReport& cause, Ns gpu_time) {
+  return cause.ns >= kTextMinCauseNs &&
+         static_cast<double>(cause.ns) >= kTextMinCauseShare * static_cast<double>(gpu_time);
+}
+
+std::string FormatTextReport(const JobReport& r) {
+  std::string out;
+  size_t used = 0;
+  for (const DeviceReport& d : r.devices) used += d.used;
+  absl::StrAppendFormat(&out,
+                        "idlescope report: %d process%s, ranks %s, %d GPU%s (%d used) on %d "
+                        "host%s, job span %s\n\n",
+                        r.processes, r.processes == 1 ? "" : "es", RankList(r.ranks),
+                        r.devices.size(), r.devices.size() == 1 ? "" : "s", used, r.hosts.size(),
+                        r.hosts.size() == 1 ? "" : "s", Seconds(r.span));
+
+  absl::StrAppendFormat(&out, "Utilization (mean over GPUs)\n");
+  absl::StrAppendFormat(&out, "  compute (paper's time-weighted U):      %6s\n",
+                        Percent(r.compute_util));
+  absl::StrAppendFormat(&out, "  kernel active (nvidia-smi \"GPU util\"): %6s\n",
+                        Percent(r.kernel_active_util));
+  absl::StrAppendFormat(&out, "  %s\n\n", kUtilizationExplanation);
+
+  if (!r.devices.empty()) {
+    absl::StrAppendFormat(&out, "Devices\n  %-36s %5s %8s %8s %10s %10s %9s %12s\n", "DEVICE",
+                          "RANK", "COMPUTE", "ACTIVE", "COMM", "TRANSFER", "KERNELS",
+                          "PEAK MEM GiB");
+    for (const DeviceReport& d : r.devices) {
+      std::string memory = d.total_memory > 0
+                               ? absl::StrCat(GiB(d.peak_memory), "/", GiB(d.total_memory))
+                               : (d.peak_memory > 0 ? GiB(d.peak_memory) : "-");
+      absl::StrAppendFormat(&out, "  %-36s %5s %8s %8s %10s %10s %9d %12s%s\n", d.id,
+                            d.rank >= 0 ? absl::StrCat(d.rank) : "-", Percent(d.compute_util),
+                            Percent(d.kernel_active_util), Seconds(d.comm_ns),
+                            Seconds(d.transfer_ns), d.kernels, memory,
+                            d.used ? "" : "  (no kernels)");
+    }
+    out += '\n';
+  }
+
+  absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n",
+                        Seconds(r.gpu_time), Seconds(r.idle_ns));
+  absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
+                        "EST. SAVING", "PAPER CATEGORY");
+  size_t omitted = 0;
+  Ns omitted_ns = 0;
+  for (const CauseReport& c : r.causes) {
+    if (!ShownInText(c, r.gpu_time)) {
+      ++omitted;
+      omitted_ns += c.ns;
+      continue;
+    }
+    const CauseInfo& info = InfoOf(c.cause);
+    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Seconds(c.ns),
+                          Percent(c.share), Seconds(c.saving_ns), info.paper_category);
+  }
+  if (omitted > 0) {
+    absl::StrAppendFormat(&out,
+                          "  (%d more cause%s under 0.5 ms or 0.05%% of GPU time, %s in all: "
+                          "see --json)\n",
+                          omitted, omitted == 1 ? "" : "s", Seconds(omitted_ns));
+  }
+  out += '\n';
+
+  absl::StrAppendFormat(&out, "Findings and fixes\n");
+  int n = 0;
+  for (const CauseReport& c : r.causes) {
+    if (!ShownInText(c, r.gpu_time)) continue;
+    const CauseInfo& info = InfoOf(c.cause);
+    absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name,
+                          Seconds(c.ns), Percent(c.share));
+    for (const Finding& f : c.findings) {
+      absl::StrAppendFormat(&out, "    - %s\n", FindingText(f, r));
+    }
+    for (const EvidenceItem& e : c.stacks) {
+      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols));
+    }
+    for (const EvidenceItem& e : c.objects) {
+      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols),
+                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+    }
+    for (const EvidenceItem& e : c.directories) {
+      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns),
+                            EvidenceLabel(e, r.symbols),
+                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+    }
+    absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
+    absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Seconds(c.saving_ns),
+                          SavingBasisText(c.cause, c.basis));
+  }
+  out += '\n';
+
+  if (!r.top_gaps.empty()) {
+    absl::StrAppendFormat(&out, "Longest idle gaps (>= %s)\n", Seconds(r.min_gap));
+    int g = 0;
+    for (const GapReport& gap : r.top_gaps) {
+      std::vector<std::string> causes;
+      for (const auto& [cause, ns] : gap.causes) {
+        if (ns < kTextMinCauseNs) continue;  // would print as 0.000 s
+        causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Seconds(ns)));
+      }
+      absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,
+                            Seconds(gap.start), Seconds(gap.length), GapKindName(gap.kind),
+                            absl::StrJoin(causes, ", "));
+      if (gap.has_evidence) {
+        absl::StrAppendFormat(&out, "    %s\n", GapEvidenceText(gap.evidence, r.symbols));
+      }
+    }
+    out += '\n';
+  }
+
+  const HostActivityReport& host = r.host_activity;
+  if (!host.groups.empty() || !host.workers.empty()) {
+    absl::StrAppendFormat(&out, "Host activity (time blocked in traced calls, all threads)\n");
+    absl::StrAppendFormat(&out, "  %-18s %10s %9s %14s %10s\n", "KIND", "BLOCKED", "CALLS", "BYTES",
+                          "MAIN THR");
+    for (const HostActivityGroup& g : host.groups) {
+      absl::StrAppendFormat(&out, "  %-18s %10s %9d %14d %10s\n", HostActivityKindName(g.kind),
+                            Seconds(g.ns), g.count, g.bytes, Seconds(g.main_thread_ns));
+    }
+    for (const HostActivityGroup& g : host.groups) {
+      if (g.items.empty()) continue;
+      absl::StrAppendFormat(&out, "  %s%s\n", HostActivityKindName(g.kind),
+                            g.approximate ? " (approximate: many distinct items)" : "");
+      for (const HostActivityItem& item : g.items) {
+        std::vector<std::string> details;
+        if (item.bytes > 0) details.push_back(absl::StrCat(item.bytes, " bytes"));
+        details.push_back(absl::StrCat(item.count, item.count == 1 ? " call" : " calls"));
+        if (item.processes > 1) details.push_back(absl::StrCat(item.processes, " processes"));
+        if (item.pid != 0) {
+          details.push_back(absl::StrCat("pid ", item.pid,
+                                         item.tid == 0      ? ""
+                                         : item.main_thread ? " main thread"
+                                                            : absl::StrCat(" thread ", item.tid)));
+        }
+        std::string fs = FsTypeName(item.fs_type);
+        if (!fs.empty()) details.push_back(fs);
+        if (item.installer) details.push_back("installer");
+        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns),
+                              ItemLabel(item.what, r.symbols), absl::StrJoin(details, ", "));
+        if (item.stack != 0) {
+          absl::StrAppendFormat(&out, "      at %s\n", r.symbols.StackLabel(item.stack));
+        }
+      }
+    }
+    if (!host.workers.empty()) {
+      uint64_t reads = 0, bytes = 0;
+      Ns read_ns = 0;
+      std::vector<std::string> pids;
+      for (const WorkerProcess& w : host.workers) {
+        reads += w.reads;
+        bytes += w.read_bytes;
+        read_ns += w.read_ns;
+        if (pids.size() < 16) pids.push_back(absl::StrCat(w.pid));
+      }
+      absl::StrAppendFormat(
+          &out,
+          "  worker processes: %d fork()ed children of job processes (DataLoader workers, "
+          "multiprocessing), %d reading files: %d reads, %d bytes, %s blocked\n",
+          host.workers.size(), host.workers_with_reads, reads, bytes, Seconds(read_ns));
+      absl::StrAppendFormat(&out, "    pids %s%s\n", absl::StrJoin(pids, ", "),
+                            host.workers.size() > pids.size() ? ", ..." : "");
+    }
+    out += '\n';
+  }
+
+  if (!r.warnings.empty()) {
+    absl::StrAppendFormat(&out, "Warnings\n");
+    for (const ReportWarning& w : r.warnings)
+      absl::StrAppendFormat(&out, "  - %s\n", WarningText(w));
+  }
+  return out;
+}
+
+}  // namespace idlescope

@@ -1,0 +1,174 @@
+#include "interpose/python/code_cache.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <new>
+
+namespace idlescope::python {
+
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 20;
+constexpr size_t kMaxArenaBytes = 64u << 20;
+
+// `populate`: the pages are made now, not at their first write by a hooked thread. The slot table's
+// entries land on random pages, so without it nearly every first-seen code object of a process's
+// first few hundred paid a page fault (5-7 us each on the build VMs, where the copy itself takes
+// 1-3 us: tests/python/pystacks_bench.cc). 2.5 MiB per Python process.
+void* MapZeroed(size_t bytes, bool populate = false) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE), -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+size_t PutUtf8(uint32_t c, char* out, size_t left) {
+  if (c >= 0xD800 && c < 0xE000) c = 0xFFFD;  // a lone surrogate (str allows them, UTF-8 not)
+  char b[4];
+  size_t n;
+  if (c < 0x80) {
+    b[0] = static_cast<char>(c);
+    n = 1;
+  } else if (c < 0x800) {
+    b[0] = static_cast<char>(0xC0 | (c >> 6));
+    b[1] = static_cast<char>(0x80 | (c & 63));
+    n = 2;
+  } else if (c < 0x10000) {
+    b[0] = static_cast<char>(0xE0 | (c >> 12));
+    b[1] = static_cast<char>(0x80 | ((c >> 6) & 63));
+    b[2] = static_cast<char>(0x80 | (c & 63));
+    n = 3;
+  } else {
+    b[0] = static_cast<char>(0xF0 | (c >> 18));
+    b[1] = static_cast<char>(0x80 | ((c >> 12) & 63));
+    b[2] = static_cast<char>(0x80 | ((c >> 6) & 63));
+    b[3] = static_cast<char>(0x80 | (c & 63));
+    n = 4;
+  }
+  if (n > left) return 0;
+  memcpy(out, b, n);
+  return n;
+}
+
+}  // namespace
+
+int CopyUnicode(uintptr_t obj, const Layout& layout, uintptr_t unicode_type, char* out,
+                size_t max) {
+  if (obj == 0 || (obj & 7) != 0) return -1;
+  if (CodeCache::Load<uintptr_t>(obj + layout.ob_type) != unicode_type) return -1;
+  const uint32_t state = CodeCache::Load<uint32_t>(obj + layout.unicode_state);
+  const int64_t length = CodeCache::Load<int64_t>(obj + layout.unicode_length);
+  const uint32_t kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  // Code objects' names and files are always compact (made by PyUnicode_New); a legacy string
+  // keeps its data elsewhere.
+  if (compact == 0 || length < 0 || (kind != 1 && kind != 2 && kind != 4)) return -1;
+  const uintptr_t data =
+      obj + (ascii != 0 ? layout.unicode_ascii_size : layout.unicode_compact_size);
+  size_t n = 0;
+  if (ascii != 0) {
+    n = static_cast<size_t>(length) < max ? static_cast<size_t>(length) : max;
+    memcpy(out, reinterpret_cast<const void*>(data), n);
+    return static_cast<int>(n);
+  }
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t c = kind == 1   ? CodeCache::Load<uint8_t>(data + i)
+                 : kind == 2 ? CodeCache::Load<uint16_t>(data + 2 * i)
+                             : CodeCache::Load<uint32_t>(data + 4 * i);
+    size_t put = PutUtf8(c, out + n, max - n);
+    if (put == 0) break;
+    n += put;
+  }
+  return static_cast<int>(n);
+}
+
+bool CodeCache::Init(const Layout& layout, const ObjectTypes& types) {
+  layout_ = layout;
+  types_ = types;
+  slots_ = static_cast<Slot*>(MapZeroed(sizeof(Slot) * kSlots, true));
+  infos_ = static_cast<std::atomic<const CodeInfo*>*>(
+      MapZeroed(sizeof(std::atomic<const CodeInfo*>) * (kMaxCodes + 1), true));
+  return slots_ != nullptr && infos_ != nullptr;
+}
+
+uint8_t* CodeCache::Reserve(size_t bytes) {
+  bytes = (bytes + 7) & ~size_t{7};
+  if (bytes > chunk_left_) {
+    const size_t size = bytes > kChunkBytes ? bytes : kChunkBytes;
+    if (arena_bytes_ + size > kMaxArenaBytes) return nullptr;
+    void* p = MapZeroed(size);
+    if (p == nullptr) return nullptr;
+    arena_bytes_ += size;
+    chunk_ = static_cast<uint8_t*>(p);
+    chunk_left_ = size;
+  }
+  return chunk_;
+}
+
+void CodeCache::Commit(size_t bytes) {
+  bytes = (bytes + 7) & ~size_t{7};
+  chunk_ += bytes;
+  chunk_left_ -= bytes;
+}
+
+CodeInfo* CodeCache::Copy(uintptr_t code) {
+  if (Load<uintptr_t>(code + layout_.ob_type) != types_.code) return nullptr;
+  const uintptr_t filename = Load<uintptr_t>(code + layout_.code_filename),
+                  name = Load<uintptr_t>(code + layout_.code_name),
+                  table = Load<uintptr_t>(code + layout_.code_linetable);
+  const int32_t first_line = Load<int32_t>(code + layout_.code_firstlineno);
+  if (table == 0 || (table & 7) != 0 || Load<uintptr_t>(table + layout_.ob_type) != types_.bytes) {
+    return nullptr;
+  }
+  int64_t table_size = Load<int64_t>(table + layout_.bytes_size);
+  if (table_size < 0) return nullptr;
+  if (table_size > kMaxTableBytes) table_size = kMaxTableBytes;
+  // The strings are decoded straight into the arena (no large buffer on the hooked thread's
+  // stack): reserve for the longest copies, commit what they took.
+  uint8_t* p = Reserve(sizeof(CodeInfo) + kMaxFileBytes + kMaxNameBytes + table_size);
+  if (p == nullptr) return nullptr;
+  auto* info = new (p) CodeInfo();
+  char* out = reinterpret_cast<char*>(info + 1);
+  const int file_size = CopyUnicode(filename, layout_, types_.unicode, out, kMaxFileBytes);
+  if (file_size < 0) return nullptr;
+  const int name_size = CopyUnicode(name, layout_, types_.unicode, out + file_size, kMaxNameBytes);
+  if (name_size < 0) return nullptr;
+  memcpy(out + file_size + name_size, reinterpret_cast<const void*>(table + layout_.bytes_data),
+         static_cast<size_t>(table_size));
+  info->first_line = first_line;
+  info->file_size = static_cast<uint32_t>(file_size);
+  info->name_size = static_cast<uint32_t>(name_size);
+  info->table_size = static_cast<uint32_t>(table_size);
+  Commit(sizeof(CodeInfo) + info->file_size + info->name_size + info->table_size);
+  return info;
+}
+
+uint32_t CodeCache::Insert(uintptr_t code) {
+  if (slots_ == nullptr || code == 0 || (code & 7) != 0) return 0;
+  std::lock_guard<std::mutex> lock(insert_mu_);
+  const uint32_t check = Check(code);
+  uint32_t i = Hash(code);
+  for (uint32_t probes = 0; probes < kSlots; i = (i + 1) & (kSlots - 1), ++probes) {
+    const uintptr_t at = slots_[i].code.load(std::memory_order_relaxed);  // only inserters write
+    if (at == 0 || at == code) break;
+  }
+  Slot& s = slots_[i];
+  const bool reused = s.code.load(std::memory_order_relaxed) == code;
+  if (reused) {
+    const uint64_t entry = s.entry.load(std::memory_order_relaxed);
+    if (static_cast<uint32_t>(entry >> 32) == check) return static_cast<uint32_t>(entry);
+  } else if (s.code.load(std::memory_order_relaxed) != 0) {
+    return 0;  // the table is full
+  }
+  const uint32_t id = next_id_.load(std::memory_order_relaxed);
+  if (id > kMaxCodes) return 0;
+  CodeInfo* info = Copy(code);
+  if (info == nullptr) return 0;
+  infos_[id].store(info, std::memory_order_release);
+  next_id_.store(id + 1, std::memory_order_relaxed);
+  // The id's copy is published before the entry that hands the id out.
+  s.entry.store(uint64_t{check} << 32 | id, std::memory_order_release);
+  if (!reused) s.code.store(code, std::memory_order_release);
+  return id;
+}
+
+}  // namespace idlescope::python

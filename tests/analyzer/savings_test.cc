@@ -1,0 +1,141 @@
+// Savings (analysis/savings.h), one rule per cause, and the report's assembly rules that stand
+// alone (analysis/report_builder.h): the short-gap cause and the findings of a cause's totals.
+#include "analyzer/analysis/savings.h"
+
+#include <gtest/gtest.h>
+
+#include "analyzer/analysis/report_builder.h"
+#include "tests/analyzer/job_builder.h"
+
+namespace idlescope::testing {
+namespace {
+
+GpuRecord Copy(CopyKind kind, MemKind host, uint64_t bytes, double ms) {
+  GpuRecord r;
+  r.kind = GPU_MEMCPY;
+  r.copy_kind = kind;
+  r.src_kind = kind == COPY_H2D ? host : MEM_DEVICE;
+  r.dst_kind = kind == COPY_D2H ? host : MEM_DEVICE;
+  r.bytes = bytes;
+  r.start = 0;
+  r.end = Ms(ms);
+  return r;
+}
+
+TEST(Savings, CopyRatesComeFromLargeGpuCopiesOnly) {
+  CopyRates rates;
+  rates.Add(Copy(COPY_H2D, MEM_PINNED, 1ull << 30, 50));
+  rates.Add(Copy(COPY_D2H, MEM_PINNED, 1ull << 30, 100));
+  rates.Add(Copy(COPY_D2H, MEM_PAGEABLE, 1ull << 30, 100));
+  rates.Add(Copy(COPY_D2H, MEM_PINNED, 4, 1));  // a loss read-back: latency, not bandwidth
+  EXPECT_NEAR(rates.pinned.BytesPerNs(), 2.0 * (1ull << 30) / 150e6, 1e-9);
+  EXPECT_NEAR(rates.d2h_pinned.BytesPerNs(), (1ull << 30) / 100e6, 1e-9);
+  EXPECT_NEAR(rates.d2h.BytesPerNs(), (1ull << 30) / 100e6, 1e-9);
+  EXPECT_EQ(CopyRates{}.pinned.BytesPerNs(), 0);
+}
+
+TEST(Savings, PageableCopiesSaveTheirTimeMinusThePinnedTime) {
+  CauseTotals t;
+  t.pageable_ns = Ms(100);
+  t.pageable_bytes = 600e6;
+  Saving s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, {});
+  EXPECT_EQ(s.basis.method, SavingMethod::kPageableAtPinnedRate);
+  EXPECT_EQ(s.basis.rate_source, RateSource::kAssumed);
+  EXPECT_EQ(s.ns, Ms(50));  // 600 MB at the assumed 12 GB/s take 50 ms
+  CopyRates rates;
+  rates.Add(Copy(COPY_H2D, MEM_PINNED, 24'000'000'000, 1000));  // 24 GB/s
+  s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, rates);
+  EXPECT_EQ(s.basis.rate_source, RateSource::kPinnedCopies);
+  EXPECT_EQ(s.ns, Ms(75));
+}
+
+TEST(Savings, CheckpointsKeepTheirSnapshot) {
+  CauseTotals t;
+  t.bytes = 600e6;
+  Saving s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {});
+  EXPECT_EQ(s.basis.method, SavingMethod::kCheckpointMinusSnapshot);
+  EXPECT_EQ(s.basis.rate_source, RateSource::kAssumed);
+  EXPECT_EQ(s.basis.bytes, 600'000'000u);
+  EXPECT_EQ(s.ns, Ms(50));
+  t.snapshot_ns = Ms(80);  // a measured snapshot longer than the bytes need
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {});
+  EXPECT_EQ(s.ns, Ms(20));
+  EXPECT_EQ(s.basis.snapshot_ns, Ms(80));
+  CopyRates rates;
+  rates.Add(Copy(COPY_D2H, MEM_PAGEABLE, 1'200'000'000, 50));  // 24 GB/s, not pinned
+  t.snapshot_ns = 0;
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates);
+  EXPECT_EQ(s.basis.rate_source, RateSource::kDeviceToHostCopies);
+  EXPECT_EQ(s.ns, Ms(75));
+}
+
+TEST(Savings, EveryOtherCauseIsAllHalfOrNothing) {
+  const CauseTotals t;
+  for (Cause c : {Cause::kDataLoading, Cause::kIntermediateUpload, Cause::kExternalDownload,
+                  Cause::kLibraryInstallation, Cause::kInteractive, Cause::kSynchronization,
+                  Cause::kTail, Cause::kUnusedGpus, Cause::kNoGpuWork}) {
+    Saving s = EstimateSaving(c, Ms(100), t, {});
+    EXPECT_EQ(s.basis.method, SavingMethod::kAll) << InfoOf(c).name;
+    EXPECT_EQ(s.ns, Ms(100));
+  }
+  for (Cause c : {Cause::kCommunication, Cause::kSmallBatch, Cause::kInsufficientMemory,
+                  Cause::kLaunchBound}) {
+    Saving s = EstimateSaving(c, Ms(100), t, {});
+    EXPECT_EQ(s.basis.method, SavingMethod::kHalf) << InfoOf(c).name;
+    EXPECT_EQ(s.ns, Ms(50));
+  }
+  for (Cause c : {Cause::kStartup, Cause::kUnknown}) {
+    Saving s = EstimateSaving(c, Ms(100), t, {});
+    EXPECT_EQ(s.basis.method, SavingMethod::kNone);
+    EXPECT_EQ(s.ns, 0);
+  }
+}
+
+TEST(ReportAssembly, ShortGapsFollowThePapersBatchSizeAndMemoryRule) {
+  const uint64_t total = 80ull << 30;
+  EXPECT_EQ(ShortGapCause(0.5, int64_t{70} << 30, total), Cause::kInsufficientMemory);
+  EXPECT_EQ(ShortGapCause(0.5, int64_t{40} << 30, total), Cause::kSmallBatch);
+  EXPECT_EQ(ShortGapCause(0.5, int64_t{50} << 30, total), Cause::kLaunchBound);  // 62.5%
+  EXPECT_EQ(ShortGapCause(0.51, int64_t{10} << 30, total), Cause::kLaunchBound);
+  EXPECT_EQ(ShortGapCause(0.2, 0, total), Cause::kLaunchBound);  // memory unknown
+  EXPECT_EQ(ShortGapCause(0.2, int64_t{1} << 30, 0), Cause::kLaunchBound);
+}
+
+TEST(ReportAssembly, FindingsOfACausesTotals) {
+  CauseTotals t;
+  t.pageable_ns = Ms(30);
+  t.gpu_side_ns = Ms(5);
+  std::vector<Finding> f;
+  TotalsFindings(Cause::kHostGpuTransfer, Ms(100), t, {}, &f);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].kind, FindingKind::kPageableCopies);
+  EXPECT_EQ(f[0].ns, Ms(30));
+  EXPECT_EQ(f[0].other_ns, Ms(70));
+  EXPECT_EQ(f[1].kind, FindingKind::kGpuOnlyCopies);
+  t = CauseTotals();
+  t.nccl_op_ns[NCCL_ALL_GATHER] = Ms(7);
+  t.nccl_op_ns[NCCL_ALL_REDUCE] = Ms(9);
+  f.clear();
+  TotalsFindings(Cause::kCommunication, Ms(16), t, {}, &f);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].nccl_op, NCCL_ALL_REDUCE);  // in op order
+  EXPECT_EQ(f[1].nccl_op, NCCL_ALL_GATHER);
+  KernelStats k;
+  k.kernels = 10;
+  k.kernel_ns = Ms(1);
+  k.with_grid = 10;
+  k.below_sm_count = 4;
+  f.clear();
+  TotalsFindings(Cause::kLaunchBound, Ms(1), CauseTotals(), k, &f);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].kind, FindingKind::kComputeKernels);
+  EXPECT_EQ(f[1].kind, FindingKind::kKernelsBelowSmCount);
+  EXPECT_EQ(f[1].count, 4u);
+  EXPECT_EQ(f[1].of_count, 10u);
+  f.clear();
+  TotalsFindings(Cause::kUnknown, Ms(1), CauseTotals(), k, &f);
+  EXPECT_TRUE(f.empty());
+}
+
+}  // namespace
+}  // namespace idlescope::testing
