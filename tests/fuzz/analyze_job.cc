@@ -1,20 +1,14 @@
 #include "tests/fuzz/analyze_job.h"
 
-#include <memory>
-
-#include "analyzer/job_analysis.h"
-#include "analyzer/job_reader.h"
-#include "analyzer/report_format.h"
+#include "analyzer/cli/pipeline.h"
+#include "analyzer/report/report_exporters.h"
 
 namespace idlescope::fuzz {
 
 std::string AnalyzeJobFiles(const std::vector<std::string>& paths) {
-  auto reader = JobReader::Open(paths);
-  if (!reader.ok()) return std::string(reader.status().message());
-  JobAnalysis analysis;
-  (*reader)->Run(&analysis, ReadOptions{});
-  const JobReport report = analysis.Finish(**reader);
-  return FormatTextReport(report) + FormatJsonReport(report);
+  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(paths, PipelineOptions{});
+  if (!job.ok()) return std::string(job.status().message());
+  return FormatTextReport(job->report) + FormatJsonReport(job->report);
 }
 
 }  // namespace idlescope::fuzz

@@ -1,5 +1,5 @@
 // The analyzer's entry point as the fuzzer drives it: the one place to change when that entry
-// point changes (today: JobReader + JobAnalysis + the report formatters).
+// point changes (today: AnalyzeJob of analyzer/cli/pipeline.h, then the text and JSON exporters).
 #pragma once
 
 #include <string>

@@ -8,13 +8,10 @@
 #include <cstdlib>
 #include <memory>
 
+#include "analyzer/cli/commands.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 #include "tests/fuzz/analyze_job.h"
-
-namespace idlescope {
-int DumpCommand(int argc, char** argv);  // analyzer/commands.h
-}
 
 namespace idlescope::fuzz {
 namespace {}  // namespace
