@@ -39,8 +39,6 @@ import time
 FORK_DEADLOCK = "fork-deadlock: child hangs in __cxa_guard_acquire of an API-name static"
 PTHREAD_EXIT = "pthread-exit-main: the writer thread keeps the process alive"
 SIGTERM_MUTEX = "sigterm-strings-mutex: 3 s stall, no footer, when the signal lands in InternString"
-VFORK_HANDLERS = ("vfork-child-resets-handlers: a vfork child's signal(SIG_DFL) before exec "
-                  "replaces the parent's SIGINT/SIGTERM handlers")
 JSON_UTF8 = ("json-invalid-utf8: report --json copies non-UTF-8 path bytes raw "
              "(analyzer/report_format.cc)")
 KNOWN = {
@@ -48,7 +46,6 @@ KNOWN = {
     r"pthread_exit_main(/forked)?/(status|trace-footer)": PTHREAD_EXIT,
     r"signals_lookups/.*/(exit-latency|trace-footer|trace-events)": SIGTERM_MUTEX,
     r"non_utf8_names/json": JSON_UTF8,
-    r"vfork_memory/(handlers|python_sigint)/(status|stdout)": VFORK_HANDLERS,
 }
 
 

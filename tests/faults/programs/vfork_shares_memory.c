@@ -26,16 +26,23 @@ static int Handlers(void) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  volatile int child_saw_handler = 0;  // the child's store reaches the parent (vfork)
   pid_t pid = vfork();
   if (pid == 0) {
-    signal(SIGINT, SIG_DFL);  // what _posixsubprocess's reset_signal_handlers() does
-    signal(SIGTERM, SIG_DFL);
+    struct sigaction dfl, old;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    // The child sees the handler it inherited, as sigaction's old value.
+    if (sigaction(SIGINT, &dfl, &old) == 0 && old.sa_handler == OnSignal) child_saw_handler = 1;
+    signal(SIGTERM, SIG_DFL);  // what _posixsubprocess's reset_signal_handlers() does
     char* argv[] = {"/bin/true", NULL};
     execv(argv[0], argv);
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
+  printf("the vfork child saw the inherited SIGINT handler: %s\n",
+         child_saw_handler ? "yes" : "no");
   for (int sig = SIGINT; sig != 0; sig = sig == SIGINT ? SIGTERM : 0) {
     g_handled = 0;
     raise(sig);
