@@ -5,12 +5,14 @@
 #   3. build with -Wall -Wextra -Werror and run the whole ctest suite (unit, integration on
 #      simgpu, end-to-end, benchmarks that print their figures)
 #   4. build again with AddressSanitizer + UBSan and run the unit tests
-#   5. build the libFuzzer targets with clang and fuzz the reader and the analyzer for
+#   5. build the threaded tests with ThreadSanitizer and run them (label threaded: the recorder's
+#      rings and tables across threads, the preload library's fork, thread and signal tests)
+#   6. build the libFuzzer targets with clang and fuzz the reader and the analyzer for
 #      IDLESCOPE_FUZZ_SECONDS (default 60) each (tests/fuzz)
 # The CPython peer suite (tests/cpython) runs its quick selection in step 3 (label cpython, 14
 # modules, under a minute); `scripts/test.sh --full` also runs the full selection (label
 # cpython_full, 23 modules, 3398 tests: about 10 minutes on 2 cores).
-# Build trees: build/, build-asan/ and build-fuzz/ (reused when present).
+# Build trees: build/, build-asan/, build-tsan/ and build-fuzz/ (reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${IDLESCOPE_JOBS:-$(nproc)}
@@ -38,6 +40,12 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIDLESCOPE_SANITIZE=
   -DIDLESCOPE_WITH_NVCC=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan -j "$jobs" -L unit --output-on-failure --timeout 600
+
+echo "== ThreadSanitizer: threaded tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDLESCOPE_SANITIZE=thread \
+  -DIDLESCOPE_WITH_NVCC=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target threaded_tests
+ctest --test-dir build-tsan -j "$jobs" -L threaded --output-on-failure --timeout 900
 
 echo "== fuzzing (clang, libFuzzer + ASan + UBSan): ${IDLESCOPE_FUZZ_SECONDS:-60} s per target"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
