@@ -63,6 +63,12 @@ int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
 // with what it installed); the kernel sees our handler, except while the program ignores the
 // signal: SIG_IGN then goes to the kernel as is, because an ignored signal stays ignored across
 // exec (shells start background jobs with SIGINT ignored) and a handler would not.
+//
+// The record below is the traced process's alone. A vfork child (or any clone sharing our memory)
+// runs in it until it execs, and CPython's _posixsubprocess resets every handled signal to
+// SIG_DFL there: were the child's calls to update the record, the parent's handlers would be
+// lost (its Ctrl-C or SIGTERM would kill it instead of raising KeyboardInterrupt). So a process
+// other than the traced one only reads the record; its dispositions go to its kernel table.
 
 bool IsManaged(int sig) { return sig == SIGTERM || sig == SIGINT; }
 
@@ -72,6 +78,13 @@ struct Managed {
 };
 Managed g_managed[NSIG];
 bool g_signals_managed = false;
+
+struct sigaction DefaultAction() {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  return dfl;
+}
 
 void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
   int saved = errno;
@@ -83,11 +96,9 @@ void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
     // The default action ends the process: write what we have and the footer, then die of the
     // same signal (blocked while we run, so raise() leaves it pending until we return).
     Shutdown(trace::kExitSignal, sig, /*from_signal=*/true);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
+    struct sigaction dfl = DefaultAction();
     RealSigaction(sig, &dfl, nullptr);
-    g_managed[sig].ours_installed = false;
+    if (InTracedProcess()) g_managed[sig].ours_installed = false;
     raise(sig);
     errno = saved;
     return;
@@ -99,8 +110,12 @@ void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
   // The program handles it (Python raises KeyboardInterrupt later): flush soon, chain.
   FlushSoon();
   if (program.sa_flags & SA_RESETHAND) {
-    memset(&g_managed[sig].program, 0, sizeof(g_managed[sig].program));
-    g_managed[sig].program.sa_handler = SIG_DFL;
+    struct sigaction dfl = DefaultAction();
+    if (InTracedProcess()) {
+      g_managed[sig].program = dfl;
+    } else {
+      RealSigaction(sig, &dfl, nullptr);  // a vfork child: the reset is its own
+    }
   }
   errno = saved;
   if (siginfo) {
@@ -135,7 +150,20 @@ void ManageSignals() {
   g_signals_managed = true;
 }
 
+// sigaction in a process that shares our memory but is not the traced one (see above): the kernel
+// holds its dispositions; where it still has our handler (inherited), the program's is the
+// record's.
+int ChildSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  struct sigaction previous;
+  int rc = RealSigaction(sig, act, &previous);
+  if (rc != 0 || old == nullptr) return rc;
+  bool ours = (previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == OnTerminationSignal;
+  *old = ours ? g_managed[sig].program : previous;
+  return 0;
+}
+
 int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!InTracedProcess()) return ChildSigaction(sig, act, old);
   // Keep the signal out while the record changes (our handler reads it).
   sigset_t block, saved_mask;
   sigemptyset(&block);

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace ltrace sqlite3
   chromium nodejs npm
+  # the CPython peer suite (tests/cpython) and the fuzzers (tests/fuzz: clang's libFuzzer)
+  libpython3.11-testsuite clang libclang-rt-dev
 )
 # chromium renders the HTML report in its tests (tests/html/, through puppeteer-core from npm,
 # which the tests' setup installs from tests/html/package-lock.json).

@@ -119,6 +119,32 @@ std::string TailReason(TailProblem tail) {
   return "";
 }
 
+// How the first bytes of a file compare with the start of a header packet as the recorder and
+// libprotobuf write it: 0a <varint> (Trace.packet), 0a <varint> (Packet.header), then Header.magic,
+// its first field: 0a 09 "IDLESCOPE".
+enum class HeaderStart {
+  kNo,      // some byte differs: not an idlescope trace
+  kPrefix,  // every byte there matches, the file ends before the magic is complete
+  kMagic,   // the magic is complete
+};
+
+HeaderStart CompareWithHeaderStart(std::string_view head) {
+  size_t at = 0;
+  for (int level = 0; level < 2; ++level) {  // Trace.packet, then Packet.header
+    if (at == head.size()) return HeaderStart::kPrefix;
+    if (static_cast<uint8_t>(head[at++]) != kPacketTag) return HeaderStart::kNo;
+    for (int i = 0;; ++i) {  // the length varint
+      if (at == head.size()) return HeaderStart::kPrefix;
+      if (i == 10) return HeaderStart::kNo;
+      if ((static_cast<uint8_t>(head[at++]) & 0x80) == 0) break;
+    }
+  }
+  constexpr std::string_view kMagicField("\x0a\x09IDLESCOPE", 11);
+  const std::string_view rest = head.substr(at, kMagicField.size());
+  if (rest != kMagicField.substr(0, rest.size())) return HeaderStart::kNo;
+  return rest.size() == kMagicField.size() ? HeaderStart::kMagic : HeaderStart::kPrefix;
+}
+
 }  // namespace
 
 std::string TraceReadStats::TailDescription() const {
@@ -215,18 +241,24 @@ absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std
     if (s.tail == TailProblem::kReadError) {
       return absl::DataLossError(absl::StrCat("cannot read ", path, ": ", s.tail_detail));
     }
-    // A header packet starts: 0a <len> 0a <len> 0a 09 "IDLESCOPE" (Packet.header, Header.magic).
-    // A file cut inside its header still shows the magic; anything else is not a trace.
-    std::string_view head(reader->buf_.data() + reader->pos_, reader->end_ - reader->pos_);
-    bool looks_like_header = head.substr(0, 64).find("\x0a\x09IDLESCOPE") != std::string_view::npos;
-    if ((s.tail == TailProblem::kCutInPacket || s.tail == TailProblem::kCutInFraming) &&
-        looks_like_header) {
+    // A file cut inside its header packet (the process killed, or the disk full, while the
+    // header was written) is a trace with nothing in it yet, not some other file: every byte it
+    // has matches the start of a header. The buffer holds the whole first chunk of the file.
+    const HeaderStart start = CompareWithHeaderStart(
+        std::string_view(reader->buf_.data() + reader->pos_, reader->end_ - reader->pos_));
+    const bool cut = s.tail == TailProblem::kCutInPacket || s.tail == TailProblem::kCutInFraming;
+    if (start != HeaderStart::kNo && cut) {
       return absl::DataLossError(absl::StrFormat(
-          "%s: trace header cut short (file of %d bytes): the process ended before its first flush",
+          "%s: trace header cut short (file of %d bytes): the process ended, or the disk filled, "
+          "while the header was being written",
           path, s.file_bytes));
     }
     if (s.tail == TailProblem::kNone) {  // the file shrank to nothing after fstat
       return absl::InvalidArgumentError(absl::StrCat(path, ": empty file, not a trace"));
+    }
+    if (start == HeaderStart::kMagic) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": corrupt trace header: ", s.TailDescription()));
     }
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not an idlescope trace (no trace header at the start of the file)"));

@@ -85,8 +85,9 @@ class TraceFileReader {
 
   // Opens `path` and reads its Header packet. Errors (one line each, naming the file):
   // cannot open (strerror), not a regular file, empty file, "not an idlescope trace" (the first
-  // packet is not a Header with magic IDLESCOPE), header cut short, unsupported format_version
-  // (not 1 or 2).
+  // packet is not a Header with magic IDLESCOPE), "trace header cut short" (every byte of the file
+  // matches the start of a header, even before the magic is complete), "corrupt trace header"
+  // (the magic is there, the header does not parse), unsupported format_version (not 1 or 2).
   static absl::StatusOr<std::unique_ptr<TraceFileReader>> Open(
       const std::string& path, size_t chunk_bytes = kDefaultChunkBytes);
 

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "analyzer/trace/interned_data.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "tests/cli/trace_builder.h"
 
@@ -310,19 +312,154 @@ TEST_F(TraceReaderTest, V2UnknownFieldsInRunsAndUndefinedCommunicatorsAreCounted
   EXPECT_EQ(s.run_launches, 2u);
 }
 
-TEST_F(TraceReaderTest, CutInsideTheHeaderIsAnErrorNotACrash) {
-  TraceBytes trace = MakeSampleTrace();
-  for (uint64_t cut = 1; cut < trace.packet_ends[0]; ++cut) {
-    WriteFile(Path("h.idlescope"), trace.bytes.substr(0, cut));
-    auto reader = TraceFileReader::Open(Path("h.idlescope"));
-    ASSERT_FALSE(reader.ok()) << "cut " << cut;
-    const std::string msg(reader.status().message());
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    // Once the magic is in the file, the file is a trace whose header was cut.
-    if (cut >= trace.bytes.find("IDLESCOPE") + 9) {
-      EXPECT_NE(msg.find("header cut short"), std::string::npos) << msg;
+// A file cut anywhere inside its header packet (the process killed, or the disk full, while the
+// recorder wrote it) is a truncated trace, not "not an idlescope trace", even before the magic is
+// complete. A minimal header has one-byte length prefixes; a recorder's, with a long command line,
+// two-byte ones.
+Header MinimalHeader() {
+  Header h;
+  h.set_magic("IDLESCOPE");
+  h.set_format_version(2);
+  h.set_pid(7);
+  h.set_host("h");
+  return h;
+}
+
+TEST_F(TraceReaderTest, CutInsideTheHeaderIsReportedAsTruncated) {
+  for (bool long_cmdline : {false, true}) {
+    TraceBytes trace;
+    Packet p;
+    *p.mutable_header() = long_cmdline ? testing::MakeHeader(7, 1) : MinimalHeader();
+    if (long_cmdline) p.mutable_header()->add_cmdline(std::string(3000, 'x'));
+    trace.Add(p);
+    ASSERT_EQ(trace.framing_bytes[0], long_cmdline ? 3u : 2u);
+    // Every cut through the framing and the magic, then a sample of the rest.
+    for (uint64_t cut = 1; cut < trace.packet_ends[0]; cut += cut < 64 ? 1 : 61) {
+      WriteFile(Path("h.idlescope"), trace.bytes.substr(0, cut));
+      auto reader = TraceFileReader::Open(Path("h.idlescope"));
+      ASSERT_FALSE(reader.ok()) << "cut " << cut;
+      const std::string msg(reader.status().message());
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      EXPECT_NE(msg.find("header cut short"), std::string::npos) << "cut " << cut << ": " << msg;
+      EXPECT_EQ(msg.find("not an idlescope trace"), std::string::npos) << msg;
     }
   }
+}
+
+// A header whose magic is there but whose bytes do not parse is a corrupt trace, not another kind
+// of file.
+TEST_F(TraceReaderTest, CorruptHeaderAfterTheMagicIsCalledCorrupt) {
+  Packet p;
+  *p.mutable_header() = MinimalHeader();
+  std::string payload = p.SerializeAsString();
+  // Header.pid (field 3, varint) becomes an overlong varint: 11 bytes with the high bit set.
+  const std::string pid_field = std::string("\x18\x07", 2);
+  const size_t at = payload.find(pid_field);
+  ASSERT_NE(at, std::string::npos);
+  payload.replace(at + 1, 1, std::string(11, '\xff'));
+  payload[1] = static_cast<char>(payload.size() - 2);  // Packet.header's length (one byte)
+  ASSERT_LT(payload.size(), 130u);
+  TraceBytes trace;
+  trace.AddRaw(payload);
+  WriteFile(Path("c.idlescope"), trace.bytes);
+  auto reader = TraceFileReader::Open(Path("c.idlescope"));
+  ASSERT_FALSE(reader.ok());
+  const std::string msg(reader.status().message());
+  EXPECT_NE(msg.find("corrupt trace header"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// Counts what libprotobuf logs (it writes multi-line errors to stderr, e.g. for invalid UTF-8).
+class ProtobufLogCounter {
+ public:
+  ProtobufLogCounter() {
+    count_ = 0;
+    previous_ = google::protobuf::SetLogHandler(&Count);
+  }
+  ~ProtobufLogCounter() { google::protobuf::SetLogHandler(previous_); }
+  int count() const { return count_; }
+
+ private:
+  static void Count(google::protobuf::LogLevel, const char*, int, const std::string&) { ++count_; }
+  static inline int count_ = 0;
+  google::protobuf::LogHandler* previous_;
+};
+
+// Host names, environment values, device names and notice texts are whatever bytes the system
+// gave: a Latin-1 path in a notice, a CUDA_VISIBLE_DEVICES that is not UTF-8. libprotobuf refused
+// such packets when these fields were proto3 `string`s (the header: "not an idlescope trace";
+// a notice: every packet after it dropped as corrupt, with a libprotobuf error on stderr). They
+// are read, byte for byte, with nothing logged.
+TEST_F(TraceReaderTest, TextFieldsThatAreNotUtf8AreReadByteForByte) {
+  const std::string latin1_host =
+      "gpu-n\xf6"
+      "de";                                                  // "gpu-node" with o-umlaut in Latin-1
+  const std::string bad_env = std::string("0,\xff\xfe", 4);  // not UTF-8 at all
+  const std::string notice_text = "cannot write /data/caf\xe9/ckpt.pt";
+  const std::string device_name = "NVIDIA \xc3\x28";  // an invalid 2-byte sequence
+  TraceBytes trace = MakeSampleTrace();
+  Header header = trace.packets[0].header();
+  header.set_host(latin1_host);
+  header.set_cuda_visible_devices(bad_env);
+  header.set_tool_version("0.1\x80");
+  header.set_boot_id("b\xffoot");
+  header.mutable_config()->add_families("i\xf6");
+  TraceBytes bad;
+  {
+    ProtobufLogCounter serializing;  // older protos logged here too (and wrote the bytes anyway)
+    Packet p;
+    *p.mutable_header() = header;
+    bad.Add(p);
+    for (size_t i = 1; i + 1 < trace.packets.size(); ++i) bad.Add(trace.packets[i]);
+    p.Clear();
+    p.mutable_notice()->set_severity(WARNING);
+    p.mutable_notice()->set_code("trace_write_failed");
+    p.mutable_notice()->set_text(notice_text);
+    bad.Add(p);
+    p.Clear();
+    p.mutable_device()->set_name(device_name);
+    p.mutable_device()->set_uuid("GPU-\xe9");
+    bad.Add(p);
+    bad.Add(trace.packets.back());  // the footer
+  }
+  WriteFile(Path("u.idlescope"), bad.bytes);
+
+  ProtobufLogCounter logs;
+  auto reader = TraceFileReader::Open(Path("u.idlescope"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->header().host(), latin1_host);
+  EXPECT_EQ((*reader)->header().cuda_visible_devices(), bad_env);
+  EXPECT_EQ((*reader)->header().boot_id(), "b\xffoot");
+  std::vector<Packet> packets = ReadAll(**reader);
+  EXPECT_FALSE((*reader)->stats().truncated()) << (*reader)->stats().TailDescription();
+  EXPECT_TRUE((*reader)->stats().footer_seen);
+  ASSERT_EQ(packets.size(), bad.packets.size() - 1);
+  const Packet& notice = packets[packets.size() - 3];
+  ASSERT_EQ(notice.data_case(), Packet::kNotice);
+  EXPECT_EQ(notice.notice().text(), notice_text);
+  const Packet& device = packets[packets.size() - 2];
+  ASSERT_EQ(device.data_case(), Packet::kDevice);
+  EXPECT_EQ(device.device().name(), device_name);
+  EXPECT_EQ(logs.count(), 0);
+}
+
+// The rule behind the test above, for fields added later: the format has no `string` field
+// (libprotobuf validates proto3 strings as UTF-8 and fails the packet), only `bytes`.
+TEST(TraceFormatTest, NoFieldIsAProto3String) {
+  const google::protobuf::FileDescriptor* file = Packet::descriptor()->file();
+  std::vector<const google::protobuf::Descriptor*> messages;
+  for (int i = 0; i < file->message_type_count(); ++i) messages.push_back(file->message_type(i));
+  for (size_t m = 0; m < messages.size(); ++m) {
+    for (int i = 0; i < messages[m]->nested_type_count(); ++i) {
+      messages.push_back(messages[m]->nested_type(i));
+    }
+    for (int i = 0; i < messages[m]->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* field = messages[m]->field(i);
+      EXPECT_NE(field->type(), google::protobuf::FieldDescriptor::TYPE_STRING)
+          << field->full_name() << " is a string: make it bytes";
+    }
+  }
+  EXPECT_GT(messages.size(), 20u);
 }
 
 TEST_F(TraceReaderTest, PacketLargerThanTheReadChunkIsReadWhole) {

@@ -1,0 +1,795 @@
+#!/usr/bin/env python3
+"""The fault matrix: small programs that do what real jobs do to a tracer, run bare and traced.
+
+Each case runs one of our programs (tests/faults/programs/), a shell or Python one-liner, bare and
+under the real preload library (simgpu first on LD_LIBRARY_PATH for CUDA cases), and compares
+what a user can observe: stdout, stderr, the exit status or signal, and the files the program
+wrote (path, size and content of every file under its working directory). A traced run that
+hangs past its timeout is a failure, never a stuck CI. Then the traces must be readable:
+`idlescope dump --summary` succeeds on every file, with a footer where the process ended cleanly
+(exit, SIGTERM, SIGINT), and `idlescope report` succeeds on the directory.
+
+Random choices (signal delays, which signal) come from one seed, printed first: `--seed N`
+replays a run. `--case REGEX` selects cases, `--list` lists them.
+
+Findings that other work is fixing are expected failures (KNOWN below, and tests/faults/KNOWN.md):
+such a check is reported XFAIL with the finding's name and does not fail the run; when it passes
+it is reported XPASS, and the mark should be removed. Every other failed check fails the run.
+"""
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# Check-name patterns (re.fullmatch) that fail today because of a finding another change fixes.
+# The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
+# entry when its fix has merged: its checks then report XPASS.
+JSON_UTF8 = ("json-invalid-utf8: report --json copies non-UTF-8 path bytes raw "
+             "(analyzer/report_format.cc)")
+SIGNAL_EVENTS = ("signal-lookups-events-lost: after the merge of robust-a, a process whose main "
+                 "thread interns a new path per call has no host events in its trace after "
+                 "SIGINT/SIGTERM/SIGKILL, now and then")
+CUPTI_MESSAGE = ("cupti-message-on-stderr: after the merge of robust-a, 'idlescope: no GPU "
+                 "timeline: libcupti not found' reaches the job's stderr again")
+KNOWN = {
+    r"non_utf8_names/json": JSON_UTF8,
+    r"signals_lookups/.*/trace-events": SIGNAL_EVENTS,
+    r"cupti_unavailable/broken_libcupti/stderr": CUPTI_MESSAGE,
+}
+
+
+@dataclasses.dataclass
+class Paths:
+    preload: str
+    idlescope: str
+    programs: str
+    simgpu_lib: str
+    work: str
+
+    def program(self, name):
+        return os.path.join(self.programs, name)
+
+
+@dataclasses.dataclass
+class Run:
+    """One execution of a program."""
+
+    argv: list
+    env: dict = dataclasses.field(default_factory=dict)  # added to the base environment
+    stdin: object = "devnull"  # "devnull", "closed", or bytes fed through a pipe
+    rlimits: dict = dataclasses.field(default_factory=dict)  # resource.RLIMIT_* -> (soft, hard)
+    timeout: float = 30.0
+    cuda: bool = False  # simgpu first on LD_LIBRARY_PATH
+    # (signal number, seconds after the program printed "ready"): sent to the process itself.
+    signal_after_ready: tuple = None
+    setup: object = None  # callable(cwd): prepares the working directory (input files)
+
+
+@dataclasses.dataclass
+class Result:
+    status: object  # exit code (int >= 0), -N for signal N, or "hung"
+    stdout: bytes
+    stderr: bytes
+    files: dict  # relative path -> (size, sha256)
+    wall: float
+    signal_to_exit: float = None  # seconds from our signal to the process's end
+
+    def describe_status(self):
+        if self.status == "hung":
+            return "hung (killed after the timeout)"
+        if isinstance(self.status, int) and self.status < 0:
+            return "killed by %s" % signal.Signals(-self.status).name
+        return "exit %s" % self.status
+
+
+class Matrix:
+    def __init__(self, paths, seed, verbose):
+        self.paths = paths
+        self.rng = random.Random(seed)
+        self.verbose = verbose
+        self.results = []  # (state, name, detail)
+        self.run_index = 0
+
+    # ----------------------------------------------------------------------------------------
+    # Running programs
+
+    def base_env(self, cuda):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")
+               and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
+        env["LC_ALL"] = "C"
+        if cuda:
+            env["LD_LIBRARY_PATH"] = self.paths.simgpu_lib + (
+                ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        return env
+
+    def new_dir(self, what):
+        self.run_index += 1
+        d = os.path.join(self.paths.work, "%03d-%s" % (self.run_index, what))
+        os.makedirs(d)
+        return d
+
+    def execute(self, run, traced, trace_dir=None, trace_env=None, tag="run"):
+        """Runs `run` in a fresh working directory; traced runs write traces into trace_dir."""
+        cwd = self.new_dir(("traced-" if traced else "bare-") + tag)
+        if run.setup:
+            run.setup(cwd)
+        before = snapshot(cwd)
+        env = self.base_env(run.cuda)
+        env.update(run.env)
+        if traced:
+            env["LD_PRELOAD"] = self.paths.preload
+            env["IDLESCOPE_OUT"] = trace_dir
+            env.update(trace_env or {})
+
+        def preexec():
+            for limit, value in run.rlimits.items():
+                resource.setrlimit(limit, value)
+            if run.stdin == "closed":
+                try:
+                    os.close(0)
+                except OSError:  # already closed in the harness
+                    pass
+
+        stdin = subprocess.PIPE if isinstance(run.stdin, bytes) else (
+            None if run.stdin == "closed" else subprocess.DEVNULL)
+        start = time.monotonic()
+        proc = subprocess.Popen(run.argv, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, preexec_fn=preexec, start_new_session=True)
+        out, err = bytearray(), bytearray()
+        ready = threading.Event()
+
+        def pump(stream, buf, watch):
+            while True:
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    return
+                buf.extend(chunk)
+                if watch and b"ready\n" in buf:
+                    ready.set()
+
+        pumps = [threading.Thread(target=pump, args=(proc.stdout, out, True), daemon=True),
+                 threading.Thread(target=pump, args=(proc.stderr, err, False), daemon=True)]
+        for t in pumps:
+            t.start()
+        if isinstance(run.stdin, bytes):
+            try:
+                proc.stdin.write(run.stdin)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        signalled_at = None
+        deadline = start + run.timeout
+        if run.signal_after_ready:
+            sig, delay = run.signal_after_ready
+            if ready.wait(max(0.0, deadline - time.monotonic())):
+                time.sleep(delay)
+                signalled_at = time.monotonic()
+                try:
+                    os.kill(proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+        try:
+            status = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            status = "hung"
+        ended = time.monotonic()
+        # Whatever is left of the job (children of a hung run, or of one killed by our signal).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if status == "hung":
+            proc.wait()
+        for t in pumps:
+            t.join(timeout=5)
+        after = snapshot(cwd)
+        files = {k: v for k, v in after.items() if before.get(k) != v}
+        return Result(status=status, stdout=bytes(out), stderr=bytes(err), files=files,
+                      wall=ended - start,
+                      signal_to_exit=None if signalled_at is None else ended - signalled_at)
+
+    # ----------------------------------------------------------------------------------------
+    # Checks
+
+    def check(self, name, ok, detail=""):
+        known = next((finding for pattern, finding in KNOWN.items()
+                      if re.fullmatch(pattern, name)), None)
+        if ok:
+            state = "XPASS" if known else "PASS"
+            if known:
+                detail = "expected to fail (%s)" % known
+        else:
+            state = "XFAIL" if known else "FAIL"
+            if known:
+                detail = "%s [known: %s]" % (detail, known)
+        self.results.append((state, name, detail, known))
+        # An intermittent finding passes most of its checks: those are counted per finding at the
+        # end, and listed one by one only with -v.
+        if state in ("PASS", "XPASS") and not self.verbose:
+            print("%-5s %s" % (state, name), flush=True)
+        else:
+            print("%-5s %s%s" % (state, name, (": " + detail) if detail else ""), flush=True)
+        return ok
+
+    def compare(self, name, bare, traced, what=("status", "stdout", "stderr", "files"),
+                idlescope_lines=0):
+        """Checks that the traced run looked like the bare one. `idlescope_lines`: how many lines
+        starting with "idlescope:" the traced stderr may have (a bad output directory: one per
+        job), removed before comparing."""
+        ok = True
+        if traced.status == "hung" or bare.status == "hung":
+            return self.check(name + "/status", False,
+                              "bare %s, traced %s" % (bare.describe_status(),
+                                                      traced.describe_status()))
+        if "status" in what:
+            ok &= self.check(name + "/status", bare.status == traced.status,
+                             "bare %s, traced %s" % (bare.describe_status(),
+                                                     traced.describe_status()))
+        if "stdout" in what:
+            ok &= self.check(name + "/stdout", bare.stdout == traced.stdout,
+                             first_difference(bare.stdout, traced.stdout))
+        if "stderr" in what:
+            lines = traced.stderr.splitlines(keepends=True)
+            ours = [l for l in lines if l.startswith(b"idlescope:")]
+            rest = b"".join(l for l in lines if not l.startswith(b"idlescope:"))
+            if idlescope_lines:
+                ok &= self.check(name + "/idlescope-lines", len(ours) <= idlescope_lines,
+                                 "%d lines of ours on stderr (at most %d), first: %r" %
+                                 (len(ours), idlescope_lines, ours[:1]))
+                traced_err = rest
+            else:
+                traced_err = traced.stderr
+            ok &= self.check(name + "/stderr", bare.stderr == traced_err,
+                             first_difference(bare.stderr, traced_err))
+        if "files" in what:
+            ok &= self.check(name + "/files", bare.files == traced.files,
+                             files_difference(bare.files, traced.files))
+        return ok
+
+    def read_traces(self, trace_dir):
+        """{file: summary dict} for every trace file; a file dump cannot read maps to None."""
+        traces = {}
+        for entry in sorted(os.listdir(trace_dir)):
+            if not entry.endswith(".idlescope"):
+                continue
+            path = os.path.join(trace_dir, entry)
+            p = subprocess.run([self.paths.idlescope, "dump", "--summary", path],
+                               capture_output=True, timeout=60)
+            traces[entry] = parse_summary(p.stdout) if p.returncode == 0 else {
+                "error": p.stderr.decode(errors="replace").strip(),
+                "bytes": os.path.getsize(path)}
+        return traces
+
+    def check_traces(self, name, trace_dir, footer="all", min_files=1, report=True,
+                     min_events=0):
+        """The traces of a run: every file readable by dump, a footer in each ("all") or in none
+        required ("none"), at least min_events host events in all, and `report` succeeds."""
+        traces = self.read_traces(trace_dir)
+        ok = self.check(name + "/trace-files", len(traces) >= min_files,
+                        "%d trace files, expected at least %d" % (len(traces), min_files))
+        bad = {f: t["error"] for f, t in traces.items() if "error" in t}
+        ok &= self.check(name + "/trace-readable", not bad,
+                         "; ".join("%s: %s" % (f, e) for f, e in sorted(bad.items())[:3]))
+        if footer == "all":
+            missing = [f for f, t in traces.items() if "error" not in t and not t["footer"]]
+            ok &= self.check(name + "/trace-footer", not missing,
+                             "%d of %d files have no footer (%s)" %
+                             (len(missing), len(traces), ", ".join(missing[:3])))
+        if min_events:
+            events = sum(t.get("events", 0) for t in traces.values())
+            ok &= self.check(name + "/trace-events", events >= min_events,
+                             "%d host events in the traces, expected at least %d" %
+                             (events, min_events))
+        if report and traces:
+            p = subprocess.run([self.paths.idlescope, "report", trace_dir], capture_output=True,
+                               timeout=120)
+            ok &= self.check(name + "/report", p.returncode == 0,
+                             "idlescope report exit %d: %s" %
+                             (p.returncode, p.stderr.decode(errors="replace").strip()[-300:]))
+        return traces
+
+    def trace_dir(self, tag):
+        d = self.new_dir("traces-" + tag)
+        return d
+
+    def traced_as_bare(self, name, run, trace_env=None, **trace_checks):
+        """The common case: the traced run looks like the bare one, and its traces read."""
+        _, _, trace_dir = self.bare_and_traced(name, run, trace_env=trace_env)
+        return self.check_traces(name, trace_dir, **trace_checks)
+
+    def bare_and_traced(self, name, run, trace_env=None, **compare_args):
+        bare = self.execute(run, traced=False, tag=name.replace("/", "-"))
+        trace_dir = self.trace_dir(name.replace("/", "-"))
+        traced = self.execute(run, traced=True, trace_dir=trace_dir, trace_env=trace_env,
+                              tag=name.replace("/", "-"))
+        self.compare(name, bare, traced, **compare_args)
+        return bare, traced, trace_dir
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+def snapshot(root):
+    files = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            try:
+                with open(p, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                data = ("unreadable: %s" % e).encode()
+            files[os.path.relpath(p, root)] = (len(data), hashlib.sha256(data).hexdigest()[:16])
+    return files
+
+
+def first_difference(a, b):
+    if a == b:
+        return ""
+    al, bl = a.splitlines(), b.splitlines()
+    for i in range(max(len(al), len(bl))):
+        x = al[i] if i < len(al) else None
+        y = bl[i] if i < len(bl) else None
+        if x != y:
+            return "line %d: bare %r, traced %r" % (i + 1, x, y)
+    return "bare %r, traced %r" % (a[-80:], b[-80:])
+
+
+def files_difference(a, b):
+    if a == b:
+        return ""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            out.append("%s: bare %s, traced %s" % (k, a.get(k, "absent"), b.get(k, "absent")))
+    return "; ".join(out[:4]) + (" (+%d more)" % (len(out) - 4) if len(out) > 4 else "")
+
+
+SUMMARY = re.compile(rb"summary: (\d+) packets .*?\), (\d+) events, (\d+) gpu activities, "
+                     rb"(\d+) events dropped")
+PACKET = re.compile(rb"^packet \d+ @\d+: (\w+) ?(.*)$")
+
+
+def parse_summary(text):
+    """What `idlescope dump --summary` says of a file: host events, GPU records and drops, the
+    footer's fields, the notices, whether the tail was cut."""
+    info = {"footer": False, "events": 0, "gpu": 0, "dropped": 0, "notices": [],
+            "truncated": False, "footer_fields": {}}
+    for line in text.splitlines():
+        m = SUMMARY.search(line)
+        if m:
+            info["events"], info["gpu"], info["dropped"] = (int(m.group(2)), int(m.group(3)),
+                                                            int(m.group(4)))
+        p = PACKET.match(line)
+        if p and p.group(1) == b"footer":
+            info["footer"] = True
+            for field in p.group(2).split():
+                k, _, v = field.partition(b"=")
+                info["footer_fields"][k.decode()] = v.decode()
+        elif p and p.group(1) == b"notice":
+            info["notices"].append(p.group(2).decode(errors="replace"))
+        if line.startswith(b"truncated:") or line.startswith(b"corrupt:"):
+            info["truncated"] = True
+    return info
+
+
+# --------------------------------------------------------------------------------------------
+# Cases. Each is a function of the Matrix; its name is the case name.
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def storm(m, mode, count, threads=64):
+    run = Run([m.paths.program("proc_storm"), mode, str(count), str(threads)], timeout=60)
+    # The parent, and one file per child (fork and exec children, spawned leaves; vfork children
+    # exec /bin/true at once, whose traces are files too).
+    m.traced_as_bare("proc_storm/" + mode, run, min_files=1 + count)
+
+
+@case
+def proc_fork(m):
+    storm(m, "fork", 60)
+
+
+@case
+def proc_fork_first_calls(m):
+    """Forks while 64 threads make their first calls of 24 hooked functions: 3 runs of 60."""
+    for i in range(3):
+        name = "proc_fork_first_calls/run%d" % i
+        run = Run([m.paths.program("proc_storm"), "first", "60", "64"], timeout=40)
+        m.traced_as_bare(name, run, min_files=1, footer="none", report=False)
+
+
+@case
+def proc_vfork(m):
+    storm(m, "vfork", 60)
+
+
+@case
+def proc_spawn(m):
+    storm(m, "spawn", 40)
+
+
+@case
+def proc_exec(m):
+    storm(m, "exec", 40)
+
+
+@case
+def vfork_memory(m):
+    m.traced_as_bare("vfork_memory", Run([m.paths.program("vfork_shares_memory")]))
+    m.traced_as_bare("vfork_memory/handlers",
+                     Run([m.paths.program("vfork_shares_memory"), "handlers"]), min_files=2)
+    # The same through CPython: subprocess.run uses vfork, whose child resets the handlers; the
+    # parent's KeyboardInterrupt must still come.
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    code = ("import os, signal, subprocess, time\n"
+            "subprocess.run(['/bin/true'])\n"
+            "try:\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(1)\n"
+            "    print('no KeyboardInterrupt')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('KeyboardInterrupt')\n")
+    m.traced_as_bare("vfork_memory/python_sigint", Run([python, "-c", code]), min_files=2)
+
+
+@case
+def pthread_exit_main(m):
+    m.traced_as_bare("pthread_exit_main", Run([m.paths.program("pthread_exit_main")], timeout=10))
+    m.traced_as_bare("pthread_exit_main/forked",
+                     Run([m.paths.program("pthread_exit_main"), "forked"], timeout=10),
+                     min_files=2)
+
+
+def signal_runs(m, name, argv_for, handlers, cuda, runs_per_signal):
+    """SIGTERM, SIGINT and SIGKILL at random points after "ready", with and without a handler:
+    the traced process must end like the bare one (same signal, or the handler's exit), soon after
+    the signal; its trace readable, with a footer and the events before the signal unless it was
+    SIGKILL (then readable up to the last flush)."""
+    flush_ms = 50
+    for handler in handlers:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+            if handler == "handler" and sig == signal.SIGKILL:
+                continue
+            full = argv_for(handler)
+            for i in range(runs_per_signal):
+                delay = round(m.rng.uniform(0.0, 0.3), 3)
+                tag = "%s/%s/%s/run%d" % (name, handler, sig.name, i)
+                run = Run(full, cuda=cuda, signal_after_ready=(sig, delay), timeout=30)
+                if i == 0:  # one bare run per signal: the expected end
+                    bare = m.execute(run, traced=False, tag=tag.replace("/", "-"))
+                trace_dir = m.trace_dir(tag.replace("/", "-"))
+                traced = m.execute(run, traced=True, trace_dir=trace_dir,
+                                   trace_env={"IDLESCOPE_FLUSH_MS": str(flush_ms)},
+                                   tag=tag.replace("/", "-"))
+                what = ("status",) if handler == "default" else ("status", "stdout", "stderr")
+                m.compare(tag + " (delay %.3f s)" % delay, bare, traced, what=what)
+                if traced.signal_to_exit is not None:
+                    # The tracer's flush on SIGTERM/SIGINT must not hold the exit: a job's
+                    # launcher waits for it (a stall of 3 s was seen with the strings mutex).
+                    m.check(tag + "/exit-latency", traced.signal_to_exit < 2.0,
+                            "ended %.2f s after the signal (bare: %.2f s)" %
+                            (traced.signal_to_exit, bare.signal_to_exit or 0))
+                clean = sig != signal.SIGKILL
+                m.check_traces(tag, trace_dir, footer="all" if clean else "none",
+                               min_events=1 if (clean or delay >= 4 * flush_ms / 1000) else 0,
+                               report=i == 0)
+
+
+@case
+def signals(m):
+    signal_runs(m, "signals", lambda h: [m.paths.program("signal_target"), h, "8"],
+                ["default", "handler"], cuda=False, runs_per_signal=3)
+    # The main thread alone, interning a new path per failed open: a signal most likely lands
+    # while it holds the tracer's string table (a 3 s stall and no footer were seen so).
+    signal_runs(m, "signals_lookups", lambda h: [m.paths.program("signal_target"), "lookups", "0"],
+                ["lookups"], cuda=False, runs_per_signal=8)
+
+
+@case
+def signals_cuda(m):
+    signal_runs(m, "signals_cuda", lambda h: [m.paths.program("cuda_copies"), "0"], ["default"],
+                cuda=True, runs_per_signal=2)
+
+
+@case
+def fd_numbers(m):
+    m.traced_as_bare("fd_numbers", Run([m.paths.program("fd_probe"), "numbers"]))
+
+
+@case
+def fd_low_nofile(m):
+    for limit in (32, 64):
+        name = "fd_low_nofile/%d" % limit
+        m.traced_as_bare(name, Run([m.paths.program("fd_probe"), "nofile", str(limit)]))
+    # The limit set from outside, before the program (and the tracer) start.
+    name = "fd_low_nofile/rlimit-16"
+    m.traced_as_bare(name, Run([m.paths.program("fd_probe"), "nofile", "16"],
+                  rlimits={resource.RLIMIT_NOFILE: (16, 16)}))
+
+
+@case
+def fd_every_number(m):
+    m.traced_as_bare("fd_every_number", Run([m.paths.program("fd_probe"), "every"]))
+
+
+@case
+def stdin_closed(m):
+    for stdin in ("closed", b"some input\n"):
+        name = "stdin_closed/" + ("closed" if stdin == "closed" else "pipe")
+        m.traced_as_bare(name, Run([m.paths.program("fd_probe"), "stdin"], stdin=stdin))
+
+
+@case
+def close_all_fds(m):
+    for method in ("close_range", "close_range_syscall", "closefrom", "loop"):
+        for scope in ("above2", "all"):
+            name = "close_all_fds/%s/%s" % (method, scope)
+            m.traced_as_bare(name, Run([m.paths.program("close_all"), method, scope]),
+                             min_files=2 if scope == "above2" else 1)
+
+
+def write_input(cwd):
+    with open(os.path.join(cwd, "in.txt"), "w") as f:
+        f.write("".join("input line %d\n" % i for i in range(200)))
+
+
+@case
+def shell_fds(m):
+    """bash reading fd 3 and writing fd 4, the numbers a tracer's own pipe would take."""
+    script = ("exec 3<in.txt 4>out.txt; n=0; while read -r line <&3; do n=$((n+1)); "
+              "echo \"$line\" >&4; done; echo \"read $n lines\"; echo hello >&4; exec 4>&-; "
+              "exec 0<&-; cat in.txt | wc -l; ls /proc/self/fd | wc -l")
+    m.traced_as_bare("shell_fds", Run(["/bin/bash", "-c", script], setup=write_input),
+                     min_files=2)
+
+
+@case
+def python_close_fds(m):
+    """subprocess(close_fds=True), whose child closes every fd above 2 before exec."""
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    code = ("import subprocess, os\n"
+            "r = subprocess.run(['/bin/sh', '-c', 'echo out; echo err >&2; ls /proc/self/fd'], "
+            "close_fds=True, capture_output=True)\n"
+            "print(r.returncode, r.stdout, r.stderr)\n"
+            "print(os.pipe())\n")
+    m.traced_as_bare("python_close_fds", Run([python, "-c", code]), min_files=2)
+
+
+def out_dir_case(m, name, make_out_dir, cleanup=None, rlimits=None):
+    """A job whose output directory cannot take its traces: the job must run exactly as bare
+    (at most one line of ours on its stderr, for the whole job), and whatever traces were
+    written must still make a report."""
+    run = Run([m.paths.program("workers"), "8"], rlimits=rlimits or {})
+    bare = m.execute(run, traced=False, tag=name.replace("/", "-"))
+    out = make_out_dir()
+    try:
+        traced = m.execute(run, traced=True, trace_dir=out, tag=name.replace("/", "-"))
+        m.compare(name, bare, traced, idlescope_lines=1)
+        if os.path.isdir(out) and any(f.endswith(".idlescope") for f in os.listdir(out)):
+            traces = m.read_traces(out)
+            p = subprocess.run([m.paths.idlescope, "report", out], capture_output=True,
+                               timeout=120)
+            m.check(name + "/report", p.returncode == 0,
+                    "idlescope report exit %d on %d files (%d unreadable): %s" %
+                    (p.returncode, len(traces), sum("error" in t for t in traces.values()),
+                     p.stderr.decode(errors="replace").strip()[-300:]))
+    finally:
+        if cleanup:
+            cleanup(out)
+
+
+@case
+def out_dir_missing(m):
+    # A directory that cannot be created: its parent is a regular file.
+    def make():
+        parent = m.new_dir("not-a-dir")
+        blocker = os.path.join(parent, "file")
+        open(blocker, "w").close()
+        return os.path.join(blocker, "traces")
+    out_dir_case(m, "out_dir_missing", make)
+
+
+def mount(*args):
+    return subprocess.run(["mount"] + list(args), capture_output=True).returncode == 0
+
+
+@case
+def out_dir_read_only(m):
+    def make():
+        d = m.new_dir("ro")
+        if os.geteuid() == 0:
+            # root writes through permission bits: a read-only bind mount is what stops it.
+            if mount("--bind", d, d) and mount("-o", "remount,bind,ro", d):
+                return d
+            print("note: read-only bind mount failed; using chmod", flush=True)
+        os.chmod(d, 0o555)
+        return d
+
+    def cleanup(d):
+        if os.geteuid() == 0:
+            subprocess.run(["umount", d], capture_output=True)
+        os.chmod(d, 0o755)
+    out_dir_case(m, "out_dir_read_only", make, cleanup)
+
+
+@case
+def out_dir_full(m):
+    """A filesystem that fills up while the traces are written: a 16 KiB tmpfs as root (four
+    pages: four of the job's ten files get a page, the others none), and RLIMIT_FSIZE at 512
+    bytes (every trace cut a little after its header; the job's own files are smaller)."""
+    if os.geteuid() == 0:
+        def make():
+            d = m.new_dir("full")
+            if not mount("-t", "tmpfs", "-o", "size=16k", "tmpfs", d):
+                raise RuntimeError("mount tmpfs failed")
+            return d
+
+        def cleanup(d):
+            subprocess.run(["umount", d], capture_output=True)
+        out_dir_case(m, "out_dir_full/tmpfs", make, cleanup)
+    # Past the limit, write() fails with EFBIG and raises SIGXFSZ in the writing thread, whose
+    # default action kills the process: the tracer's writes must not end the job.
+    out_dir_case(m, "out_dir_full/fsize", lambda: m.new_dir("fsize"),
+                 rlimits={resource.RLIMIT_FSIZE: (512, 512)})
+
+
+@case
+def cupti_unavailable(m):
+    """CUPTI that cannot load or start: host-side tracing goes on, the trace says so with a
+    notice and holds no GPU records, and the job runs as bare."""
+    run = Run([m.paths.program("cuda_copies"), "20"], cuda=True)
+    # An explicit IDLESCOPE_CUPTI_LIB that does not exist: the search goes on (README) and finds
+    # simgpu's libcupti first on LD_LIBRARY_PATH.
+    name = "cupti_unavailable/explicit_path_missing"
+    found = m.traced_as_bare(name, run, min_events=20,
+                             trace_env={"IDLESCOPE_CUPTI_LIB": "/nonexistent/libcupti.so.13"})
+    gpu = sum(t.get("gpu", 0) for t in found.values())
+    m.check(name + "/gpu-records", gpu > 0, "no GPU records: the search did not find simgpu's")
+
+    def simgpu_without_cupti(broken):
+        lib = m.new_dir("simgpu-no-cupti")
+        for entry in os.listdir(m.paths.simgpu_lib):
+            if "cupti" not in entry:
+                os.symlink(os.path.join(m.paths.simgpu_lib, entry), os.path.join(lib, entry))
+        if broken:  # first on the path, beside libcudart: dlopen fails ("file too short")
+            open(os.path.join(lib, "libcupti.so.13"), "w").close()
+        return Run(run.argv, env={"LD_LIBRARY_PATH": lib})
+
+    # Nothing loadable anywhere: an empty libcupti.so.13 where every search looks first.
+    name = "cupti_unavailable/broken_libcupti"
+    check_cupti_trace(m, name, m.traced_as_bare(
+        name, simgpu_without_cupti(True), min_events=20,
+        trace_env={"IDLESCOPE_CUPTI_LIB": "/nonexistent/libcupti.so.13"}))
+    # No libcupti beside simgpu: the ld cache's (the CUDA toolkit's real one) loads and fails to
+    # start without a driver.
+    name = "cupti_unavailable/cupti_fails_to_start"
+    check_cupti_trace(m, name, m.traced_as_bare(name, simgpu_without_cupti(False), min_events=20))
+
+
+def check_cupti_trace(m, name, traces):
+    notices = [n for t in traces.values() for n in t.get("notices", [])]
+    m.check(name + "/notice", any("cupti" in n.lower() for n in notices),
+            "no notice about CUPTI in the trace: %s" % notices[:3])
+    gpu = sum(t.get("gpu", 0) for t in traces.values())
+    m.check(name + "/no-gpu-records", gpu == 0, "%d GPU records without CUPTI" % gpu)
+
+
+@case
+def buffers_exhausted(m):
+    """16 KiB rings and a flood of events: drops are counted, the job never blocks."""
+    threads, calls = 4, 50000
+    run = Run([m.paths.program("event_flood"), str(threads), str(calls)], timeout=60)
+    traces = m.traced_as_bare("buffers_exhausted", run, trace_env={"IDLESCOPE_BUFFER_KB": "16"})
+    t = next(iter(traces.values()), {})
+    fields = t.get("footer_fields", {})
+    recorded = int(fields.get("events", 0))
+    dropped = int(fields.get("events_dropped", 0))
+    m.check("buffers_exhausted/dropped-counted",
+            dropped > 0 and recorded + dropped >= 2 * threads * calls,
+            "footer: %d events recorded, %d dropped, the program made %d" %
+            (recorded, dropped, 2 * threads * calls))
+
+
+@case
+def non_utf8_names(m):
+    """File names, an environment value and a command-line argument that are not UTF-8 (Latin-1
+    bytes): the job runs as bare, the trace keeps the bytes, `report` names the files, and
+    `report --json` is valid JSON (RFC 8259: UTF-8) that still names them."""
+    script = ("for i in 0 1 2; do head -c 300000 /dev/zero > \"$(printf 'caf\\351-%d.bin' $i)\"; "
+              "done; sync; ls | od -c | head -3")
+    run = Run(["/bin/bash", "-c", script, "arg-\xe9".encode("latin-1")],
+              env={"CUDA_VISIBLE_DEVICES": b"0,\xff".decode("latin-1")})
+    traces_dir = m.bare_and_traced("non_utf8_names", run)[2]
+    m.check_traces("non_utf8_names", traces_dir, min_files=2)
+    text = subprocess.run([m.paths.idlescope, "report", traces_dir], capture_output=True).stdout
+    m.check("non_utf8_names/text", b"caf\xe9-0.bin" in text,
+            "the text report does not name caf\\xe9-0.bin")
+    out = subprocess.run([m.paths.idlescope, "report", "--json", traces_dir],
+                         capture_output=True).stdout
+    try:
+        names = "caf" in json.dumps(json.loads(out.decode("utf-8")))
+        problem = "" if names else "valid JSON, but caf...-0.bin is not in it"
+    except (UnicodeDecodeError, ValueError) as e:
+        names, problem = False, "not valid UTF-8 JSON: %s" % e
+    m.check("non_utf8_names/json", names, problem)
+
+
+# --------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=False, help="build tree (lib/, bin/, tests/faults/)")
+    ap.add_argument("--preload")
+    ap.add_argument("--idlescope")
+    ap.add_argument("--programs")
+    ap.add_argument("--simgpu-lib")
+    ap.add_argument("--work", help="scratch directory (default: a new temporary one)")
+    ap.add_argument("--case", default=".*", help="regex of the cases to run")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    b = args.build or ""
+    paths = Paths(
+        preload=os.path.abspath(args.preload or os.path.join(b, "lib", "libidlescope.so")),
+        idlescope=os.path.abspath(args.idlescope or os.path.join(b, "bin", "idlescope")),
+        programs=os.path.abspath(args.programs or os.path.join(b, "tests", "faults", "programs")),
+        simgpu_lib=os.path.abspath(args.simgpu_lib or os.path.join(b, "tests", "simgpu", "lib")),
+        work="")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    selected = [n for n in CASES if re.search(args.case, n)]
+    if not selected:
+        print("no case matches %r (--list)" % args.case)
+        return 2
+    print("fault matrix: seed %d (replay: --seed %d --case '%s')" % (seed, seed, args.case),
+          flush=True)
+    paths.work = args.work or tempfile.mkdtemp(prefix="idlescope-faults-")
+    os.makedirs(paths.work, exist_ok=True)
+    m = Matrix(paths, seed, args.verbose)
+    started = time.monotonic()
+    try:
+        for name in selected:
+            CASES[name](m)
+    finally:
+        if not args.keep and not args.work:
+            shutil.rmtree(paths.work, ignore_errors=True)
+    counts, by_finding = {}, {}
+    for state, _, _, known in m.results:
+        counts[state] = counts.get(state, 0) + 1
+        if known:
+            by_finding.setdefault(known, {"XFAIL": 0, "XPASS": 0})[state] += 1
+    for known, n in sorted(by_finding.items()):
+        print("known finding %s: %d checks failed (XFAIL), %d passed (XPASS)%s" % (
+            known, n["XFAIL"], n["XPASS"],
+            "" if n["XFAIL"] else "; none failed: drop its KNOWN entries once it never fails"))
+    print("fault matrix: %s in %.1f s (seed %d)" % (
+        ", ".join("%d %s" % (counts[s], s) for s in ("PASS", "FAIL", "XFAIL", "XPASS")
+                  if s in counts), time.monotonic() - started, seed))
+    return 1 if counts.get("FAIL") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
