@@ -5,14 +5,17 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -414,10 +417,11 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 
 // --- periodic flush ---------------------------------------------------------------------------
 
-// Never destroyed: the flush thread is detached and may be inside a timed wait when the process
-// exits, and glibc's pthread_cond_destroy (run by a static destructor) blocks until every waiter
-// has left the condition variable, which delayed every traced process's exit by up to
-// IDLESCOPE_CUPTI_FLUSH_MS (seen as a "tail" in jobs whose launcher waits for its ranks).
+// Never destroyed: the flush thread runs until the process exits (it is joined only when the
+// program's last thread ends first) and may be inside a timed wait then, and glibc's
+// pthread_cond_destroy (run by a static destructor) blocks until every waiter has left the
+// condition variable, which delayed every traced process's exit by up to IDLESCOPE_CUPTI_FLUSH_MS
+// (seen as a "tail" in jobs whose launcher waits for its ranks).
 std::mutex& g_flush_mu = *new std::mutex;
 std::condition_variable& g_flush_cv = *new std::condition_variable;
 bool g_flush_stop = false;
@@ -427,6 +431,7 @@ bool g_forced_requested = false;
 bool g_forced_done = false;
 // The process whose flush thread runs (0: none; a forked child has none).
 std::atomic<pid_t> g_flush_thread_pid{0};
+pthread_t g_flush_thread;
 
 void* FlushLoop(void*) {
   const uint64_t interval_ms = EnvU64("IDLESCOPE_CUPTI_FLUSH_MS", 500);
@@ -466,9 +471,11 @@ void StartFlushThread() {
   pthread_t thread;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // Joinable, joined only when the program's last thread ends (idlescope_cupti_stop_flush_thread):
+  // glibc counts it as a thread, and the process exits when the count reaches zero.
   if (pthread_create(&thread, &attr, FlushLoop, nullptr) == 0) {
     pthread_setname_np(thread, "idlescope-cupti");
+    g_flush_thread = thread;
     g_flush_thread_pid.store(getpid(), std::memory_order_release);
   }
   pthread_attr_destroy(&attr);
@@ -633,6 +640,58 @@ extern "C" void idlescope_cupti_flush_on_cupti_thread() {
   g_forced_requested = true;
   g_flush_cv.notify_all();
   g_flush_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_forced_done; });
+}
+
+extern "C" void idlescope_cupti_stop_flush_thread() {
+  using namespace idlescope::cupti;  // NOLINT
+  if (g_flush_thread_pid.load(std::memory_order_acquire) != getpid()) return;
+  {
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    g_flush_stop = true;
+  }
+  g_flush_cv.notify_all();
+  pthread_join(g_flush_thread, nullptr);
+  g_flush_thread_pid.store(0, std::memory_order_release);
+}
+
+// fork (called by the recorder's fork handlers, before it takes its own locks: code here interns
+// names under g_names_mu, so these are taken first). A child must find none of them held by a
+// thread that does not exist there. A CUPTI start under way on another thread (libcupti loading:
+// hundreds of ms) is waited for, at most 2 s; if it is still under way the child gets a fresh
+// mutex and never starts CUPTI (the copied half-done state is not its to finish; CUDA does not
+// survive fork anyway).
+namespace {
+bool g_start_locked_for_fork = false;
+}  // namespace
+
+extern "C" void idlescope_cupti_fork_prepare() {
+  using namespace idlescope::cupti;  // NOLINT
+  uint64_t deadline = idlescope::NowNs() + 2'000'000'000ull;
+  g_start_locked_for_fork = false;
+  while (!(g_start_locked_for_fork = g_start_mu.try_lock()) && idlescope::NowNs() < deadline) {
+    sched_yield();
+  }
+  g_names_mu.lock();
+  g_devices_mu.lock();
+}
+
+extern "C" void idlescope_cupti_fork_parent() {
+  using namespace idlescope::cupti;  // NOLINT
+  g_devices_mu.unlock();
+  g_names_mu.unlock();
+  if (g_start_locked_for_fork) g_start_mu.unlock();
+}
+
+extern "C" void idlescope_cupti_fork_child() {
+  using namespace idlescope::cupti;  // NOLINT
+  g_devices_mu.unlock();
+  g_names_mu.unlock();
+  if (g_start_locked_for_fork) {
+    g_start_mu.unlock();
+  } else {
+    new (&g_start_mu) std::mutex();
+    detail::g_start_attempted.store(true, std::memory_order_release);
+  }
 }
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {

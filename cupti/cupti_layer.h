@@ -38,5 +38,15 @@ extern "C" void idlescope_cupti_flush();
 // not run in this process.
 extern "C" void idlescope_cupti_flush_on_cupti_thread();
 
+// Stops the flush thread for good (the program's last thread is ending: recorder.cc, "Program
+// threads"); the last buffers are delivered by the exit's idlescope_cupti_flush.
+extern "C" void idlescope_cupti_stop_flush_thread();
+
+// fork handlers for the CUPTI layer's locks, called by the recorder's (interpose/recorder.cc)
+// before it takes its own.
+extern "C" void idlescope_cupti_fork_prepare();
+extern "C" void idlescope_cupti_fork_parent();
+extern "C" void idlescope_cupti_fork_child();
+
 // CUDA_INJECTION64_PATH entry point, called by libcuda at cuInit.
 extern "C" int InitializeInjection(void);

@@ -13,6 +13,7 @@
 //   has the writer thread flush (async-signal-safe handshake, bounded wait), restores SIG_DFL
 //   and re-raises, so the exit status is the signal's. A handler of the program is chained.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
@@ -30,11 +32,13 @@ namespace idlescope::internal {
 namespace {
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+using SignalFn = sighandler_t (*)(int, sighandler_t);
 using ExitFn = void (*)(int);
 using MainFn = int (*)(int, char**, char**);
 using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
 
 SigactionFn g_real_sigaction = nullptr;
+SignalFn g_real_signal = nullptr;
 ExitFn g_real_exit = nullptr;
 ExitFn g_real__exit = nullptr;
 ExitFn g_real__Exit = nullptr;
@@ -155,6 +159,7 @@ int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old
 }
 
 int MainWrapper(int argc, char** argv, char** envp) {
+  ThreadStarts();  // main may end with pthread_exit: then the last thread's end ends the process
   int status = g_program_main(argc, argv, envp);
   SetExitStatus(status);
   RecordPendingEvent();  // the main thread's open burst is complete: on disk before atexit runs
@@ -165,6 +170,7 @@ int MainWrapper(int argc, char** argv, char** envp) {
 __attribute__((constructor)) void OnLoad() {
   ++detail::t_hook_depth;  // dlsym may allocate and read files: nothing of ours is traced
   Resolve(g_real_sigaction, "sigaction");
+  Resolve(g_real_signal, "signal");
   Resolve(g_real_exit, "exit");
   Resolve(g_real__exit, "_exit");
   Resolve(g_real__Exit, "_Exit");
@@ -186,6 +192,37 @@ IDLESCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void 
   StartMainFn real = reinterpret_cast<StartMainFn>(dlsym(RTLD_NEXT, "__libc_start_main"));
   g_program_main = main;
   return real(MainWrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+// Threads of the program: counted, so that when the last one ends (after main's pthread_exit) the
+// writer leaves first and the process exits as it would untraced (recorder.cc, "Program
+// threads"). The start routine is called through ProgramThread, which registers the thread.
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* arg;
+};
+
+void* ProgramThread(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  delete static_cast<ThreadStart*>(p);
+  ThreadStarts();
+  return start.routine(start.arg);
+}
+
+IDLESCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                    void* (*routine)(void*), void* arg) noexcept {
+  if (!RecorderActive() || detail::t_hook_depth != 0) {
+    return RealPthreadCreate(thread, attr, routine, arg);
+  }
+  auto* start = new (std::nothrow) ThreadStart{routine, arg};
+  if (start == nullptr) return EAGAIN;
+  CountNewThread();
+  int rc = RealPthreadCreate(thread, attr, ProgramThread, start);
+  if (rc != 0) {
+    UncountThread();
+    delete start;
+  }
+  return rc;
 }
 
 IDLESCOPE_EXPORT void exit(int status) noexcept {
@@ -218,9 +255,12 @@ IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
 
 IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
   if (!g_signals_managed || !IsManaged(sig)) {
-    using SignalFn = sighandler_t (*)(int, sighandler_t);
-    static SignalFn real = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
-    return real(sig, handler);
+    // Resolved at load; not a function-local static (its guard could be left taken by fork).
+    if (Resolve(g_real_signal, "signal") == nullptr) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    return g_real_signal(sig, handler);
   }
   // glibc's signal() has BSD semantics: SA_RESTART, the signal blocked in its handler.
   struct sigaction act, old;

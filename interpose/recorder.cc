@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,12 @@
 // and waits for it (bounded): for the writer, whose descriptor table lacks the CUDA driver's.
 extern "C" __attribute__((weak)) void idlescope_cupti_flush();
 extern "C" __attribute__((weak)) void idlescope_cupti_flush_on_cupti_thread();
+// Its flush thread leaves with the writer when the program's last thread ends.
+extern "C" __attribute__((weak)) void idlescope_cupti_stop_flush_thread();
+// Its fork handlers (locks it takes before it interns strings: taken before ours).
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_prepare();
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_parent();
+extern "C" __attribute__((weak)) void idlescope_cupti_fork_child();
 
 namespace idlescope {
 
@@ -123,8 +130,6 @@ struct Ring {
   uint64_t dropped_reported = 0;
   uint64_t seq = 0;
   uint64_t snap_head = 0;
-  bool snapped = false;
-  bool exited_at_snap = false;
   uint32_t name_checks = 0;
   char name[16] = {};
   // The final flush's copy of the pending event (below), written after the ring's events.
@@ -177,7 +182,6 @@ void ResetRing(Ring* r, uint32_t tid) {
   r->wake_pending.store(false, std::memory_order_relaxed);
   r->dropped_reported = 0;
   r->seq = 0;
-  r->snapped = false;
   r->name_checks = 0;
   r->name[0] = '\0';
   r->tid = tid;
@@ -314,24 +318,74 @@ __attribute__((noinline)) Ring* ClaimRing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Interned strings: ids from 1, stable for the process (hooks keep them in static locals, and a
-// forked child keeps using them: its new file defines them all again).
+// Interned strings: ids from 1, stable for the process (hooks keep their API names' ids, and a
+// forked child keeps using them all: its new file defines them all again).
+//
+// Program threads intern under g_strings_mu (the map finds a string's id). What a flush needs is
+// readable without that lock: ids are handed out in order under the mutex, each string's bytes are
+// stored in a chunk of StringRefs before the count that publishes its id. So a flush never waits
+// for a thread that holds the mutex, which may be the very thread that a signal stopped there (the
+// final flush of SIGTERM: docs/architecture.md, "Process life"). The mutex is a constant-
+// initialised std::mutex, usable before any constructor ran (another preloaded library's
+// constructor may call a hook first); the map is created under it at the first use.
 
+struct StringRef {
+  const char* data;
+  uint32_t size;
+};
+constexpr uint32_t kStringChunkBits = 12;
+constexpr uint32_t kStringChunk = 1u << kStringChunkBits;
+constexpr uint32_t kMaxStringChunks = 4096;  // 16M strings; beyond that InternString gives 0
+
+// std::string keys (nodes do not move), found by string_view without building a std::string.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
 std::mutex g_strings_mu;
-std::unordered_map<std::string, uint32_t>* g_string_ids;  // never destroyed (exit ordering)
-std::vector<const std::string*>* g_strings;               // id - 1 -> string
-size_t g_strings_emitted = 0;                             // under g_strings_mu
+// Never freed (hooks may run after static destructors).
+std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>* g_string_ids;
+std::atomic<StringRef*> g_string_chunks[kMaxStringChunks];
+std::atomic<uint32_t> g_strings_published{0};  // ids 1..published have their StringRef
+uint32_t g_strings_emitted = 0;                // written to the current file (under g_flush_mu)
+uint64_t g_strings_refused = 0;                // table full (under g_strings_mu)
 
-// Hooks intern their API name once, in a static local: that may happen before our constructor
-// ran (another preloaded library's constructor calling a hooked function), and the id must be
-// valid for the life of the process. So the table exists from the first use, not from Init.
-void EnsureStringTable() {
-  static const bool created = [] {
-    g_string_ids = new std::unordered_map<std::string, uint32_t>();
-    g_strings = new std::vector<const std::string*>();
-    return true;
-  }();
-  (void)created;
+// Strings interned by a flush (function, module and Python file names of new frames): a table of
+// the flush's own, under g_flush_mu, never g_strings_mu, with ids from kFlushStringIds up. The
+// thread that holds g_strings_mu may be the one a signal stopped in a hook (every open interns
+// its path), and the final flush of that signal runs after the flush under way, on the same
+// writer: a periodic flush waiting for that mutex kept the final one from starting for the
+// handler's 3 s, and the process died with neither its last events nor its footer. Only frames
+// and modules use these ids, and a new file (a forked child's) resolves those again
+// (Symbolizer::Reset): the table is emptied with them. `t_flushing`: the calling thread is in
+// FlushLocked (hooks do not record meanwhile: t_hook_depth), so InternString uses this table.
+constexpr uint32_t kFlushStringIds = 0x7f000000u;
+constexpr uint32_t kMaxFlushStrings = 1u << 24;
+__thread bool t_flushing __attribute__((tls_model("initial-exec"))) = false;
+std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>* g_flush_string_ids;
+std::vector<const std::string*>* g_flush_strings;  // by id - kFlushStringIds (the map's keys)
+uint32_t g_flush_strings_emitted = 0;              // written to the current file
+
+uint32_t InternFlushString(std::string_view s) {
+  auto it = g_flush_string_ids->find(s);
+  if (it != g_flush_string_ids->end()) return it->second;
+  if (g_flush_strings->size() >= kMaxFlushStrings) return 0;
+  uint32_t id = kFlushStringIds + static_cast<uint32_t>(g_flush_strings->size());
+  g_flush_strings->push_back(&g_flush_string_ids->emplace(std::string(s), id).first->first);
+  return id;
+}
+
+// Set on the writer for the final flush of a signal (or of _exit, which signal handlers call),
+// which may not wait for a lock the thread the signal stopped can hold: frames are resolved
+// without the dynamic loader's locks (Symbolizer::FrameFor), the queues are left out if their
+// mutex stays taken (FlushLocked), nothing is freed (alloc.cc).
+__thread bool t_final_of_signal __attribute__((tls_model("initial-exec"))) = false;
+
+// The string of a published id (1..g_strings_published).
+const StringRef& PublishedString(uint32_t id) {
+  uint32_t index = id - 1;
+  return g_string_chunks[index >> kStringChunkBits].load(
+      std::memory_order_relaxed)[index & (kStringChunk - 1)];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,15 +441,47 @@ trace::CommIds* g_comm_ids;
 // Writer thread and shutdown handshake.
 pthread_t g_writer;
 std::atomic<bool> g_writer_running{false};
-std::atomic<uint32_t> g_writer_ready{0};  // the writer has its descriptor table (StartWriter waits)
+std::atomic<bool> g_writer_stop{false};    // the last program thread is ending (StopWriter)
 std::atomic<uint32_t> g_final_request{0};  // 0 = none, else 1 + reason
 int g_final_status = 0;
 bool g_final_flush_cupti = false;  // the requester could not flush CUPTI itself (signal handler)
-std::atomic<uint32_t> g_final_done{0};
+bool g_final_from_signal = false;  // the requester may be a signal handler (ServeFinalRequest)
+std::atomic<uint32_t> g_final_done{0};  // the final flush is over (futex word)
 std::atomic<bool> g_shutdown_started{false};
+std::atomic<bool> g_writer_started{false};  // g_writer is a thread not joined yet
+// Program threads alive (the main thread, and those created through the pthread_create hook).
+std::atomic<int32_t> g_program_threads{1};
+pthread_key_t g_life_key;
 std::atomic<bool> g_initialized{false};
 trace::Origin g_origin = trace::kOriginPreload;
 uint32_t g_parent_pid = 0;
+
+// The process is ending on a signal or _exit (Shutdown asked for the final flush): the thread that
+// asked may be stopped holding any lock.
+bool SignalEndingRequested() {
+  return g_final_request.load(std::memory_order_acquire) != 0 && g_final_from_signal;
+}
+
+// Takes `mu` (held by program threads for a few instructions: the queues) for a flush. It waits
+// as long as it takes, except once the process ends on a signal: the holder may be the stopped
+// thread, and the flush then goes on without it 100 ms later.
+bool LockForFlush(std::mutex& mu) {
+  uint64_t give_up_at = 0;
+  while (!mu.try_lock()) {
+    if (t_final_of_signal || SignalEndingRequested()) {
+      uint64_t now = NowNs();
+      if (give_up_at == 0) {
+        give_up_at = now + 100'000'000;
+      } else if (now >= give_up_at) {
+        return false;
+      }
+    }
+    // A sleep, not a spin: the holder may be preempted (two cores, loaded).
+    timespec pause{0, 50'000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
@@ -564,8 +650,8 @@ uint64_t ProcessStartNs() {
   long hz = sysconf(_SC_CLK_TCK);
   if (hz <= 0) return 0;
   timespec mono, boot;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_BOOTTIME, &boot);
+  ReadClock(CLOCK_MONOTONIC, &mono);
+  ReadClock(CLOCK_BOOTTIME, &boot);
   int64_t boot_minus_mono =
       (boot.tv_sec - mono.tv_sec) * 1000000000ll + (boot.tv_nsec - mono.tv_nsec);
   int64_t start_boot = static_cast<int64_t>(ticks) * (1000000000ll / hz);
@@ -600,8 +686,8 @@ trace::Header BuildHeader() {
   h.world_size = EnvInt("WORLD_SIZE");
   h.slurm_procid = EnvInt("SLURM_PROCID");
   timespec mono, real;
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &real);
+  ReadClock(CLOCK_MONOTONIC, &mono);
+  ReadClock(CLOCK_REALTIME, &real);
   h.clock.monotonic_ns = mono.tv_sec * 1000000000ull + mono.tv_nsec;
   h.clock.realtime_ns = real.tv_sec * 1000000000ull + real.tv_nsec;
   h.origin = g_origin;
@@ -830,13 +916,21 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
 // exited thread appended its own in OnThreadExit).
 void FlushLocked(bool final = false) {
   if (g_closed) return;
+  // Names of new frames go into the flush's own strings (InternFlushString); set until the locals
+  // below are freed (LeakFrees).
+  struct FlushingScope {
+    FlushingScope() { t_flushing = true; }
+    ~FlushingScope() { t_flushing = false; }
+  } flushing;
   uint32_t n = g_ring_count.load(std::memory_order_acquire);
+  // What each ring was at the snapshot (0: none of ours to read: free, or being claimed by a thread
+  // that is resetting its fields). Kept here, not in the ring: a claiming thread writes those.
+  std::vector<uint32_t> snapped(n, kUnused);
   for (uint32_t i = 0; i < n; ++i) {
     Ring* r = &g_rings[i];
     uint32_t st = r->state.load(std::memory_order_acquire);
-    r->snapped = st == kOwned || st == kExited;
-    if (!r->snapped) continue;
-    r->exited_at_snap = st == kExited;
+    if (st != kOwned && st != kExited) continue;
+    snapped[i] = st;
     if (final && st == kOwned) {
       SnapshotWithPending(r);
     } else {
@@ -846,24 +940,26 @@ void FlushLocked(bool final = false) {
   std::vector<RawGpuActivity> gpu;
   std::vector<RawDeviceInfo> devices;
   std::vector<trace::Notice> notices;
-  uint64_t gpu_dropped;
-  {
-    std::lock_guard<std::mutex> lock(g_queue_mu);
+  uint64_t gpu_dropped = 0;
+  // On a signal the queues' mutex may be held by the thread the signal stopped (a notice being
+  // queued): their content is then left out rather than waited for.
+  if (LockForFlush(g_queue_mu)) {
     gpu.swap(*g_gpu_queue);
     devices.swap(*g_devices_pending);
     notices.swap(*g_notices_pending);
     gpu_dropped = g_gpu_dropped_pending + g_gpu_queue_overflow;
     g_gpu_dropped_pending = g_gpu_queue_overflow = 0;
+    g_queue_mu.unlock();
   }
 
   trace::Interned interned;
   wire::Buffer body;
   for (uint32_t i = 0; i < n; ++i) {
     Ring* r = &g_rings[i];
-    if (!r->snapped) continue;
+    if (snapped[i] == kUnused) continue;
     EncodeRing(r, &body, &interned);
     r->wake_pending.store(false, std::memory_order_relaxed);
-    if (r->exited_at_snap) {
+    if (snapped[i] == kExited) {
       UnmapSlots(r);
       r->state.store(kFree, std::memory_order_release);
     }
@@ -874,17 +970,25 @@ void FlushLocked(bool final = false) {
   std::vector<stacks::NewNode> nodes;
   stacks::TakeNewNodes(&nodes);
   stacks::Symbolizer& sym = stacks::WriterSymbolizer();
+  // Without the loader's locks once the process ends on a signal (the stopped thread may be in
+  // dlopen), also in a flush that was under way when it came.
   for (const stacks::NewNode& node : nodes) {
-    uint64_t frame = sym.FrameFor(node.pc, &interned);
+    bool loader_free = t_final_of_signal || SignalEndingRequested();
+    uint64_t frame = sym.FrameFor(node.pc, &interned, loader_free);
     interned.stack_nodes.push_back({node.id, node.parent, frame});
   }
   std::vector<trace::Module> modules;
-  sym.TakeNewModules(&modules);
-  {
-    std::lock_guard<std::mutex> lock(g_strings_mu);
-    for (; g_strings_emitted < g_strings->size(); ++g_strings_emitted) {
-      interned.strings.push_back({g_strings_emitted + 1, *(*g_strings)[g_strings_emitted]});
-    }
+  sym.TakeNewModules(&modules, t_final_of_signal || SignalEndingRequested());
+  // Every id an event above uses was published before the event was recorded (no lock: see
+  // "Interned strings").
+  uint32_t published = g_strings_published.load(std::memory_order_acquire);
+  for (; g_strings_emitted < published; ++g_strings_emitted) {
+    const StringRef& ref = PublishedString(g_strings_emitted + 1);
+    interned.strings.push_back({g_strings_emitted + 1, std::string(ref.data, ref.size)});
+  }
+  for (; g_flush_strings_emitted < g_flush_strings->size(); ++g_flush_strings_emitted) {
+    interned.strings.push_back(
+        {kFlushStringIds + g_flush_strings_emitted, *(*g_flush_strings)[g_flush_strings_emitted]});
   }
 
   wire::Buffer out;
@@ -927,6 +1031,32 @@ void FinalFlush(trace::ExitReason reason, int status) {
   FlushLocked(/*final=*/true);
   WriteFooterLocked(reason, status);
 }
+
+void MarkFinalDone() {
+  g_final_done.store(1, std::memory_order_release);
+  Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+// SIGTERM and SIGINT stay pending while a program thread holds g_flush_mu (FlushNow, exec, the
+// final flush of exit): their handler has the writer flush, which needs that mutex, and would
+// otherwise wait for the very thread it interrupted. Those calls are rare; the mask costs two
+// system calls each.
+class TerminationSignalsBlocked {
+ public:
+  TerminationSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &saved_);
+  }
+  ~TerminationSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  TerminationSignalsBlocked(const TerminationSignalsBlocked&) = delete;
+  TerminationSignalsBlocked& operator=(const TerminationSignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // The writer thread.
@@ -975,16 +1105,17 @@ void DoJobLocked(WriterJob job) {
   }
 }
 
-// Writer side: runs the posted job, if any.
-void ServeJob() {
+// Writer side: runs the posted job, if any (true if there was one).
+bool ServeJob() {
   WriterJob job = static_cast<WriterJob>(g_job.exchange(0, std::memory_order_acq_rel));
-  if (job == WriterJob::kNone) return;
+  if (job == WriterJob::kNone) return false;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     DoJobLocked(job);
   }
   g_jobs_done.fetch_add(1, std::memory_order_release);
   Futex(&g_jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  return true;
 }
 
 // Program thread: `job` done on the file, by the writer when the file is in its table, else here.
@@ -995,6 +1126,7 @@ void RunJob(WriterJob job) {
   // (then no file is open, or none this thread can reach: WritePackets finds out).
   if (detail::g_program_trace_fd.load(std::memory_order_relaxed) >= 0 ||
       !g_writer_running.load(std::memory_order_acquire)) {
+    TerminationSignalsBlocked blocked;
     std::lock_guard<std::mutex> lock(g_flush_mu);
     DoJobLocked(job);
     return;
@@ -1017,9 +1149,32 @@ void RunJob(WriterJob job) {
   }
 }
 
+// The final flush asked for by Shutdown: on a signal (or _exit, which signal handlers call) the
+// thread that asked may hold any lock of ours or of libc (it was interrupted anywhere), so nothing
+// here may wait for one without bound (t_final_of_signal): interned strings are read without their
+// mutex (and a flush interns new frame names in its own table), frames are resolved without the
+// loader's locks, the GPU and notice queues are skipped if their mutex stays taken, and nothing is
+// freed (alloc.cc: malloc's arena locks). The same holds for the rest of a periodic flush that was
+// under way when the request came: this one starts only after it.
+void ServeFinalRequest(uint32_t request) {
+  // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler cannot
+  // call into CUPTI, and this thread must not (its descriptor table lacks the CUDA driver's): the
+  // CUPTI layer's thread does it (bounded, within the handler's wait).
+  if (g_final_flush_cupti && idlescope_cupti_flush_on_cupti_thread != nullptr) {
+    idlescope_cupti_flush_on_cupti_thread();
+  }
+  t_final_of_signal = g_final_from_signal;
+  FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
+  MarkFinalDone();
+}
+
 void* WriterMain(void*) {
   detail::t_hook_depth = 1;  // nothing this thread does is traced
   t_thread_dead = true;      // and it never records
+  // glibc gives a thread its malloc arena at its first allocation: now, while the process has few
+  // threads, so that it is an arena of its own (alloc.cc: why the final flush of a signal needs
+  // one).
+  free(malloc(1));
   TakeOwnFdTable();
   bool opened;
   {
@@ -1027,46 +1182,52 @@ void* WriterMain(void*) {
     opened = OpenTraceFile();
   }
   if (!opened) {
-    // Before the answer: whoever sees "failed" must not also see a writer to wait for.
+    // No file: the hooks stop recording, and an ending does not wait for a writer.
     detail::g_recorder_active.store(false, std::memory_order_relaxed);
     g_writer_running.store(false, std::memory_order_release);
   }
-  g_writer_ready.store(opened ? 1 : 2, std::memory_order_release);
-  Futex(&g_writer_ready, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  // The constructor does not wait for this thread: its start, the time messages may still go to
+  // the program's stderr (config.cc, StderrForMessage), lasts until the file was tried.
+  StartupDone();
   if (!opened) return nullptr;
   for (;;) {
+    // Wait first: a process that ends within its first period is flushed once, at its end.
     uint32_t word = g_wake_word.load(std::memory_order_acquire);
-    uint32_t request = g_final_request.load(std::memory_order_acquire);
-    if (request != 0) {
-      // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler
-      // cannot call into CUPTI, and this thread must not (its descriptor table lacks the CUDA
-      // driver's): the CUPTI layer's thread does it (bounded, within the handler's wait).
-      if (g_final_flush_cupti && idlescope_cupti_flush_on_cupti_thread != nullptr) {
-        idlescope_cupti_flush_on_cupti_thread();
-      }
-      FinalFlush(static_cast<trace::ExitReason>(request - 1), g_final_status);
-      g_final_done.store(1, std::memory_order_release);
-      Futex(&g_final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
-      break;
-    }
-    ServeJob();
-    {
-      // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
-      // reopens the trace, and only a final request ends the thread.
-      std::lock_guard<std::mutex> lock(g_flush_mu);
-      FlushLocked();
-    }
-    timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
-                     static_cast<long>(g_config->flush_ms % 1000) * 1000000L};
-    if (g_wake_word.load(std::memory_order_acquire) == word &&
-        g_final_request.load(std::memory_order_acquire) == 0) {
+    if (g_final_request.load(std::memory_order_acquire) == 0 &&
+        !g_writer_stop.load(std::memory_order_acquire) &&
+        g_job.load(std::memory_order_acquire) == 0) {
+      timespec timeout{static_cast<time_t>(g_config->flush_ms / 1000),
+                       static_cast<long>(g_config->flush_ms % 1000) * 1000000L};
       Futex(&g_wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
     }
+    if (uint32_t request = g_final_request.load(std::memory_order_acquire); request != 0) {
+      ServeFinalRequest(request);
+      break;
+    }
+    if (g_writer_stop.load(std::memory_order_acquire)) break;
+    // A job's flush is this period's (a second one at once would find little, and compete with
+    // the program for the CPU).
+    if (ServeJob()) continue;
+    // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
+    // reopens the trace, and only a final request ends the thread.
+    std::lock_guard<std::mutex> lock(g_flush_mu);
+    FlushLocked();
   }
-  g_writer_running.store(false, std::memory_order_release);
+  g_writer_running.store(false, std::memory_order_seq_cst);
+  // A final request that came in as we stopped (it saw us running): served all the same.
+  if (uint32_t request = g_final_request.load(std::memory_order_seq_cst);
+      request != 0 && g_final_done.load(std::memory_order_acquire) == 0) {
+    ServeFinalRequest(request);
+  }
   return nullptr;
 }
 
+// Starts the writer thread without waiting for it: the program runs on at once. Until the new
+// thread has its own descriptor table (TakeOwnFdTable, its first action) and the trace file, the
+// program's reads and writes pay for a shared table and its events wait in the rings; waiting
+// cost every process a thread handoff at start, milliseconds on a loaded machine
+// (docs/architecture.md, "Process life"). A writer that cannot create the file turns the recorder
+// off itself.
 bool StartWriter() {
   // Block every signal in the writer (it inherits the creating thread's mask): a process-directed
   // signal must go to a program thread, never to ours.
@@ -1076,9 +1237,9 @@ bool StartWriter() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
+  g_writer_stop.store(false, std::memory_order_relaxed);
   g_writer_running.store(true, std::memory_order_release);
-  g_writer_ready.store(0, std::memory_order_relaxed);
-  int rc = pthread_create(&g_writer, &attr, WriterMain, nullptr);
+  int rc = RealPthreadCreate(&g_writer, &attr, WriterMain, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
@@ -1086,25 +1247,51 @@ bool StartWriter() {
     Say("cannot start the writer thread; not tracing");
     return false;
   }
+  g_writer_started.store(true, std::memory_order_release);  // joinable (EndOfLastThread)
   pthread_setname_np(g_writer, "idlescope-wr");
-  // The program starts once the writer has its own descriptor table and the trace file with its
-  // header: until then every read/write pays for the shared table, and on a loaded machine the new
-  // thread may wait milliseconds for a CPU. Bounded (100 ms): a writer that is that late costs
-  // time, never a hang (if it then cannot create the file, it turns the recorder off itself).
-  uint64_t deadline = NowNs() + 100'000'000;
-  while (g_writer_ready.load(std::memory_order_acquire) == 0) {
-    uint64_t now = NowNs();
-    if (now >= deadline) break;
-    timespec ts{0, static_cast<long>(deadline - now)};
-    Futex(&g_writer_ready, FUTEX_WAIT_PRIVATE, 0, &ts);
+  return true;
+}
+
+// The last program thread is ending (its key destructor): once its destructors have run, glibc
+// calls exit(0) in it, if no thread is left, ours included (glibc counts them). So the trace ends
+// here as exit(0) would end it (the writer writes the footer: the file is in its table), then our
+// threads leave (joined); what the atexit handlers do after that is not recorded. A writer that
+// never ends (a write stuck on a dead file server) would keep the process alive, as any thread
+// would.
+void EndOfLastThread() {
+  Shutdown(trace::kExitNormal, 0, /*from_signal=*/false);
+  if (idlescope_cupti_stop_flush_thread != nullptr) idlescope_cupti_stop_flush_thread();
+  if (g_writer_started.exchange(false)) {
+    g_writer_stop.store(true, std::memory_order_release);
+    WakeWriter();
+    pthread_join(g_writer, nullptr);
   }
-  return g_writer_ready.load(std::memory_order_acquire) != 2;
+}
+
+void OnProgramThreadEnd(void*) {
+  if (g_program_threads.fetch_sub(1, std::memory_order_acq_rel) == 1 && InTracedProcess()) {
+    int saved = errno;
+    EndOfLastThread();
+    errno = saved;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // fork: the child starts a file of its own, with none of the parent's buffered events.
 
+// The recorder's locks are taken in the order code takes them (the CUPTI layer's first, then
+// flush, strings, queues, stacks), and released in the child as well: only the forking thread
+// exists there, and nothing it needs may stay held by a thread that is gone.
+// The forking thread keeps SIGTERM/SIGINT pending meanwhile (TerminationSignalsBlocked says why).
+__thread sigset_t t_mask_before_fork;
+
 void ForkPrepare() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, &t_mask_before_fork);
+  if (idlescope_cupti_fork_prepare != nullptr) idlescope_cupti_fork_prepare();
   g_flush_mu.lock();
   g_strings_mu.lock();
   g_queue_mu.lock();
@@ -1112,17 +1299,21 @@ void ForkPrepare() {
 }
 
 void ForkParent() {
-  stacks::UnlockAfterFork();
+  stacks::UnlockAfterFork(/*in_child=*/false);
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();
+  if (idlescope_cupti_fork_parent != nullptr) idlescope_cupti_fork_parent();
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
 void ForkChild() {
-  stacks::UnlockAfterFork();
+  stacks::UnlockAfterFork(/*in_child=*/true);
   g_queue_mu.unlock();
   g_strings_mu.unlock();
   g_flush_mu.unlock();
+  if (idlescope_cupti_fork_child != nullptr) idlescope_cupti_fork_child();
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
   g_closed = true;  // the parent's file is not the child's: nothing is written until its own is
@@ -1145,7 +1336,10 @@ void ForkChild() {
   }
   g_strings_emitted = 0;
   stacks::MarkAllUnemitted();
-  stacks::WriterSymbolizer().Reset();
+  stacks::WriterSymbolizer().Reset();  // frames and modules are named again: in the flush's strings
+  g_flush_string_ids->clear();
+  g_flush_strings->clear();
+  g_flush_strings_emitted = 0;
   g_stream_ids->clear();
   g_gpu_queue->clear();
   g_devices_pending->clear();
@@ -1156,6 +1350,9 @@ void ForkChild() {
   g_rings_unavailable.store(0);
   g_final_request.store(0);
   g_final_done.store(0);
+  g_writer_stop.store(false);
+  g_writer_started.store(false);  // the parent's writer is not the child's to join
+  g_program_threads.store(1);     // the forking thread
   g_exit_status_set = false;
   if (g_fd >= 0) CloseOwnFd(g_fd);  // shared-table fallback: the parent's file stays the parent's
   SetProgramFd(-1);
@@ -1178,7 +1375,24 @@ void ForkChild() {
 // ---------------------------------------------------------------------------------------------
 // Internal API.
 
+// libc's pthread_create: ours (lifecycle.cc) counts the program's threads, and the writer is not
+// one of them.
+int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                      void* arg) {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static constinit std::atomic<CreateFn> real{nullptr};
+  CreateFn f = real.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+    if (f == nullptr) return EAGAIN;
+    real.store(f, std::memory_order_release);
+  }
+  return f(thread, attr, fn, arg);
+}
+
 bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == g_pid; }
+
+bool LeakFrees() { return t_final_of_signal || (t_flushing && SignalEndingRequested()); }
 
 void SetExitStatus(int status) {
   g_exit_status = status;
@@ -1197,7 +1411,6 @@ void Init() {
   redact::Init();  // before the first path is interned (ParseConfig says what was wrong in it)
   g_config = new Config(ParseConfig());
   g_path = new std::string();
-  EnsureStringTable();
   g_gpu_queue = new std::vector<RawGpuActivity>();
   g_devices_pending = new std::vector<RawDeviceInfo>();
   g_devices_seen = new std::vector<uint32_t>();
@@ -1205,6 +1418,8 @@ void Init() {
   g_notice_codes_said = new std::set<std::string>();
   g_stream_ids = new std::unordered_map<StreamKey, uint64_t, StreamKeyHash>();
   g_comm_ids = new trace::CommIds();
+  g_flush_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
+  g_flush_strings = new std::vector<const std::string*>();
   // What was wrong with the configuration goes into the trace too (it was said on stderr only
   // where that is allowed).
   for (const std::string& warning : g_config->warnings) {
@@ -1220,6 +1435,7 @@ void Init() {
                  ? trace::kOriginPreload
                  : trace::kOriginInjection;
   pthread_key_create(&g_ring_key, OnThreadExit);
+  pthread_key_create(&g_life_key, OnProgramThreadEnd);
   detail::g_family_mask.store(g_config->family_mask, std::memory_order_relaxed);
   stacks::Init(g_config->stack_depth);
   python::Init(g_config->python_stacks && g_config->stack_depth > 0);
@@ -1227,12 +1443,15 @@ void Init() {
     std::lock_guard<std::mutex> lock(g_flush_mu);
     g_ring_slots = slots;
   }
-  bool ok = StartWriter();  // the writer creates the file, in its own descriptor table
+  // The writer creates the file, in its own descriptor table, and ends the start (StartupDone)
+  // once it tried; if it cannot, it turns the recorder off itself.
+  bool ok = StartWriter();
   if (ok) {
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     detail::g_recorder_active.store(true, std::memory_order_release);
+  } else {
+    StartupDone();
   }
-  StartupDone();
   --detail::t_hook_depth;
   errno = saved_errno;
 }
@@ -1254,7 +1473,7 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   if (g_shutdown_started.exchange(true)) {
     // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
     // are already in _exit): let it finish before this one lets the process die.
-    if (g_final_request.load(std::memory_order_acquire) != 0) WaitFinalDone(from_signal ? 3 : 10);
+    WaitFinalDone(from_signal ? 3 : 10);
     return;
   }
   int saved_errno = errno;
@@ -1276,19 +1495,44 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   bool flush_cupti = g_origin != trace::kOriginFork && idlescope_cupti_flush != nullptr;
   if (flush_cupti && !from_signal) idlescope_cupti_flush();
   g_final_flush_cupti = flush_cupti && from_signal;
+  // _exit is called from signal handlers too: its final flush takes the same care.
+  g_final_from_signal = from_signal || reason == trace::kExitUnderscore;
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
-  if (g_writer_running.load(std::memory_order_acquire)) {
-    // The writer does the final flush: this thread may be in a signal handler, or hold locks a
-    // flush needs. Wait a bounded time: a stuck writer must not hang the program's exit.
+  // The writer writes the last batches and the footer (the file is in its descriptor table; and
+  // a signal handler could not: encoding allocates), a bounded wait, so a stuck writer never hangs
+  // the exit. On a signal or _exit (which programs call from signal handlers too) this thread may
+  // be inside malloc or hold a lock of ours: that flush takes care (ServeFinalRequest).
+  if (g_writer_running.load(std::memory_order_seq_cst)) {
     g_final_status = status;
-    g_final_request.store(1 + reason, std::memory_order_release);
+    g_final_request.store(1 + reason, std::memory_order_seq_cst);
     WakeWriter();
     WaitFinalDone(from_signal ? 3 : 10);
   } else if (!from_signal) {
-    FinalFlush(reason, status);
+    {
+      TerminationSignalsBlocked blocked;
+      FinalFlush(reason, status);
+    }
+    MarkFinalDone();
+  } else {
+    MarkFinalDone();  // nothing more can be written: a second ending need not wait
   }
   --detail::t_hook_depth;
   errno = saved_errno;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Program threads. A process ends when its last thread does (the main thread may pthread_exit
+// first: glibc's exit(0) comes from whichever thread is last). The writer counts as a thread to
+// glibc, so it must be gone before the program's last thread ends, or the process would never
+// exit; threads are counted here (pthread_create hook, lifecycle.cc) and each has a key whose
+// destructor runs at its end, however it ends.
+
+void CountNewThread() { g_program_threads.fetch_add(1, std::memory_order_relaxed); }
+void UncountThread() { g_program_threads.fetch_sub(1, std::memory_order_relaxed); }
+
+void ThreadStarts() {
+  // Any non-null value: the key's destructor runs only for threads that set one.
+  pthread_setspecific(g_life_key, &g_life_key);
 }
 
 }  // namespace internal
@@ -1355,17 +1599,40 @@ void RecordGpuDropped(uint64_t records) {
 uint32_t InternString(std::string_view s) {
   int saved = errno;
   ++detail::t_hook_depth;
-  EnsureStringTable();
-  uint32_t id;
-  {
-    std::lock_guard<std::mutex> lock(g_strings_mu);
-    auto [it, inserted] = g_string_ids->try_emplace(std::string(s), 0);
-    if (inserted) {
-      g_strings->push_back(&it->first);  // node-based map: the key's address is stable
-      it->second = static_cast<uint32_t>(g_strings->size());
-    }
-    id = it->second;
+  uint32_t id = 0;
+  if (t_flushing) {
+    id = InternFlushString(s);
+    --detail::t_hook_depth;
+    errno = saved;
+    return id;
   }
+  g_strings_mu.lock();
+  if (g_string_ids == nullptr) {
+    g_string_ids = new std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>();
+  }
+  auto it = g_string_ids->find(s);
+  if (it != g_string_ids->end()) {
+    id = it->second;
+  } else {
+    uint32_t index = g_strings_published.load(std::memory_order_relaxed);
+    uint32_t chunk = index >> kStringChunkBits;
+    if (chunk < kMaxStringChunks) {
+      StringRef* refs = g_string_chunks[chunk].load(std::memory_order_relaxed);
+      if (refs == nullptr) {
+        refs = new StringRef[kStringChunk];
+        g_string_chunks[chunk].store(refs, std::memory_order_relaxed);
+      }
+      id = index + 1;
+      auto inserted = g_string_ids->emplace(std::string(s), id).first;
+      refs[index & (kStringChunk - 1)] = {inserted->first.data(),
+                                          static_cast<uint32_t>(inserted->first.size())};
+      // Publishes the StringRef (and its chunk) to flushes, which read without the mutex.
+      g_strings_published.store(id, std::memory_order_release);
+    } else {
+      ++g_strings_refused;
+    }
+  }
+  g_strings_mu.unlock();
   --detail::t_hook_depth;
   errno = saved;
   return id;
@@ -1385,6 +1652,12 @@ uint32_t InternArgv(std::string_view nul_separated) {
   std::string kept = redact::Argv(nul_separated);
   errno = saved;
   return InternString(kept);
+}
+
+uint32_t ApiName::Intern() {
+  uint32_t id = InternString(name_);
+  if (id != 0) id_.store(id, std::memory_order_relaxed);
+  return id;
 }
 
 void RecordDeviceInfo(const RawDeviceInfo& info) {
@@ -1460,6 +1733,7 @@ void MoveTraceFdAwayFrom(int fd) {
   {
     // Under the flush mutex: the writer writes through g_fd, and must never write to the file the
     // program is about to put at this number.
+    TerminationSignalsBlocked blocked;
     std::lock_guard<std::mutex> lock(g_flush_mu);
     if (g_fd == fd) {
       int moved = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);

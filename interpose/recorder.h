@@ -8,7 +8,9 @@
 // thread. See docs/architecture.md.
 #pragma once
 
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -142,11 +144,27 @@ extern std::atomic<bool> g_recorder_active;
 extern std::atomic<int> g_program_trace_fd;
 }  // namespace detail
 
+namespace detail {
+// Set once a thread of the program disabled the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV): see
+// hooks/io_clock.h): clock_gettime's vDSO reads the TSC and would fault in that thread, so our
+// time comes from the system call from then on (~0.1-0.2 us instead of ~20 ns).
+inline std::atomic<bool> g_clock_by_syscall{false};
+}  // namespace detail
+
+// clock_gettime(clock), through the system call once the TSC may be disabled.
+inline void ReadClock(clockid_t clock, timespec* ts) {
+  if (__builtin_expect(detail::g_clock_by_syscall.load(std::memory_order_relaxed), 0)) {
+    syscall(SYS_clock_gettime, clock, ts);
+  } else {
+    clock_gettime(clock, ts);
+  }
+}
+
 // Monotonic nanoseconds (CLOCK_MONOTONIC): the trace clock. Cheap (vDSO, ~20 ns), inline so a
 // hook pays no call.
 inline uint64_t NowNs() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ReadClock(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -251,8 +269,10 @@ void RecordGpu(const RawGpuActivity& activity);
 // Adds CUPTI records lost (cuptiActivityGetNumDroppedRecords) to the next GpuBatch.dropped.
 void RecordGpuDropped(uint64_t records);
 
-// Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the file.
-// Thread-safe; costs a hash lookup. Hooks intern their API name once (static local).
+// Interns a string (API name, path, kernel name); returns its id (>= 1), stable for the process
+// (a forked child's file defines them all again). Thread-safe; costs a hash lookup. Hooks intern
+// their API name once per call site (ApiName). Inside a flush (names of new frames) the id comes
+// from the flush's own table instead, without the mutex hooks take, valid in the current file.
 uint32_t InternString(std::string_view s);
 
 // Interns a path (a file, a program or module, a socket address): InternString of what the trace
@@ -260,6 +280,36 @@ uint32_t InternString(std::string_view s);
 uint32_t InternPath(std::string_view path, redact::PathKind kind);
 // Interns a NUL-separated command line as IDLESCOPE_REDACT keeps it.
 uint32_t InternArgv(std::string_view nul_separated);
+
+// The id of a hook's API name, interned by the first event that needs it. One per call site, as a
+// constant-initialised static (IDLESCOPE_API): a function-local static with a dynamic initialiser
+// runs it under __cxa_guard_acquire, and a thread that fork() caught inside it (waiting for the
+// strings mutex, which the fork handlers hold) leaves that guard taken in the child, whose first
+// call of the hook then waits forever. Two threads that intern the name at once get the same id.
+class ApiName {
+ public:
+  explicit constexpr ApiName(const char* name) : name_(name) {}
+  uint32_t id() {
+    uint32_t id = id_.load(std::memory_order_relaxed);
+    return __builtin_expect(id != 0, 1) ? id : Intern();
+  }
+
+ private:
+  uint32_t Intern();
+  const char* const name_;
+  std::atomic<uint32_t> id_{0};
+};
+
+}  // namespace idlescope
+
+// A `uint32_t (*)()` giving the id of API name `name` (a string literal): hooks pass their API so.
+#define IDLESCOPE_API(name)                                         \
+  +[]() -> uint32_t {                                               \
+    static constinit ::idlescope::ApiName idlescope_api_name(name); \
+    return idlescope_api_name.id();                                 \
+  }
+
+namespace idlescope {
 
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
 // or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the

@@ -2,6 +2,8 @@
 // and the CUPTI layer use recorder.h only.
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +47,18 @@ void SetExitStatus(int status);
 // The pid the trace file belongs to; a vfork child (same memory, other pid) must not write.
 bool InTracedProcess();
 
+// Program threads (the pthread_create hook, lifecycle.cc): counted when created (CountNewThread,
+// UncountThread if creation failed), and each one calls ThreadStarts first thing (the main thread
+// too), so that the end of the last one stops the writer and the process can exit.
+void CountNewThread();
+void UncountThread();
+void ThreadStarts();
+// True on the writer during the final flush of a signal: the library's operator delete frees
+// nothing then (alloc.cc says why).
+bool LeakFrees();
+// libc's pthread_create, past our hook.
+int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg);
+
 }  // namespace idlescope::internal
 
 namespace idlescope::stacks {
@@ -62,17 +76,21 @@ struct NewNode {
 void TakeNewNodes(std::vector<NewNode>* out);
 // fork child: every node must be defined again in the child's file.
 void MarkAllUnemitted();
-// fork handlers: no trie insertion may be half done when the process is copied.
+// fork handlers: no trie insertion may be half done, and no thread inside an unwinder, when the
+// process is copied.
 void LockForFork();
-void UnlockAfterFork();
+void UnlockAfterFork(bool in_child);
 
 // Writer-side resolution of program counters to Frames, and the module map.
 class Symbolizer {
  public:
   // Frame id of `pc` (a return address), creating and appending it (and its strings) to `out`.
-  uint64_t FrameFor(uint64_t pc, trace::Interned* out);
-  // Modules loaded since the previous call (dl_iterate_phdr), with their path strings interned.
-  void TakeNewModules(std::vector<trace::Module>* out);
+  // `loader_free`: without taking the dynamic loader's locks (no dladdr, no dl_iterate_phdr): for
+  // the final flush of a signal, which may have stopped a thread inside dlopen.
+  uint64_t FrameFor(uint64_t pc, trace::Interned* out, bool loader_free = false);
+  // Modules loaded since the previous call (dl_iterate_phdr), with their path strings interned;
+  // `loader_free`: only those already found (by FrameFor too).
+  void TakeNewModules(std::vector<trace::Module>* out, bool loader_free = false);
   // New file (fork child): frames and modules are defined again.
   void Reset();
 };

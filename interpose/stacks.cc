@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +41,38 @@ uint32_t g_depth = 0;
 // Our own code's address range: frames inside it (the hook that called CaptureStack) are not
 // part of the program's stack.
 uintptr_t g_self_lo = 0, g_self_hi = 0;
+
+// fork and libgcc's unwinder (unwind::Backtrace's walk where glibc lacks _dl_find_object): it may
+// hold a lock of its own in the middle of a walk (its object list; the loader's, through
+// dl_iterate_phdr), and a fork then leaves it held in the child, whose first stack capture waits
+// for it forever (children of a threaded process hung so in libunwind's lock, which the CFI walk
+// replaced). So a fork waits until no thread is inside such a walk, and none starts while a fork
+// is under way (that event gets no stack). The CFI walk takes no lock and needs none of this. Threads count themselves in
+// one of a few stripes, so that captures on different threads rarely share a cache line.
+struct alignas(64) WalkStripe {
+  std::atomic<uint32_t> inside{0};
+};
+constexpr uint32_t kWalkStripes = 16;
+WalkStripe g_walkers[kWalkStripes];
+std::atomic<bool> g_fork_pending{false};
+
+// The calling thread's stripe: its TLS block's address (one per thread, pages apart).
+WalkStripe& OwnStripe() {
+  uintptr_t tls = reinterpret_cast<uintptr_t>(&detail::t_hook_depth);
+  return g_walkers[(tls >> 12) % kWalkStripes];
+}
+
+// unwind::Backtrace, unless a fork is under way (then 0 frames).
+int BacktraceUnlessForking(uintptr_t* pcs, int max) {
+  if (g_fork_pending.load(std::memory_order_acquire)) return 0;
+  WalkStripe& stripe = OwnStripe();
+  // Dekker with the fork: our count is visible before we look at the flag, the flag before the
+  // fork looks at the counts (both seq_cst), so one of the two sees the other.
+  stripe.inside.fetch_add(1, std::memory_order_seq_cst);
+  int n = g_fork_pending.load(std::memory_order_seq_cst) ? 0 : unwind::Backtrace(pcs, max);
+  stripe.inside.fetch_sub(1, std::memory_order_release);
+  return n;
+}
 
 int FindSelf(struct dl_phdr_info* info, size_t, void* arg) {
   uintptr_t probe = reinterpret_cast<uintptr_t>(arg);
@@ -159,8 +192,23 @@ void Init(uint32_t depth) {
 void LockForFork() {
   g_insert_mu.lock();
   python::LockForFork();
+  g_fork_pending.store(true, std::memory_order_seq_cst);
+  // Walks take microseconds. Bounded: a fork from a signal handler that interrupted a walk on
+  // this very thread would wait for itself (that child may then hang in the unwinder, as before).
+  for (int spins = 0; spins < 100000; ++spins) {
+    uint32_t inside = 0;
+    for (const WalkStripe& s : g_walkers) inside += s.inside.load(std::memory_order_seq_cst);
+    if (inside == 0) break;
+    sched_yield();
+  }
 }
-void UnlockAfterFork() {
+
+void UnlockAfterFork(bool in_child) {
+  // In the child only the forking thread exists: no other thread is inside a walk.
+  if (in_child) {
+    for (WalkStripe& s : g_walkers) s.inside.store(0, std::memory_order_relaxed);
+  }
+  g_fork_pending.store(false, std::memory_order_release);
   python::UnlockAfterFork();
   g_insert_mu.unlock();
 }
@@ -202,8 +250,11 @@ struct ElfSymbol {
 };
 
 // FUNC symbols of a module's file: .symtab when present (static functions, executables not
-// linked with -rdynamic: dladdr only sees .dynsym), else .dynsym. Sorted by address.
-std::vector<ElfSymbol> LoadElfSymbols(const std::string& path) {
+// linked with -rdynamic: dladdr only sees .dynsym), else .dynsym if `dynsym` (when dladdr, which
+// searches .dynsym, is not used: FindWithoutLoader). Sorted by address. Without .symtab and
+// `dynsym` nothing is read: a stripped library's .dynsym (libc's: 3000 names to copy and sort, a
+// third of a short process's traced cost) cannot name what dladdr did not.
+std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
   std::vector<ElfSymbol> out;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
@@ -224,7 +275,7 @@ std::vector<ElfSymbol> LoadElfSymbols(const std::string& path) {
       in_file(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr))) {
     const Elf64_Shdr* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
     const Elf64_Shdr* table = nullptr;
-    for (int pass = 0; pass < 2 && table == nullptr; ++pass) {
+    for (int pass = 0; pass < (dynsym ? 2 : 1) && table == nullptr; ++pass) {
       uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
       for (int i = 0; i < eh->e_shnum; ++i) {
         if (sh[i].sh_type == want && sh[i].sh_link < eh->e_shnum) table = &sh[i];
@@ -261,6 +312,7 @@ struct ModuleInfo {
   std::string build_id;
   bool emitted = false;
   bool symbols_loaded = false;
+  bool dynsym_loaded = false;  // `symbols` came from .dynsym too (loader_free)
   std::vector<ElfSymbol> symbols;
 };
 
@@ -268,6 +320,7 @@ std::string ReadBuildId(const struct dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
+    if (ph.p_memsz == 0) continue;
     const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
     const uint8_t* end = p + ph.p_memsz;
     while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -357,16 +410,59 @@ class SymbolizerState {
         this);
   }
 
-  std::string FunctionName(ModuleInfo* m, uintptr_t addr) {
+  // The module of `addr` without the loader's locks (dl_iterate_phdr and dladdr take them, and
+  // the final flush of a signal may not wait for the thread the signal stopped, which may be
+  // inside dlopen: a Python import). _dl_find_object (glibc 2.35) is lock-free; the module's
+  // program headers and build id are read from its image, whose first page holds the ELF header.
+  ModuleInfo* FindWithoutLoader(uintptr_t addr) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+    struct dl_find_object found;
+    if (_dl_find_object(reinterpret_cast<void*>(addr), &found) != 0 ||
+        found.dlfo_link_map == nullptr) {
+      return nullptr;
+    }
+    auto m = std::make_unique<ModuleInfo>();
+    const struct link_map* map = found.dlfo_link_map;
+    if (map->l_name != nullptr && map->l_name[0] != '\0') {
+      m->path = map->l_name;
+    } else {
+      char exe[PATH_MAX];
+      ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe));
+      m->path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "[main]";
+    }
+    m->bias = map->l_addr;
+    m->lo = reinterpret_cast<uintptr_t>(found.dlfo_map_start);
+    m->hi = reinterpret_cast<uintptr_t>(found.dlfo_map_end);
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(m->lo);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_phentsize == sizeof(ElfW(Phdr)) &&
+        eh->e_phoff + uint64_t{eh->e_phnum} * sizeof(ElfW(Phdr)) <= m->hi - m->lo) {
+      struct dl_phdr_info info {};
+      info.dlpi_addr = map->l_addr;
+      info.dlpi_phdr = reinterpret_cast<const ElfW(Phdr)*>(m->lo + eh->e_phoff);
+      info.dlpi_phnum = eh->e_phnum;
+      m->build_id = ReadBuildId(&info);
+    }
+    modules.push_back(std::move(m));
+    return modules.back().get();
+#else
+    (void)addr;
+    return nullptr;
+#endif
+  }
+
+  // `loader_free`: dladdr is not used (see FindWithoutLoader); the module's .symtab, else
+  // .dynsym, names what dladdr would.
+  std::string FunctionName(ModuleInfo* m, uintptr_t addr, bool loader_free) {
     Dl_info info;
     std::string name;
-    if (dladdr(reinterpret_cast<void*>(addr), &info) != 0 && info.dli_sname != nullptr &&
-        info.dli_saddr != nullptr) {
+    if (!loader_free && dladdr(reinterpret_cast<void*>(addr), &info) != 0 &&
+        info.dli_sname != nullptr && info.dli_saddr != nullptr) {
       name = info.dli_sname;
     } else if (m != nullptr) {
-      if (!m->symbols_loaded) {
+      if (!m->symbols_loaded || (loader_free && !m->dynsym_loaded)) {
         m->symbols_loaded = true;
-        m->symbols = LoadElfSymbols(m->path);
+        m->dynsym_loaded = loader_free;
+        m->symbols = LoadElfSymbols(m->path, /*dynsym=*/loader_free);
       }
       uint64_t rel = addr - m->bias;
       auto it = std::upper_bound(m->symbols.begin(), m->symbols.end(), rel,
@@ -392,7 +488,7 @@ SymbolizerState& State() {
 
 }  // namespace
 
-uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
+uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out, bool loader_free) {
   SymbolizerState& s = State();
   auto it = s.frame_ids.find(pc);
   if (it != s.frame_ids.end()) return it->second;
@@ -405,12 +501,16 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   uintptr_t addr = pc > 0 ? pc - 1 : 0;
   ModuleInfo* m = s.Find(addr);
   if (m == nullptr) {
-    s.Rescan();
-    m = s.Find(addr);
+    if (loader_free) {
+      m = s.FindWithoutLoader(addr);
+    } else {
+      s.Rescan();
+      m = s.Find(addr);
+    }
   }
   trace::Frame f;
   f.id = s.next_frame++;
-  std::string fn = s.FunctionName(m, addr);
+  std::string fn = s.FunctionName(m, addr, loader_free);
   if (!fn.empty()) f.function = InternString(fn);
   if (m != nullptr) {
     f.module = InternPath(m->path, redact::PathKind::kProgram);
@@ -423,9 +523,9 @@ uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out) {
   return f.id;
 }
 
-void Symbolizer::TakeNewModules(std::vector<trace::Module>* out) {
+void Symbolizer::TakeNewModules(std::vector<trace::Module>* out, bool loader_free) {
   SymbolizerState& s = State();
-  if (s.LoadedSetChanged()) s.Rescan();
+  if (!loader_free && s.LoadedSetChanged()) s.Rescan();
   for (auto& m : s.modules) {
     if (m->emitted) continue;
     m->emitted = true;
@@ -470,7 +570,7 @@ uint32_t CaptureStack(int skip) {
   uintptr_t pcs[kMaxDepth + 64];
   int want = static_cast<int>(g_depth) + skip + 8;
   if (want > kMaxDepth + 64) want = kMaxDepth + 64;
-  int n = unwind::Backtrace(pcs, want);
+  int n = unwind::UsesCfiWalk() ? unwind::Backtrace(pcs, want) : BacktraceUnlessForking(pcs, want);
   // Find our caller's frame by its return address (how many frames of ours precede it depends on
   // inlining); then drop `skip` frames the caller asked to (the hook), then any frames still
   // inside the preload library (helpers of the hook).

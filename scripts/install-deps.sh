@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config file
   libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
-  python3 python3-torch strace
+  python3 python3-torch strace ltrace sqlite3
 )
 
 missing=()

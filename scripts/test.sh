@@ -5,7 +5,9 @@
 #   3. build with -Wall -Wextra -Werror and run the whole ctest suite (unit, integration on
 #      simgpu, end-to-end, benchmarks that print their figures)
 #   4. build again with AddressSanitizer + UBSan and run the unit tests
-# Build trees: build/ and build-asan/ (reused when present).
+#   5. build the threaded tests with ThreadSanitizer and run them (label threaded: the recorder's
+#      rings and tables across threads, the preload library's fork, thread and signal tests)
+# Build trees: build/, build-asan/ and build-tsan/ (reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${IDLESCOPE_JOBS:-$(nproc)}
@@ -29,3 +31,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIDLESCOPE_SANITIZE=
   -DIDLESCOPE_WITH_NVCC=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan -j "$jobs" -L unit --output-on-failure --timeout 600
+
+echo "== ThreadSanitizer: threaded tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDLESCOPE_SANITIZE=thread \
+  -DIDLESCOPE_WITH_NVCC=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target threaded_tests
+ctest --test-dir build-tsan -j "$jobs" -L threaded --output-on-failure --timeout 900

@@ -4,6 +4,13 @@
 //
 //   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
 //             [--causes pageable,checkpoint,...] [--format 1|2] [--python]
+//             [--duration-s S] [--kernel-us U] [--jobs J] [--short-lived N]
+//
+// Scale (benchmarks of many ranks): --duration-s gives every rank S seconds of job time instead
+// of a share of --events; --kernel-us sets the compute kernels' length (the event rate: about two
+// records per kernel); --jobs writes the ranks from J processes at once; --short-lived adds N
+// processes that live 50 ms each, one after another (DataLoader workers respawned every epoch, a
+// test suite's processes). Every file is written as it is generated, never held in memory.
 //
 // The events are built in v1's one-Event-per-call shape and written in the format asked for
 // (default 2, what the recorder writes: FormatCompactor, analyzer/trace/trace_format.h); the
@@ -18,6 +25,7 @@
 // the recorder writes them. Output is deterministic for given flags.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -185,6 +193,22 @@ class TraceFile {
 
   uint64_t events() const { return events_; }
   uint64_t gpu_records() const { return gpu_records_; }
+  // Bytes written so far (framing included).
+  uint64_t bytes() { return static_cast<uint64_t>(stream_->ByteCount()); }
+  // Appends the bytes of file `path` from `offset` on, as they are.
+  void AppendFile(const std::string& path, uint64_t offset) {
+    int in = open(path.c_str(), O_RDONLY);
+    if (in < 0 || lseek(in, static_cast<off_t>(offset), SEEK_SET) < 0) {
+      std::perror(path.c_str());
+      std::exit(1);
+    }
+    google::protobuf::io::CodedOutputStream out(stream_.get());
+    std::vector<char> chunk(1 << 20);
+    for (ssize_t n; (n = read(in, chunk.data(), chunk.size())) > 0;) {
+      out.WriteRaw(chunk.data(), static_cast<int>(n));
+    }
+    close(in);
+  }
 
  private:
   uint64_t NativeFrame(const std::string& function) {
@@ -276,6 +300,11 @@ class TraceFile {
 struct Options {
   std::string out;
   uint64_t events = 100000;
+  double duration_s = 0;  // > 0: each rank's job time, instead of a share of `events`
+  double kernel_us = 400;
+  int jobs = 1;
+  int short_lived = 0;
+  bool replicate = false;  // ranks other than the first and the slow one: copies of the first
   int ranks = 1;
   int kernels_per_step = 50;
   uint64_t seed = 1;
@@ -310,8 +339,30 @@ Header MakeHeader(uint32_t pid, uint32_t ppid, int rank, int world, Ns start,
   return h;
 }
 
+// Where a rank's files go on after what differs between ranks (the header, the device packet),
+// for --replicate.
+struct RankLayout {
+  uint64_t rank_rest = 0;    // offset in the rank's file after its device packet
+  uint64_t worker_rest = 0;  // offset in its worker's file after its header (0: no worker)
+};
+
+std::string RankPath(const Options& o, uint32_t pid) {
+  return o.out + "/gen-node0-" + std::to_string(pid) + ".idlescope";
+}
+
+DeviceInfo RankDevice(const Options& o, int rank) {
+  DeviceInfo info;
+  info.set_device(0);
+  info.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
+  info.set_sm_count(132);
+  info.set_total_memory(80 * kGiB);
+  info.set_uuid("GPU-0000000" + std::to_string(rank));
+  info.set_visible_devices(static_cast<uint32_t>(o.Has("unused") ? o.ranks + 1 : o.ranks));
+  return info;
+}
+
 // Writes one rank (and its helper processes). Returns the events written.
-uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
+uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayout* layout) {
   std::mt19937_64 rng(o.seed * 1000 + static_cast<uint64_t>(rank));
   auto jitter = [&](Ns base, double spread) {
     std::uniform_real_distribution<double> d(1 - spread, 1 + spread);
@@ -350,14 +401,9 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
     file.Finish(now + 5 * kMs, true);
     return file.events();
   }
-  DeviceInfo info;
-  info.set_device(0);
-  info.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
-  info.set_sm_count(132);
-  info.set_total_memory(80 * kGiB);
-  info.set_uuid("GPU-0000000" + std::to_string(rank));
-  info.set_visible_devices(static_cast<uint32_t>(o.Has("unused") ? o.ranks + 1 : o.ranks));
-  file.AddDevice(info);
+  file.AddDevice(RankDevice(o, rank));
+  layout->rank_rest = file.bytes();
+  if (worker) layout->worker_rest = worker->bytes();
 
   uint64_t stack_copy = file.Stack({"main", "train", "train_step", "Tensor.to", "copy_"});
   uint64_t stack_save = file.Stack({"main", "train", "save_checkpoint", "torch.save"});
@@ -481,7 +527,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
   }
 
   const int k = o.kernels_per_step;
-  const Ns kernel_len = small ? 30 * kUs : 400 * kUs;
+  const Ns kernel_len = small ? 30 * kUs : static_cast<Ns>(o.kernel_us * kUs);
   const Ns launch_gap = small ? 70 * kUs : 8 * kUs;
   const bool slow_rank = o.Has("straggler") && rank == o.ranks - 1;
   uint64_t correlation = 1;
@@ -491,7 +537,9 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
   auto events_so_far = [&] {
     return file.events() + file.gpu_records() + (worker ? worker->events() : 0);
   };
-  while (events_so_far() < target_events) {
+  const Ns until = t0 + static_cast<Ns>(o.duration_s * kS);
+  auto more = [&] { return o.duration_s > 0 ? now < until : events_so_far() < target_events; };
+  while (more()) {
     ++step;
     // 1. The batch: from a worker process through a pipe, or already there.
     if (dataload) {
@@ -642,6 +690,53 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events) {
   return events_so_far();
 }
 
+// Rank `rank` as a copy of rank `from` (written before, laid out as `layout`): its own header and
+// device, the rest of the events byte for byte (their NCCL calls say `from`'s rank). Returns the
+// events, as counted for `from`.
+uint64_t ReplicateRank(const Options& o, int from, int rank, const RankLayout& layout,
+                       uint64_t from_events) {
+  const Ns t0 = 1000 * kS;
+  const uint32_t pid = 1000 + static_cast<uint32_t>(rank);
+  {
+    TraceFile file(RankPath(o, pid),
+                   MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}),
+                   o.format);
+    file.AddDevice(RankDevice(o, rank));
+    file.AppendFile(RankPath(o, 1000 + static_cast<uint32_t>(from)), layout.rank_rest);
+  }
+  if (layout.worker_rest > 0) {
+    TraceFile worker(RankPath(o, 2000 + static_cast<uint32_t>(rank)),
+                     MakeHeader(2000 + static_cast<uint32_t>(rank), pid, -1, o.ranks,
+                                t0 + 150 * kMs, {"/usr/bin/python3", "train.py"}),
+                     o.format);
+    worker.AppendFile(RankPath(o, 2000 + static_cast<uint32_t>(from)), layout.worker_rest);
+  }
+  return from_events;
+}
+
+// `n` processes, children of rank 0, living 50 ms each one after another from t0 + 1 s: each
+// reads a file and ends. Returns the events written.
+uint64_t WriteShortLived(const Options& o, int n) {
+  const Ns t0 = 1000 * kS;
+  uint64_t events = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t pid = 100000 + static_cast<uint32_t>(i);
+    const Ns start = t0 + kS + i * 60 * kMs;
+    TraceFile file(o.out + "/gen-node0-" + std::to_string(pid) + ".idlescope",
+                   MakeHeader(pid, 1000, -1, o.ranks, start, {"/usr/bin/python3", "worker.py"}),
+                   o.format);
+    for (int r = 0; r < 4; ++r) {
+      Event* e = file.AddEvent(pid, FILE_READ, start + 5 * kMs + r * 10 * kMs, 8 * kMs);
+      e->set_path(file.String("/data/part-" + std::to_string(i % 997) + ".bin"));
+      e->set_fs_type(FS_LOCAL);
+      e->set_bytes(1 << 20);
+    }
+    file.Finish(start + 50 * kMs, true);
+    events += file.events();
+  }
+  return events;
+}
+
 int Main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -663,6 +758,16 @@ int Main(int argc, char** argv) {
       o.kernels_per_step = std::atoi(next());
     } else if (arg == "--seed") {
       o.seed = std::strtoull(next(), nullptr, 10);
+    } else if (arg == "--duration-s") {
+      o.duration_s = std::atof(next());
+    } else if (arg == "--kernel-us") {
+      o.kernel_us = std::atof(next());
+    } else if (arg == "--jobs") {
+      o.jobs = std::atoi(next());
+    } else if (arg == "--short-lived") {
+      o.short_lived = std::atoi(next());
+    } else if (arg == "--replicate") {
+      o.replicate = true;
     } else if (arg == "--format") {
       o.format = static_cast<uint32_t>(std::atoi(next()));
     } else if (arg == "--python") {
@@ -686,23 +791,102 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
-                   "[--seed S] [--causes a,b,...] [--format 1|2] [--python]\ncauses:");
+                   "[--seed S] [--causes a,b,...] [--format 1|2] [--python] [--duration-s S] "
+                   "[--kernel-us U] [--jobs J] [--short-lived N] [--replicate]\ncauses:");
       for (const std::string& c : kKnownCauses) std::fprintf(stderr, " %s", c.c_str());
       std::fprintf(stderr, "\n");
       return 2;
     }
   }
   if (o.out.empty() || o.ranks < 1 || o.kernels_per_step < 1 || o.format < kTraceFormatV1 ||
-      o.format > kTraceFormatVersion) {
+      o.format > kTraceFormatVersion || o.jobs < 1 || o.kernel_us <= 0 || o.short_lived < 0) {
     std::fprintf(stderr,
-                 "gen_trace: --out DIR is required; --ranks and --kernels-per-step >= 1; --format "
-                 "1 or 2\n");
+                 "gen_trace: --out DIR is required; --ranks, --kernels-per-step and --jobs >= 1; "
+                 "--kernel-us > 0; --format 1 or 2\n");
     return 2;
   }
   mkdir(o.out.c_str(), 0755);
-  uint64_t total = 0;
+  // Ranks are independent: job j writes ranks j, j + J, ... and reports its events in a pipe.
+  // With --replicate, rank 0 and the last rank (the straggler's) are generated first, one per
+  // job, and the other ranks are then copied from rank 0.
+  int sums[2];
+  if (pipe(sums) != 0) {
+    std::perror("gen_trace: pipe");
+    return 1;
+  }
+  const uint64_t per_rank = o.events / static_cast<uint64_t>(o.ranks);
+  std::vector<int> generated;
   for (int rank = 0; rank < o.ranks; ++rank) {
-    total += WriteRank(o, rank, o.events / static_cast<uint64_t>(o.ranks));
+    if (!o.replicate || rank == 0 || rank == o.ranks - 1) generated.push_back(rank);
+  }
+  // Runs job(j) for j in [0, jobs) in as many processes (one: in this one); false if one failed.
+  auto in_jobs = [&](auto job) {
+    std::vector<pid_t> children;
+    for (int j = 0; j < o.jobs; ++j) {
+      pid_t child = o.jobs == 1 ? 0 : fork();
+      if (child < 0) {
+        std::perror("gen_trace: fork");
+        return false;
+      }
+      if (child > 0) {
+        children.push_back(child);
+        continue;
+      }
+      uint64_t events = job(j);
+      if (write(sums[1], &events, sizeof events) != sizeof events) std::_Exit(1);
+      if (o.jobs > 1) std::_Exit(0);
+    }
+    bool ok = true;
+    for (pid_t child : children) {
+      int status = 0;
+      ok &= waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    return ok;
+  };
+  bool ok = in_jobs([&](int j) {
+    uint64_t events = 0;
+    for (size_t i = static_cast<size_t>(j); i < generated.size();
+         i += static_cast<size_t>(o.jobs)) {
+      RankLayout layout;
+      events += WriteRank(o, generated[i], per_rank, &layout);
+      if (o.replicate && generated[i] == 0) {
+        // For the copies: where rank 0's files go on after what differs between ranks.
+        FILE* f = std::fopen((o.out + "/.layout").c_str(), "w");
+        if (f == nullptr) std::_Exit(1);
+        std::fprintf(f, "%llu %llu %llu\n", static_cast<unsigned long long>(layout.rank_rest),
+                     static_cast<unsigned long long>(layout.worker_rest),
+                     static_cast<unsigned long long>(events));
+        std::fclose(f);
+      }
+    }
+    if (j == 0) events += WriteShortLived(o, o.short_lived);
+    return events;
+  });
+  if (ok && o.replicate && o.ranks > 2) {
+    RankLayout layout;
+    unsigned long long rest = 0, worker_rest = 0, events = 0;
+    FILE* f = std::fopen((o.out + "/.layout").c_str(), "r");
+    ok = f != nullptr && std::fscanf(f, "%llu %llu %llu", &rest, &worker_rest, &events) == 3;
+    if (f != nullptr) std::fclose(f);
+    layout.rank_rest = rest;
+    layout.worker_rest = worker_rest;
+    ok = ok && in_jobs([&](int j) {
+           uint64_t copied = 0;
+           for (int rank = 1 + j; rank < o.ranks - 1; rank += o.jobs) {
+             copied += ReplicateRank(o, 0, rank, layout, events);
+           }
+           return copied;
+         });
+  }
+  std::remove((o.out + "/.layout").c_str());
+  if (!ok) {
+    std::fprintf(stderr, "gen_trace: a writer process failed\n");
+    return 1;
+  }
+  close(sums[1]);
+  uint64_t total = 0;
+  for (uint64_t events = 0; read(sums[0], &events, sizeof events) == sizeof events;) {
+    total += events;
   }
   std::printf("gen_trace: wrote %llu events for %d rank%s to %s\n",
               static_cast<unsigned long long>(total), o.ranks, o.ranks == 1 ? "" : "s",

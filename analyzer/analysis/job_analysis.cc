@@ -214,7 +214,12 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
   } else {
     for (uint32_t d : processes_[c.process].devices) reclaim(d);
   }
-  window_.Add(c);
+  size_t slot = CandidateWindows::kShared;
+  if (c.event_class != EventClass::kInstaller) {
+    int64_t owner = processes_[c.process].window_owner;
+    if (owner >= 0) slot = CandidateWindows::SlotOf(static_cast<uint32_t>(owner));
+  }
+  window_.Add(slot, c);
 }
 
 void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy) {
@@ -276,7 +281,12 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
     if (c.data_read && tier == Tier::kLaunchingThread) crediting_.NoteLauncherRead(device);
     ranked_.push_back({&c, tier});
   };
-  window_.ForEachReaching(piece, consider);
+  // Only the processes that drive the device, and the shared window, hold candidates for it.
+  slots_.assign(1, CandidateWindows::kShared);
+  for (uint32_t process : devices_[device].processes) {
+    slots_.push_back(CandidateWindows::SlotOf(process));
+  }
+  window_.ForEachReaching(slots_, piece, consider);
   for (Candidate& span : processes_.installer_spans()) {
     span.when.end = processes_[span.process].End();
     // Its evidence is how it was started (resolved with the report): its command line always,

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "analyzer/analysis/attribution.h"
-#include "analyzer/analysis/candidate_window.h"
+#include "analyzer/analysis/candidate_windows.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
 #include "analyzer/analysis/devices.h"
@@ -85,7 +85,7 @@ class JobAnalysis : public RecordSink {
   Ns last_step_ = 0;
   JobProcesses processes_;
   JobDevices devices_;
-  CandidateWindow window_;
+  CandidateWindows window_;
   Crediting crediting_;
   SnapshotRuns snapshots_;
   HostActivity host_activity_;
@@ -96,6 +96,7 @@ class JobAnalysis : public RecordSink {
   std::vector<Interval> snapshot_copies_;  // scratch: the copies a checkpoint write made snapshots
   std::vector<GapEvent> gap_events_;       // scratch of Step
   std::vector<RankedCandidate> ranked_;    // scratch of Attribute
+  std::vector<size_t> slots_;              // scratch of Attribute
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;
   std::vector<ReportWarning> warnings_;

@@ -75,7 +75,9 @@ void JobProcesses::BuildFamilies() {
   for (uint32_t i = 0; i < n; ++i) {
     JobProcess& p = processes_[i];
     p.family.clear();
+    p.own_devices.clear();
     p.devices.clear();
+    p.window_owner = -1;
     bool installer_ancestor = false;
     for (uint32_t j = 0; j < n; ++j) {
       if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
@@ -133,11 +135,52 @@ Ns JobProcesses::JobEnd(Ns job_start) const {
 }
 
 void JobProcesses::NoteDeviceUse(uint32_t process, uint32_t device) {
-  for (uint32_t member : processes_[process].family) {
-    std::vector<uint32_t>& devices = processes_[member].devices;
-    if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
-      devices.push_back(device);
+  std::vector<uint32_t>& own = processes_[process].own_devices;
+  if (std::find(own.begin(), own.end(), device) != own.end()) return;
+  own.push_back(device);
+  // Only the family's members can change what they explain: their anchors are in it.
+  for (uint32_t member : processes_[process].family) UpdateExplained(member);
+}
+
+void JobProcesses::UpdateExplained(uint32_t process) {
+  JobProcess& p = processes_[process];
+  p.devices = p.own_devices;
+  p.window_owner = -1;
+  if (!p.own_devices.empty()) {
+    p.window_owner = process;
+    return;
+  }
+  auto add = [&](const std::vector<uint32_t>& devices) {
+    for (uint32_t d : devices) {
+      if (std::find(p.devices.begin(), p.devices.end(), d) == p.devices.end()) {
+        p.devices.push_back(d);
+      }
     }
+  };
+  // The nearest ancestor that drives a device: the rank whose worker or helper this is.
+  int64_t at = p.parent;
+  for (size_t hops = 0; hops < processes_.size() && at >= 0; ++hops) {
+    const JobProcess& ancestor = processes_[at];
+    if (!ancestor.own_devices.empty()) {
+      add(ancestor.own_devices);
+      p.window_owner = at;
+      break;
+    }
+    at = ancestor.parent;
+  }
+  // Its descendants' devices: a launcher explains the ranks it started (family members that are
+  // not descendants are ancestors, already walked).
+  for (uint32_t member : p.family) {
+    if (member == process) continue;
+    bool ancestor = false;
+    int64_t up = p.parent;
+    for (size_t hops = 0; hops < processes_.size() && up >= 0 && !ancestor; ++hops) {
+      ancestor = up == member;
+      up = processes_[up].parent;
+    }
+    if (ancestor || processes_[member].own_devices.empty()) continue;
+    add(processes_[member].own_devices);
+    p.window_owner = -1;  // explains devices of several processes
   }
 }
 

@@ -1,8 +1,12 @@
 // The job's processes (one per trace file) and how they relate (docs/attribution.md, "Devices"
 // and "Library installation"):
-//   - a process's family: itself, its ancestors and its descendants on the same host; their
-//     threads are the "other threads and processes" whose activity can explain a device's idle
-//     time, and `devices` lists the devices the family launches on;
+//   - a process's family: itself, its ancestors and its descendants on the same host;
+//   - the devices its events may explain (`devices`): the ones it drives itself (launches,
+//     copies, syncs or GPU activity naming them); a process that drives none (a DataLoader
+//     worker, an installer, a launcher) explains those of its nearest driving ancestor and of
+//     its descendants. Another process of the family that drives devices of its own (a rank
+//     forked by rank 0) is no candidate for them: one rank reaches another's gaps only through
+//     the cross-rank rules;
 //   - workers: fork()ed children still running their parent's program (DataLoader workers);
 //   - installers: processes whose own command line is a package installer, every descendant of
 //     one, and how each installer was launched (the exec/spawn that named its command line, the
@@ -41,13 +45,18 @@ struct JobProcess {
   Ns last_seen = 0;  // end of its last record
   Ns end = 0;        // Footer.end_ns
   bool ended = false;
-  bool installer = false;         // a package installer (its own command line)
-  bool in_installer = false;      // the installer or one of its descendants
-  bool worker = false;            // fork()ed from its parent, no exec: a DataLoader-style worker
-  bool has_workers = false;       // the parent of workers
-  int64_t parent = -1;            // its parent's index (the first process with its ppid and host)
-  std::vector<uint32_t> family;   // itself, its ancestors and descendants (same host)
-  std::vector<uint32_t> devices;  // devices launched on by a process of the family
+  bool installer = false;        // a package installer (its own command line)
+  bool in_installer = false;     // the installer or one of its descendants
+  bool worker = false;           // fork()ed from its parent, no exec: a DataLoader-style worker
+  bool has_workers = false;      // the parent of workers
+  int64_t parent = -1;           // its parent's index (the first process with its ppid and host)
+  std::vector<uint32_t> family;  // itself, its ancestors and descendants (same host)
+  std::vector<uint32_t> own_devices;  // devices it drives itself
+  std::vector<uint32_t> devices;      // devices whose gaps its events may explain (see above)
+  // The process whose candidate window holds its events (analysis/candidate_windows.h): itself
+  // when it drives a device, else its nearest driving ancestor, or -1 (the shared window) when
+  // it has none or when its descendants drive devices too.
+  int64_t window_owner = -1;
 
   uint32_t main_tid() const { return info.main_tid != 0 ? info.main_tid : info.pid; }
   // When it ended: its footer, or its last record when it has none.
@@ -82,7 +91,8 @@ class JobProcesses {
   Ns JobStart() const;
   Ns JobEnd(Ns job_start) const;
 
-  // `process` launches on `device`: every member of its family may explain the device's gaps.
+  // `process` drives `device`: it, and the members of its family that drive no device of their
+  // own, may explain the device's gaps.
   void NoteDeviceUse(uint32_t process, uint32_t device);
 
   // A fork, exec or spawn: remembered when it starts an installer.
@@ -99,6 +109,9 @@ class JobProcesses {
   const JobProcess* ImageParent(uint32_t process) const;
 
  private:
+  // Sets `devices` of `process` from the own devices of its family (the rule above).
+  void UpdateExplained(uint32_t process);
+
   std::vector<JobProcess> processes_;
   std::vector<Candidate> installer_spans_;
   // Keyed by (host, pid) of the installer; only installers are kept.

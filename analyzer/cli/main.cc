@@ -1,6 +1,11 @@
 // idlescope: one binary, one subcommand per file (see commands.h).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 #include "analyzer/cli/commands.h"
@@ -20,6 +25,33 @@ constexpr Command kCommands[] = {
      "report [--format F] DIR|FILE... why the GPUs of a traced job sat idle"},
     {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
 };
+
+const char* g_command = "idlescope";
+
+// Allocation failure (a job larger than the memory or the address-space limit, ulimit -v): one
+// line instead of std::bad_alloc's abort (exit 134), from operator new's handler. Nothing here
+// allocates: the heap is exhausted.
+void OutOfMemory() {
+  char limit[64] = "none";
+  struct rlimit as;
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::snprintf(limit, sizeof limit, "%llu MiB",
+                  static_cast<unsigned long long>(as.rlim_cur >> 20));
+  }
+  struct rusage usage;
+  long peak_kib = getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : 0;
+  char line[256];
+  int n = std::snprintf(line, sizeof line,
+                        "idlescope %s: out of memory (peak RSS %ld MiB, address-space limit %s)\n",
+                        g_command, peak_kib >> 10, limit);
+  if (n > 0) {
+    ssize_t ignored =
+        write(STDERR_FILENO, line,
+              static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1);
+    (void)ignored;
+  }
+  _exit(1);
+}
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: idlescope <command> [args]\n\ncommands:\n");
@@ -44,7 +76,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Command& c : kCommands) {
-    if (name == c.name) return c.main(argc - 1, argv + 1);
+    if (name != c.name) continue;
+    g_command = c.name;
+    std::set_new_handler(OutOfMemory);
+    return c.main(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "idlescope: unknown command '%s'\n", argv[1]);
   Usage(stderr);

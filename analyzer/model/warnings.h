@@ -18,6 +18,7 @@ enum class WarningKind : uint8_t {
   kUnknownFields,     // count: unknown fields ignored (a newer recorder)
   kDroppedRecords,    // count: host events, other_count: GPU records dropped while recording
   kRecorderNotice,    // code, text: a recorder notice of severity WARNING or above, as written
+  kSkippedFile,       // text: why a file of a directory was skipped (empty, not a trace, ...)
   // Analysis; `subject` is the device id where there is one.
   kLaunchesWithoutGpuRecords,  // count: kernel launches on a device with no GPU activity
   kLateGpuRecords,             // count: GPU records that arrived after their time was analyzed;
@@ -36,7 +37,7 @@ struct ReportWarning {
   int tail = 0;                  // kTraceCut: the TailProblem (analyzer/trace/trace_reader.h)
   std::string tail_detail = {};  // kTraceCut: the reader's detail (e.g. the length prefix)
   std::string code = {};         // kRecorderNotice
-  std::string text = {};         // kRecorderNotice: the recorder's own words
+  std::string text = {};         // kRecorderNotice: the recorder's own words; kSkippedFile: why
 };
 
 }  // namespace idlescope

@@ -8,8 +8,8 @@
 
 namespace idlescope {
 
-absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
-  std::vector<std::string> paths;
+absl::StatusOr<std::vector<TraceInput>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<TraceInput> paths;
   for (const std::string& input : inputs) {
     struct stat st;
     if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -18,9 +18,9 @@ absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::str
       if (listed->empty()) {
         return absl::NotFoundError(absl::StrCat(input, ": no *.idlescope trace files"));
       }
-      paths.insert(paths.end(), listed->begin(), listed->end());
+      for (std::string& path : *listed) paths.push_back({std::move(path), true});
     } else {
-      paths.push_back(input);
+      paths.push_back({input, false});
     }
   }
   if (paths.empty()) return absl::InvalidArgumentError("no trace files given");

@@ -1,5 +1,7 @@
 #include "analyzer/read/job_reader.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -8,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/trace/interned_data.h"
@@ -17,6 +20,22 @@ namespace idlescope {
 namespace {
 
 constexpr Ns kNoTime = std::numeric_limits<Ns>::min();
+// Read-ahead of all files together: each file's share, between kMinChunkBytes and
+// TraceFileReader's default (1 MiB, what a job of a few files gets). A packet larger than its
+// share grows that file's buffer while it is read.
+constexpr size_t kReadAheadBytes = 64 << 20;
+constexpr size_t kMinChunkBytes = 32 << 10;
+// File descriptors left to the rest of the process when the budget comes from RLIMIT_NOFILE.
+constexpr size_t kReservedFds = 64;
+constexpr size_t kMinOpenFiles = 8;
+
+size_t OpenFileBudget(const ReadOptions& options) {
+  if (options.max_open_files > 0) return options.max_open_files;
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
+  size_t soft = static_cast<size_t>(limit.rlim_cur);
+  return std::max(kMinOpenFiles, soft > kReservedFds ? soft - kReservedFds : 0);
+}
 
 std::string_view View(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
@@ -39,9 +58,19 @@ bool NeedsStrings(EventType type) {
   }
 }
 
-bool IsCudaOrNccl(EventType type) {
-  return (type >= CUDA_MEMCPY && type <= CUDA_LAUNCH_SUMMARY) ||
-         (type >= NCCL_COLLECTIVE && type <= NCCL_COMM_DESTROY);
+// The device an event names, -1 for none. A CUDA call's is Event.device, the device current on
+// its thread. The recorder writes no device for NCCL calls, so theirs (0 on the wire, which is
+// also a real ordinal) is their stream's: a rank driving device 1 would otherwise seem to launch
+// on device 0 with every collective, and explain that device's gaps.
+int32_t DeviceOf(const Event& ev, const InternedData& interned) {
+  if (ev.type() >= CUDA_MEMCPY && ev.type() <= CUDA_LAUNCH_SUMMARY) {
+    return static_cast<int32_t>(ev.device());
+  }
+  if (ev.type() >= NCCL_COLLECTIVE && ev.type() <= NCCL_COMM_DESTROY && ev.stream() != 0) {
+    const InternedStream* stream = interned.FindStream(ev.stream());
+    if (stream != nullptr && stream->device() >= 0) return stream->device();
+  }
+  return -1;
 }
 
 }  // namespace
@@ -60,6 +89,9 @@ struct JobReader::File {
   uint64_t dropped_events = 0;
   uint64_t dropped_gpu = 0;
   bool footer = false;
+  bool started = false;  // the merge reached its process's start: its packets are being read
+  Ns start = 0;          // its process's start, job clock
+  uint64_t last_use = 0;
   absl::flat_hash_set<std::string> notices;
 };
 
@@ -67,16 +99,32 @@ JobReader::JobReader() = default;
 JobReader::~JobReader() = default;
 
 absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std::string>& inputs) {
-  absl::StatusOr<std::vector<std::string>> paths = ExpandInputs(inputs);
+  absl::StatusOr<std::vector<TraceInput>> paths = ExpandInputs(inputs);
   if (!paths.ok()) return paths.status();
   std::unique_ptr<JobReader> job(new JobReader());
-  for (const std::string& path : *paths) {
-    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
-    if (!reader.ok()) return reader.status();
+  const size_t chunk = std::clamp(kReadAheadBytes / std::max<size_t>(paths->size(), 1),
+                                  kMinChunkBytes, TraceFileReader::kDefaultChunkBytes);
+  for (const TraceInput& input : *paths) {
+    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader =
+        TraceFileReader::Open(input.path, chunk);
+    if (!reader.ok()) {
+      if (!input.listed) return reader.status();
+      job->skipped_.emplace_back(input.path, std::string(reader.status().message()));
+      continue;
+    }
+    // Opened again when the merge reaches it: a job may have more files than fds.
+    (*reader)->Suspend();
+    (*reader)->ShareScratch(&job->scratch_events_, &job->scratch_gpu_);
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     job->files_.push_back(std::move(file));
   }
+  if (job->files_.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("no readable trace file: %d skipped (%s)",
+                                                      job->skipped_.size(),
+                                                      job->skipped_.front().second));
+  }
+  job->stats_.skipped_files = job->skipped_.size();
   return job;
 }
 
@@ -107,6 +155,7 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     Ns start = h.process_start_ns() != 0 ? static_cast<Ns>(h.process_start_ns())
                                          : static_cast<Ns>(h.clock().monotonic_ns());
     info.start = start + file->offset;
+    file->start = info.start;
     info.file = file->reader->path();
     info.cuda_visible_devices = h.cuda_visible_devices();
     info.main_tid = h.main_tid();
@@ -135,28 +184,68 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
   auto later = [](const std::pair<Ns, size_t>& a, const std::pair<Ns, size_t>& b) { return a > b; };
   std::priority_queue<std::pair<Ns, size_t>, std::vector<std::pair<Ns, size_t>>, decltype(later)>
       heads(later);
+  const size_t budget = OpenFileBudget(options);
+  size_t open_files = 0;
+  uint64_t uses = 0;
+  // Makes room for one more open file: suspends the open file used longest ago.
+  auto make_room = [&]() {
+    File* oldest = nullptr;
+    for (auto& file : files_) {
+      File& f = *file;
+      if (f.started && !f.done && !f.reader->suspended() &&
+          (oldest == nullptr || f.last_use < oldest->last_use)) {
+        oldest = &f;
+      }
+    }
+    if (oldest == nullptr) return;
+    oldest->reader->Suspend();
+    --open_files;
+    ++stats_.suspensions;
+  };
   auto advance_file = [&](size_t index) {
     File& f = *files_[index];
+    const bool reopens = f.reader->suspended();
+    if (reopens) {
+      if (open_files >= budget) make_room();
+      ++open_files;
+      stats_.most_open_files = std::max<uint64_t>(stats_.most_open_files, open_files);
+    }
+    f.last_use = ++uses;
     if (!f.reader->Next(&f.head)) {
+      // The reader closed the file; the last packet's messages go too.
       f.done = true;
+      f.head = Packet();
+      --open_files;
       return;
     }
     ++stats_.packets;
     f.head_time = packet_time(f, f.head);
     heads.push({f.head_time, index});
   };
-  for (size_t i = 0; i < files_.size(); ++i) advance_file(i);
+  // A file joins the merge at its process's start (no packet of it is earlier).
+  for (size_t i = 0; i < files_.size(); ++i) heads.push({files_[i]->start, i});
   while (!heads.empty()) {
     auto [time, index] = heads.top();
     heads.pop();
     File& f = *files_[index];
-    Process(f, f.head, sink);
+    if (f.started) {
+      Process(f, f.head, sink);
+    } else {
+      f.started = true;
+    }
     advance_file(index);
     if (!heads.empty() && heads.top().first != kNoTime) {
       sink.AdvanceTo(heads.top().first - options.reorder_window);
     }
   }
 
+  for (const auto& [path, why] : skipped_) {
+    ReportWarning w;
+    w.kind = WarningKind::kSkippedFile;
+    w.subject = path;
+    w.text = why;
+    sink.AddWarning(w);
+  }
   for (auto& file : files_) {
     const TraceReadStats& s = file->reader->stats();
     const std::string& path = file->reader->path();
@@ -216,7 +305,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.end = e.start + static_cast<Ns>(ev.dur());
         e.bytes = ev.bytes();
         e.count = ev.count();
-        e.device = IsCudaOrNccl(ev.type()) ? static_cast<int32_t>(ev.device()) : -1;
+        e.device = DeviceOf(ev, *f.interned);
         e.copy_kind = ev.copy_kind();
         e.host_mem = ev.host_mem();
         e.async = ev.async();

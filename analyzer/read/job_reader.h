@@ -3,11 +3,15 @@
 // (model/record_sink.h): the analysis, or a tee of the analysis and other consumers. It knows
 // nothing of what the sink does with them.
 //
-// Memory stays bounded: one decoded packet per file is held (a k-way merge on the packets' first
-// timestamps), plus each file's interned tables (strings, frames, stacks), which grow with the
-// program's distinct paths and call sites, not with the trace length. The analysis window trails
-// the merge frontier by `reorder_window`, because a file's packets are only nearly time-ordered:
-// CUPTI delivers GPU records in buffers, after the host events of the same time.
+// Memory and open files stay bounded: a file is opened when the merge reaches its process's start
+// and closed, its buffers freed, when it ends; while open it holds one decoded packet (a k-way
+// merge on the packets' first timestamps) and a read buffer. Past the open-file budget (from
+// RLIMIT_NOFILE) the file used longest ago is suspended: closed, to be reopened where it was.
+// Each file's interned tables (strings, frames, stacks) stay to resolve the report's evidence:
+// they grow with the program's distinct paths and call sites, not with the trace length. The
+// analysis window trails the merge frontier by `reorder_window`, because a file's packets are only
+// nearly time-ordered: CUPTI delivers GPU records in buffers, after the host events of the same
+// time.
 //
 // Clocks: files with the same Header.boot_id share CLOCK_MONOTONIC; other hosts are shifted onto
 // the first file's clock through their (monotonic, realtime) snapshots.
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +32,9 @@ namespace idlescope {
 
 struct ReadOptions {
   Ns reorder_window = 2'000'000'000;  // 2 s
+  // Files held open at once; 0: the soft RLIMIT_NOFILE less a reserve for the rest of the
+  // process (at least 8).
+  size_t max_open_files = 0;
 };
 
 struct ReadStats {
@@ -35,12 +43,17 @@ struct ReadStats {
   uint64_t host_events = 0;
   uint64_t gpu_records = 0;
   uint64_t bytes = 0;
+  uint64_t skipped_files = 0;    // in a directory, but empty or not a readable trace
+  uint64_t most_open_files = 0;  // trace files open at the same time, at most
+  uint64_t suspensions = 0;      // files closed to stay within the budget, reopened later
 };
 
 class JobReader {
  public:
   // `inputs`: trace files and directories (their *.idlescope files). Fails with one line on the
-  // first file that is not a readable trace, or when no trace file is found.
+  // first named file that is not a readable trace, or when no readable trace file is found. A
+  // file of a directory that is empty or not a readable trace (a process killed before its
+  // first flush) is skipped: the report warns about it (WarningKind::kSkippedFile).
   static absl::StatusOr<std::unique_ptr<JobReader>> Open(const std::vector<std::string>& inputs);
   ~JobReader();
 
@@ -57,7 +70,12 @@ class JobReader {
   JobReader();
   void Process(File& file, const Packet& packet, RecordSink& sink);
 
+  // Parse scratch of every file's reader (TraceFileReader::ShareScratch); declared before the
+  // files, which use it until they are destroyed.
+  EventBatch scratch_events_;
+  GpuBatch scratch_gpu_;
   std::vector<std::unique_ptr<File>> files_;
+  std::vector<std::pair<std::string, std::string>> skipped_;  // path, why
   ReadStats stats_;
   JobSymbols symbols_;
 };

@@ -122,6 +122,8 @@ std::string_view WarningKindName(WarningKind k) {
       return "dropped_records";
     case WarningKind::kRecorderNotice:
       return "recorder_notice";
+    case WarningKind::kSkippedFile:
+      return "skipped_file";
     case WarningKind::kLaunchesWithoutGpuRecords:
       return "launches_without_gpu_records";
     case WarningKind::kLateGpuRecords:
@@ -429,6 +431,10 @@ void WriteWarnings(JsonWriter& j, const JobReport& r) {
         j.String("file", w.subject);
         j.String("code", w.code);
         j.String("text", w.text);
+        break;
+      case WarningKind::kSkippedFile:
+        j.String("file", w.subject);
+        j.String("reason", w.text);
         break;
       case WarningKind::kLaunchesWithoutGpuRecords:
         j.String("device", w.subject);

@@ -225,6 +225,9 @@ std::string WarningText(const ReportWarning& w) {
           w.subject, w.count, w.other_count);
     case WarningKind::kRecorderNotice:
       return absl::StrCat(w.subject, ": recorder notice ", w.code, ": ", w.text);
+    case WarningKind::kSkippedFile:
+      // The reader's one-line error names the file already.
+      return absl::StrCat("skipped ", w.text);
     case WarningKind::kLaunchesWithoutGpuRecords:
       return absl::StrFormat(
           "%s: %d kernel launches but no GPU activity recorded (CUPTI disabled or unavailable?): "

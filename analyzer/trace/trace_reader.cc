@@ -140,6 +140,45 @@ TraceFileReader::~TraceFileReader() {
   if (fd_ >= 0) close(fd_);
 }
 
+void TraceFileReader::Suspend() {
+  if (fd_ < 0) return;
+  // Go on from the first byte not consumed; what was read ahead is read again.
+  buf_offset_ += pos_;
+  pos_ = end_ = 0;
+  eof_ = false;
+  Release();
+}
+
+void TraceFileReader::Release() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  std::vector<char>().swap(buf_);
+  // libprotobuf keeps the cleared elements of a repeated field for reuse: a batch's worth.
+  own_events_ = EventBatch();
+  own_gpu_ = GpuBatch();
+}
+
+bool TraceFileReader::Resume() {
+  int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  std::string problem;
+  if (fd < 0) {
+    problem = absl::StrCat("cannot reopen: ", std::strerror(errno));
+  } else if (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+    problem = "the file was replaced while being read";
+  } else if (lseek(fd, static_cast<off_t>(buf_offset_), SEEK_SET) < 0) {
+    problem = absl::StrCat("cannot seek: ", std::strerror(errno));
+  }
+  if (!problem.empty()) {
+    if (fd >= 0) close(fd);
+    StopAt(TailProblem::kReadError, problem);
+    return false;
+  }
+  fd_ = fd;
+  buf_.resize(chunk_bytes_);
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std::string& path,
                                                                        size_t chunk_bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -167,6 +206,8 @@ absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std
   }
   std::unique_ptr<TraceFileReader> reader(
       new TraceFileReader(path, fd, static_cast<uint64_t>(st.st_size), chunk_bytes));
+  reader->dev_ = st.st_dev;
+  reader->ino_ = st.st_ino;
 
   Packet first;
   if (!reader->ReadPacket(&first)) {
@@ -206,7 +247,16 @@ absl::StatusOr<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std
   return reader;
 }
 
-bool TraceFileReader::Next(Packet* packet) { return ReadPacket(packet); }
+bool TraceFileReader::Next(Packet* packet) {
+  if (done_) return false;
+  if (fd_ < 0 && !Resume()) {
+    Release();
+    return false;
+  }
+  if (ReadPacket(packet)) return true;
+  Release();
+  return false;
+}
 
 bool TraceFileReader::Fill(size_t n) {
   if (end_ - pos_ >= n) return true;
@@ -390,11 +440,11 @@ bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packe
         const int size = static_cast<int>(batch_length);
         if (!UnknownFieldsOf(*packet).empty()) packet->Clear();
         if (tag == 0x1a) {
-          if (!events_.ParseFromArray(data + at, size)) return false;
-          packet->mutable_events()->Swap(&events_);
+          if (!events_->ParseFromArray(data + at, size)) return false;
+          packet->mutable_events()->Swap(events_);
         } else {
-          if (!gpu_.ParseFromArray(data + at, size)) return false;
-          packet->mutable_gpu()->Swap(&gpu_);
+          if (!gpu_->ParseFromArray(data + at, size)) return false;
+          packet->mutable_gpu()->Swap(gpu_);
         }
         return true;
       }

@@ -20,6 +20,8 @@
 //   if (reader->stats().truncated()) { ... reader->stats().TailDescription() ... }
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -93,8 +95,26 @@ class TraceFileReader {
   TraceFileReader& operator=(const TraceFileReader&) = delete;
 
   // The next packet after the header. Returns false at the end of the file, or at the first
-  // packet that cannot be decoded (see stats().tail); every packet before it was returned.
+  // packet that cannot be decoded (see stats().tail); every packet before it was returned. The
+  // file is closed and its buffers freed when it returns false. A suspended reader reopens the
+  // file here first (a file that cannot be reopened, or is another file now, ends as a read
+  // error).
   bool Next(Packet* packet);
+
+  // Closes the file and frees the read buffers, keeping the header, the stats and where to go
+  // on: what a job of many more files than it may hold open (RLIMIT_NOFILE) or in memory asks.
+  // The bytes read ahead are read again on resume.
+  void Suspend();
+  bool suspended() const { return fd_ < 0 && !done_; }
+
+  // Parses into `events` and `gpu` (nullptr: its own), shared by the readers of a job, which read
+  // one file at a time: then only the packet each file's caller holds stays decoded, not also the
+  // previous one's messages kept for reuse. They must outlive the reader's reads.
+  void ShareScratch(EventBatch* events, GpuBatch* gpu) {
+    events_ = events != nullptr ? events : &own_events_;
+    gpu_ = gpu != nullptr ? gpu : &own_gpu_;
+  }
+  bool done() const { return done_; }
 
   const Header& header() const { return header_; }
   uint32_t format_version() const { return header_.format_version(); }
@@ -107,6 +127,11 @@ class TraceFileReader {
 
  private:
   TraceFileReader(std::string path, int fd, uint64_t file_bytes, size_t chunk_bytes);
+
+  // Reopens a suspended file at resume_offset_; false (the read stopped) when it cannot.
+  bool Resume();
+  // Closes the file and frees the buffers and the reused messages.
+  void Release();
 
   // Makes at least `n` bytes available at buf_[pos_]; false at end of file (or read error).
   bool Fill(size_t n);
@@ -132,10 +157,14 @@ class TraceFileReader {
   size_t pos_ = 0;           // next unread byte in buf_
   size_t end_ = 0;           // end of valid bytes in buf_
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
+  dev_t dev_ = 0;            // the file's identity, checked on resume
+  ino_t ino_ = 0;
   uint64_t last_packet_offset_ = 0;
   Header header_;
-  EventBatch events_;
-  GpuBatch gpu_;
+  EventBatch own_events_;
+  GpuBatch own_gpu_;
+  EventBatch* events_ = &own_events_;
+  GpuBatch* gpu_ = &own_gpu_;
   FormatExpander expander_{kTraceFormatV1};
   TraceReadStats stats_;
 };

@@ -32,23 +32,49 @@ namespace {
 
 std::atomic<uint32_t> g_api[kHookCount];  // InternString ids, interned at first record
 
+// What is resolved once here lives in constant-initialised atomics, not in function-local statics:
+// a thread that fork() caught inside a static's initialiser (a dlopen) would leave its guard taken
+// in the child (recorder.h, ApiName). Two threads that resolve at once find the same thing.
+std::atomic<void*> g_cudart_handle{nullptr};
+std::atomic<bool> g_cudart_handle_tried{false};
+
 void* CudartHandle() {
   // Kept open for the life of the process: a pointer we resolved must never dangle because the
   // plugin that loaded libcudart dlclose'd it.
-  static void* handle = [] {
+  if (!g_cudart_handle_tried.load(std::memory_order_acquire)) {
+    void* handle = nullptr;
     for (const char* soname : {"libcudart.so.13", "libcudart.so.12"}) {
-      if (void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) return h;
+      if ((handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) != nullptr) break;
     }
-    return static_cast<void*>(nullptr);
-  }();
-  return handle;
+    g_cudart_handle.store(handle, std::memory_order_release);
+    g_cudart_handle_tried.store(true, std::memory_order_release);
+  }
+  return g_cudart_handle.load(std::memory_order_acquire);
 }
+
+// A libcudart function the hooks call themselves, resolved at its first use (a miss is kept too).
+struct CudartFunction {
+  const char* name;
+  std::atomic<void*> fn{nullptr};
+  std::atomic<bool> tried{false};
+  template <typename Fn>
+  Fn Get() {
+    if (!tried.load(std::memory_order_acquire)) {
+      fn.store(CudartSymbol(name), std::memory_order_release);
+      tried.store(true, std::memory_order_release);
+    }
+    return reinterpret_cast<Fn>(fn.load(std::memory_order_acquire));
+  }
+};
+constinit CudartFunction g_get_device{"cudaGetDevice"};
+constinit CudartFunction g_pointer_attributes{"cudaPointerGetAttributes"};
+constinit CudartFunction g_array_info{"cudaArrayGetInfo"};
 
 }  // namespace
 
 void* CudartSymbol(const char* name) {
   if (void* f = dlsym(RTLD_NEXT, name)) return f;
-  // The static above caches a miss too; a libcudart dlopen'ed later is found by RTLD_NEXT only
+  // CudartHandle caches a miss too; a libcudart dlopen'ed later is found by RTLD_NEXT only
   // if global, so retry the NOLOAD open while we have none.
   void* h = CudartHandle();
   if (h == nullptr) {
@@ -68,7 +94,7 @@ void* ResolveReal(HookId id) {
 int CurrentDeviceSlow() {
   ThreadState& t = Thread();
   using GetDeviceFn = cudaError_t (*)(int*);
-  static auto get_device = reinterpret_cast<GetDeviceFn>(CudartSymbol("cudaGetDevice"));
+  auto get_device = g_get_device.Get<GetDeviceFn>();
   int dev = 0;
   if (get_device != nullptr && get_device(&dev) == cudaSuccess) t.device = dev;
   return t.device < 0 ? 0 : t.device;
@@ -104,7 +130,7 @@ ev::MemKind FromRange(RangeKind k) {
 
 ev::MemKind AskRuntime(const void* p) {
   using AttrFn = cudaError_t (*)(cudaPointerAttributes*, const void*);
-  static auto get_attributes = reinterpret_cast<AttrFn>(CudartSymbol("cudaPointerGetAttributes"));
+  auto get_attributes = g_pointer_attributes.Get<AttrFn>();
   if (get_attributes == nullptr) return ev::kPageable;
   cudaPointerAttributes attr{};
   // CUDA >= 11 answers cudaMemoryTypeUnregistered (no error) for pageable memory.
@@ -187,7 +213,7 @@ CopyClass ClassifyCopy(int memcpy_kind, const void* dst, const void* src) {
 
 uint64_t ArrayElementBytes(cudaArray_const_t array) {
   using InfoFn = cudaError_t (*)(cudaChannelFormatDesc*, cudaExtent*, unsigned int*, cudaArray_t);
-  static auto get_info = reinterpret_cast<InfoFn>(CudartSymbol("cudaArrayGetInfo"));
+  auto get_info = g_array_info.Get<InfoFn>();
   cudaChannelFormatDesc desc{};
   cudaExtent extent{};
   unsigned int flags = 0;
@@ -274,7 +300,7 @@ void TicksToSpan(uint64_t t0, uint64_t t1, uint64_t* ts, uint64_t* dur) {
   TickAnchor& a = t_tick_anchor;
   if (__builtin_expect(a.ns_per_tick_q32 == 0 || t1 - a.ticks > a.span, 0)) {
     a.ticks = io::CallTicks();
-    a.ns = io::UseTsc() ? NowNs() : a.ticks;  // without TSC, ticks are NowNs()
+    a.ns = io::TicksAreNs() ? a.ticks : NowNs();
     a.ns_per_tick_q32 = io::TickSpanNs(uint64_t{1} << 32);
     if (a.ns_per_tick_q32 == 0) a.ns_per_tick_q32 = 1;
     a.span = (kTickAnchorNs << 32) / a.ns_per_tick_q32;

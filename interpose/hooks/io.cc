@@ -37,12 +37,8 @@ namespace ev = idlescope::ev;
 
 namespace {
 
-// Interned once per API: the hook's name is the event's `api`.
-#define IDLESCOPE_API_ID(name)                     \
-  ([]() -> uint32_t {                              \
-    static const uint32_t id = InternString(name); \
-    return id;                                     \
-  }())
+// Interned once per API: the hook's name is the event's `api` (recorder.h, ApiName).
+#define IDLESCOPE_API_ID(name) (IDLESCOPE_API(name)())
 
 // Bytes waiting in a stdio write buffer (glibc's struct _IO_FILE is public in <bits/types>):
 // what fflush/fclose is about to write.
@@ -184,7 +180,7 @@ int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
   return r;
 }
 
-#define API(name) +[]() -> uint32_t { return IDLESCOPE_API_ID(name); }
+#define API(name) IDLESCOPE_API(name)
 
 }  // namespace
 

@@ -1,6 +1,10 @@
 #include "interpose/hooks/io_clock.h"
 
-#if defined(__x86_64__)
+#include <sys/prctl.h>
+
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#elif defined(__x86_64__)
 #include <cpuid.h>
 #endif
 
@@ -12,11 +16,16 @@ namespace idlescope::io {
 namespace {
 
 // Refresh a thread's anchor this often (in ns): bounds the error of a tick->ns conversion by
-// ratio error x this interval (~0.6 us right after load, ~ns once refined).
+// ratio error x this interval (~1e-3 x 10 ms right after the first measure, ~ns once refined).
 constexpr uint64_t kAnchorNs = 10'000'000;
-// Refine the global ratio once this much time has passed since the calibration origin.
-constexpr uint64_t kRefineNs = 100'000'000;
+// The first ratio is measured over at least this long since load (waiting for the rest if the
+// first conversion comes sooner): ~1e-3 given clock_gettime's ~50 ns jitter.
+constexpr uint64_t kFirstMeasureNs = 50'000;
+// Refine the ratio once this much time has passed since load, then at doubling intervals.
+constexpr uint64_t kRefineNs = 1'000'000;
 
+// The reading at load that every ratio is measured from. Written by the constructor, before any
+// thread of the program can read a tick.
 uint64_t g_origin_ns = 0;
 uint64_t g_origin_ticks = 0;
 std::atomic<uint64_t> g_refined_at{0};
@@ -28,46 +37,60 @@ struct Anchor {
 __thread Anchor t_anchor __attribute__((tls_model("initial-exec")));
 
 #if defined(__x86_64__)
+// CPUID 0x80000007 EDX bit 8. glibc (2.33+) read CPUID at startup and keeps the answer: CPUID
+// itself traps to the hypervisor in a VM (12 us each on the build VMs, three of them at every
+// process start before).
 bool InvariantTsc() {
+#if __has_include(<sys/platform/x86.h>)
+  return CPU_FEATURE_PRESENT(INVARIANT_TSC);
+#else
   unsigned a, b, c, d;
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
   __get_cpuid(0x80000007, &a, &b, &c, &d);
   return (d & (1u << 8)) != 0;
+#endif
+}
+
+// RDTSC faults in this thread (a sandbox or a record/replay tool disabled it before exec).
+bool TscDisabled() {
+  int state = 0;
+  return prctl(PR_GET_TSC, &state, 0, 0, 0) == 0 && state == PR_TSC_SIGSEGV;
 }
 #endif
 
 // Sets the ratio from `ns` nanoseconds measured over `ticks` ticks.
-void SetRatio(uint64_t ns, uint64_t ticks) {
+uint64_t SetRatio(uint64_t ns, uint64_t ticks) {
   uint64_t q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / ticks);
-  detail::g_hot.ns_per_tick_q32.store(q32 == 0 ? 1 : q32, std::memory_order_relaxed);
+  if (q32 == 0) q32 = 1;
+  detail::g_hot.ns_per_tick_q32.store(q32, std::memory_order_relaxed);
+  return q32;
 }
 
-__attribute__((constructor)) void CalibrateAtLoad() {
+// At load only the origin is read: measuring the ratio needs time between two readings, and a
+// process that never converts a tick (most short ones) never waits for it (docs/architecture.md,
+// "Process life": what a traced process costs at start).
+__attribute__((constructor)) void ClockAtLoad() {
 #if defined(__x86_64__)
-  if (!InvariantTsc()) return;
-  // ~200 us against CLOCK_MONOTONIC: good to ~1e-3 now, refined over 100 ms+ later.
-  uint64_t ns0 = NowNs(), t0 = __rdtsc();
-  uint64_t ns1 = ns0, t1 = t0;
-  while (ns1 - ns0 < 200'000) {
-    ns1 = NowNs();
-    t1 = __rdtsc();
+  if (TscDisabled()) {
+    idlescope::detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
+    return;
   }
-  if (t1 <= t0) return;
-  g_origin_ns = ns0;
-  g_origin_ticks = t0;
-  SetRatio(ns1 - ns0, t1 - t0);
-  detail::g_hot.use_tsc = true;
+  if (!InvariantTsc()) return;
+  g_origin_ns = NowNs();
+  g_origin_ticks = __rdtsc();
+  detail::g_hot.clock.store(kClockTsc, std::memory_order_relaxed);
 #endif
 }
 
-void Reanchor(uint64_t ticks_now) {
+void Reanchor() {
   t_anchor.ns = NowNs();
   t_anchor.ticks = CallTicks();
-  (void)ticks_now;
   uint64_t since = t_anchor.ns - g_origin_ns;
   uint64_t refined = g_refined_at.load(std::memory_order_relaxed);
-  if (UseTsc() && since >= kRefineNs && since >= 2 * refined && t_anchor.ticks > g_origin_ticks) {
-    // Longer baselines, better ratio; refining at doubling intervals keeps this rare.
+  // Longer baselines, better ratio; refining at doubling intervals keeps this rare. Not from
+  // estimated ticks: they are made with the ratio.
+  if (Source() == kClockTsc && since >= kRefineNs && since >= 2 * refined &&
+      t_anchor.ticks > g_origin_ticks) {
     SetRatio(since, t_anchor.ticks - g_origin_ticks);
     g_refined_at.store(since, std::memory_order_relaxed);
   }
@@ -75,20 +98,48 @@ void Reanchor(uint64_t ticks_now) {
 
 }  // namespace
 
-uint64_t NowNsForClock() { return NowNs(); }
+uint64_t MeasureRatio() {
+#if defined(__x86_64__)
+  if (Source() == kClockTsc) {
+    uint64_t ns = NowNs(), ticks = __rdtsc();
+    while (ns - g_origin_ns < kFirstMeasureNs) {
+      ns = NowNs();
+      ticks = __rdtsc();
+    }
+    if (ticks > g_origin_ticks) return SetRatio(ns - g_origin_ns, ticks - g_origin_ticks);
+  }
+#endif
+  return SetRatio(1, 1);  // 1 ns per tick: only reached without a TSC, where it is not used
+}
+
+uint64_t TicksWithoutTsc() {
+  uint64_t now = NowNs();
+  if (Source() != kClockTscFromNs) return now;
+  // The TSC as it would read now: origin + elapsed ns / (ns per tick).
+  return g_origin_ticks +
+         static_cast<uint64_t>((static_cast<unsigned __int128>(now - g_origin_ns) << 32) /
+                               RatioQ32());
+}
+
+void StopReadingTsc() {
+  // clock_gettime's vDSO reads the TSC too (recorder.h, ReadClock).
+  idlescope::detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
+  if (Source() != kClockTsc) return;
+  RatioQ32();  // measured while this thread can still read the TSC
+  detail::g_hot.clock.store(kClockTscFromNs, std::memory_order_relaxed);
+}
 
 uint64_t NsToTicks(uint64_t ns) {
-  if (!UseTsc()) return ns;
-  uint64_t q32 = detail::g_hot.ns_per_tick_q32.load(std::memory_order_relaxed);
-  uint64_t ticks = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / q32);
+  if (TicksAreNs()) return ns;
+  uint64_t ticks = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / RatioQ32());
   return ticks == 0 && ns > 0 ? 1 : ticks;
 }
 
 uint64_t TicksToNs(uint64_t ticks) {
-  if (!UseTsc()) return ticks;
+  if (TicksAreNs()) return ticks;
   if (t_anchor.ns == 0 || ticks < t_anchor.ticks ||
       TickSpanNs(ticks - t_anchor.ticks) > kAnchorNs) {
-    Reanchor(ticks);
+    Reanchor();
   }
   // The reading was taken before or after the anchor: signed distance.
   if (ticks >= t_anchor.ticks) return t_anchor.ns + TickSpanNs(ticks - t_anchor.ticks);

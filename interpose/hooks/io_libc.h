@@ -35,7 +35,7 @@ namespace detail {
 struct alignas(4096) HotPage {
   LibcFunctions libc;                        // Libc()
   std::atomic<bool> libc_resolved{false};    // Libc()
-  bool use_tsc = false;                      // io_clock.h
+  std::atomic<uint8_t> clock{0};             // io_clock.h (ClockSource)
   std::atomic<uint64_t> ns_per_tick_q32{0};  // io_clock.h
   FdTable fds;                               // io_record.h (Fds())
 };

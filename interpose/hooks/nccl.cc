@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -32,7 +33,6 @@
 
 using idlescope::Family;
 using idlescope::HookGuard;
-using idlescope::InternString;
 using idlescope::NowNs;
 using idlescope::RawEvent;
 namespace ev = idlescope::ev;
@@ -71,14 +71,16 @@ void* ResolveNccl(const char* strong, const char* weak) {
 #undef IDLESCOPE_NCCL
 
 nccl::CommTable g_comms;
+
+// fork: the child must not find the table's mutex held by a thread that does not exist there.
+__attribute__((constructor)) void KeepCommsAcrossFork() {
+  pthread_atfork([] { g_comms.LockForFork(); }, [] { g_comms.UnlockAfterFork(); },
+                 [] { g_comms.UnlockAfterFork(); });
+}
 std::atomic<uint64_t> g_init_all_seq{0};
 __thread uint32_t t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
 
-#define NCCL_API(name)                                    \
-  +[]() -> uint32_t {                                     \
-    static const uint32_t id = InternString("nccl" name); \
-    return id;                                            \
-  }
+#define NCCL_API(name) IDLESCOPE_API("nccl" name)
 
 // NCCL's answer when the real function cannot be found (cannot happen for a program linked
 // against libnccl; possible for a hand-written dlsym mix-up): reported once.

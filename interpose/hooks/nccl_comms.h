@@ -70,6 +70,9 @@ class CommTable {
   // Lock-free; nullptr if unknown.
   Entry* Find(const void* comm);
   void Erase(const void* comm);
+  // fork handlers: no Insert/Erase may be half done (nor the mutex held) in the child.
+  void LockForFork() { mutex_.lock(); }
+  void UnlockAfterFork() { mutex_.unlock(); }
 
  private:
   static size_t Hash(uintptr_t key) { return (key * 0x9E3779B97F4A7C15ull) >> 52; }

@@ -31,11 +31,7 @@ namespace io = idlescope::io;
 
 namespace {
 
-#define NET_API(name)                              \
-  +[]() -> uint32_t {                              \
-    static const uint32_t id = InternString(name); \
-    return id;                                     \
-  }
+#define NET_API(name) IDLESCOPE_API(name)
 
 template <typename Call>
 ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {

@@ -1,5 +1,7 @@
 #include "interpose/hooks/pinned_ranges.h"
 
+#include <pthread.h>
+
 namespace idlescope {
 
 namespace {
@@ -169,5 +171,13 @@ PinnedRanges& HostRanges() {
   static PinnedRanges* ranges = new PinnedRanges();
   return *ranges;
 }
+
+namespace {
+__attribute__((constructor)) void HostRangesAtLoad() {
+  HostRanges();
+  pthread_atfork([] { HostRanges().LockForFork(); }, [] { HostRanges().UnlockAfterFork(); },
+                 [] { HostRanges().UnlockAfterFork(); });
+}
+}  // namespace
 
 }  // namespace idlescope

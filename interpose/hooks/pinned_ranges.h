@@ -49,6 +49,10 @@ class PinnedRanges {
   // Changes whenever the map changes; even when stable.
   uint64_t Generation() const { return seq_.load(std::memory_order_acquire); }
   size_t Size() const;
+  // fork handlers: no edit may be half done (odd sequence: readers would retry forever), nor the
+  // mutex held, in the child.
+  void LockForFork() { write_mu_.lock(); }
+  void UnlockAfterFork() { write_mu_.unlock(); }
 
  private:
   struct Cell {
@@ -73,7 +77,8 @@ class PinnedRanges {
   std::vector<Table*> retired_;  // under write_mu_; freed only by the destructor
 };
 
-// The process-wide map the CUDA hooks and the CUPTI callbacks share.
+// The process-wide map the CUDA hooks and the CUPTI callbacks share. Created at load (with its
+// fork handlers), so no thread is inside its initialiser when the program forks.
 PinnedRanges& HostRanges();
 
 }  // namespace idlescope

@@ -176,11 +176,7 @@ void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t re
   idlescope::Record(e);
 }
 
-#define PROC_API(name)                             \
-  +[]() -> uint32_t {                              \
-    static const uint32_t id = InternString(name); \
-    return id;                                     \
-  }
+#define PROC_API(name) IDLESCOPE_API(name)
 
 // Common body of every exec: fix the environment, record, flush and close the trace, exec; on
 // return (failure) reopen the trace and record the error. In a vfork child: only the

@@ -1,10 +1,12 @@
-// The candidate window on its own (analysis/candidate_window.h).
+// The candidate window on its own (analysis/candidate_window.h), and split by process
+// (analysis/candidate_windows.h).
 #include "analyzer/analysis/candidate_window.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "analyzer/analysis/candidate_windows.h"
 #include "tests/analyzer/job_builder.h"
 
 namespace idlescope::testing {
@@ -79,6 +81,42 @@ TEST(CandidateWindow, MarksTheCopyOfASnapshotMergedOrNew) {
     }
   });
   EXPECT_EQ(snapshots, 2);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
+
+namespace idlescope::testing {
+namespace {
+
+std::vector<uint32_t> TidsReaching(CandidateWindows& w, std::vector<size_t> slots, double start_ms,
+                                   double end_ms) {
+  std::vector<uint32_t> tids;
+  w.ForEachReaching(slots, {Ms(start_ms), Ms(end_ms)},
+                    [&](const Candidate& c) { tids.push_back(c.tid); });
+  return tids;
+}
+
+// Issue 15: a gap looks only at the windows of the processes that drive its device and the
+// shared one, and gets their candidates in the order one window would give them.
+TEST(CandidateWindows, OnlyTheSlotsAskedForInStartThenArrivalOrder) {
+  CandidateWindows w;
+  const size_t rank0 = CandidateWindows::SlotOf(0), rank1 = CandidateWindows::SlotOf(1);
+  w.Add(rank0, At(10, 20, /*tid=*/1));
+  w.Add(rank1, At(10, 20, /*tid=*/2));
+  w.Add(CandidateWindows::kShared, At(10, 20, /*tid=*/3));  // same start: arrival order
+  w.Add(rank0, At(5, 20, /*tid=*/4));
+  w.Merge();
+  EXPECT_EQ(w.size(), 4u);
+  EXPECT_EQ(TidsReaching(w, {CandidateWindows::kShared, rank0}, 0, 100),
+            (std::vector<uint32_t>{4, 1, 3}));
+  EXPECT_EQ(TidsReaching(w, {CandidateWindows::kShared, rank1}, 0, 100),
+            (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(TidsReaching(w, {rank1, rank0, CandidateWindows::kShared}, 0, 100),
+            (std::vector<uint32_t>{4, 1, 2, 3}));
+  w.Prune([](const Candidate& c) { return c.tid == 1; });
+  EXPECT_EQ(w.size(), 3u);
+  EXPECT_EQ(TidsReaching(w, {rank0}, 0, 100), (std::vector<uint32_t>{4}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "analyzer/analysis/job_analysis.h"
@@ -221,6 +222,161 @@ TEST_F(TraceDir, FeedsAnySinkProcessesFirstThenEveryRecord) {
   EXPECT_EQ(stack[0].module, "/usr/lib/libtorch_cuda.so");
   EXPECT_EQ(stack[0].rel_pc, 0x1234u);
   EXPECT_EQ(stack[1].function, "allreduce_grads");
+}
+
+// Issue 13: the recorder writes no device for NCCL calls (0 on the wire, a real ordinal too). A
+// collective names its stream's device, or none without a stream: never device 0 by default.
+TEST_F(TraceDir, NcclCallsNameTheirStreamsDeviceNotDeviceZero) {
+  const Ns wall = 1'700'000'000 * kS;
+  std::vector<Packet> packets = {HeaderPacket(7, 1, "a", "boot-a", 1000 * kS, wall)};
+  Packet interned;
+  InternedStream* stream = interned.mutable_interned()->add_streams();
+  stream->set_id(3);
+  stream->set_handle(0x5000);
+  stream->set_device(1);
+  packets.push_back(interned);
+  Packet events;
+  EventBatch* batch = events.mutable_events();
+  batch->set_tid(7);
+  Event* launch = batch->add_events();
+  launch->set_type(CUDA_LAUNCH);
+  launch->set_ts(1000 * kS);
+  launch->set_device(1);
+  launch->set_stream(3);
+  Event* collective = batch->add_events();
+  collective->set_type(NCCL_COLLECTIVE);
+  collective->set_ts(1000);
+  collective->set_stream(3);
+  Event* init = batch->add_events();
+  init->set_type(NCCL_COMM_INIT);
+  init->set_ts(1000);
+  packets.push_back(events);
+  WriteFile("a.idlescope", packets);
+  class Devices : public RecordSink {
+   public:
+    std::vector<int32_t> devices;
+    void AddProcess(uint32_t, const ProcessInfo&) override {}
+    void AddHostEvent(const HostEvent& e) override { devices.push_back(e.device); }
+  } sink;
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  (*reader)->Run(sink, ReadOptions{});
+  EXPECT_EQ(sink.devices, (std::vector<int32_t>{1, 1, -1}));
+}
+
+// Issue 16: a process killed before its first flush leaves an empty file, a crash a file of
+// garbage; the report of the directory skips them with a warning and reports the rest.
+TEST_F(TraceDir, SkipsEmptyAndUnreadableFilesOfADirectoryWithAWarning) {
+  const Ns wall = 1'700'000'000 * kS;
+  WriteFile("a.idlescope", Rank(10, 0, "a", "boot-a", 1000 * kS, wall, 1001 * kS));
+  WriteFile("b.idlescope", Rank(20, 1, "a", "boot-a", 1000 * kS, wall, 1001 * kS));
+  { std::ofstream empty(dir_ / "empty.idlescope"); }
+  std::ofstream(dir_ / "junk.idlescope") << "not a trace at all";
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  JobAnalysis analysis;
+  (*reader)->Run(analysis, ReadOptions{});
+  EXPECT_EQ((*reader)->stats().files, 2u);
+  EXPECT_EQ((*reader)->stats().skipped_files, 2u);
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  JobReport r = analysis.BuildReport(symbols);
+  EXPECT_EQ(r.files.size(), 2u);
+  std::vector<std::string> skipped;
+  for (const ReportWarning& w : r.warnings) {
+    if (w.kind != WarningKind::kSkippedFile) continue;
+    skipped.push_back(std::filesystem::path(w.subject).filename().string());
+    EXPECT_NE(w.text.find(w.subject), std::string::npos) << w.text;  // the reader's one line
+  }
+  EXPECT_EQ(skipped, (std::vector<std::string>{"empty.idlescope", "junk.idlescope"}));
+}
+
+TEST_F(TraceDir, ADirectoryOfUnreadableFilesOnlyIsAnError) {
+  { std::ofstream empty(dir_ / "empty.idlescope"); }
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_FALSE(reader.ok());
+  std::string message(reader.status().message());
+  EXPECT_NE(message.find("no readable trace file: 1 skipped"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST_F(TraceDir, ANamedUnreadableFileIsStillAnError) {
+  { std::ofstream empty(dir_ / "empty.idlescope"); }
+  EXPECT_FALSE(JobReader::Open({(dir_ / "empty.idlescope").string()}).ok());
+}
+
+// The trace files the process holds open now (/proc/self/fd entries naming one).
+size_t OpenTraceFiles() {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    std::filesystem::path target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.extension() == ".idlescope") ++n;
+  }
+  return n;
+}
+
+// Counts the trace files open whenever a record arrives.
+class OpenFilesSink : public RecordSink {
+ public:
+  size_t most_open = 0;
+  uint64_t records = 0;
+  void AddProcess(uint32_t, const ProcessInfo&) override {}
+  void AddHostEvent(const HostEvent&) override { Sample(); }
+  void AddGpuRecord(const GpuRecord&) override { Sample(); }
+
+ private:
+  void Sample() {
+    ++records;
+    most_open = std::max(most_open, OpenTraceFiles());
+  }
+};
+
+// Issue 15/16: a file is opened when the merge reaches its process and closed when it ends, so
+// processes that come one after another (DataLoader workers respawned every epoch, a test suite's
+// processes) hold one file open at a time, not all of them.
+TEST_F(TraceDir, OpensEachFileWhenItsProcessStartsAndClosesItWhenItEnds) {
+  const Ns wall = 1'700'000'000 * kS;
+  constexpr int kProcesses = 40;
+  for (int i = 0; i < kProcesses; ++i) {
+    Ns start = (1000 + 10 * i) * kS;  // 3 s each, 10 s apart
+    WriteFile("p" + std::to_string(100 + i) + ".idlescope",
+              Rank(static_cast<uint32_t>(100 + i), i, "a", "boot-a", start, wall, start + kS));
+  }
+  auto reader = JobReader::Open({dir_.string()});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(OpenTraceFiles(), 0u);  // headers read, files closed again
+  OpenFilesSink sink;
+  (*reader)->Run(sink, ReadOptions{});
+  EXPECT_EQ(sink.records, 4u * kProcesses);  // 2 host events, 2 GPU records each
+  EXPECT_LE(sink.most_open, 2u);
+  EXPECT_EQ(OpenTraceFiles(), 0u);
+}
+
+// Files that overlap in time beyond the open-file budget are suspended and reopened where they
+// were: the same records in the same order as with every file open.
+TEST_F(TraceDir, FilesBeyondTheOpenFileBudgetAreReadTheSame) {
+  const Ns wall = 1'700'000'000 * kS;
+  for (int i = 0; i < 6; ++i) {
+    Ns start = 1000 * kS + i * 100'000'000;  // all overlap
+    WriteFile("p" + std::to_string(100 + i) + ".idlescope",
+              Rank(static_cast<uint32_t>(100 + i), i, "a", "boot-a", start, wall, start + kS));
+  }
+  auto read = [&](size_t budget, ReadStats* stats) {
+    auto reader = JobReader::Open({dir_.string()});
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    RecordingSink sink;
+    ReadOptions options;
+    options.max_open_files = budget;
+    (*reader)->Run(sink, options);
+    *stats = (*reader)->stats();
+    return sink.calls;
+  };
+  ReadStats all, two;
+  std::vector<std::string> expected = read(100, &all);
+  EXPECT_EQ(read(2, &two), expected);
+  EXPECT_EQ(all.suspensions, 0u);
+  EXPECT_GT(two.suspensions, 0u);
+  EXPECT_LE(two.most_open_files, 2u);
 }
 
 TEST_F(TraceDir, EmptyDirectoryIsAnError) {

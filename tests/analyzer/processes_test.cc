@@ -51,6 +51,27 @@ TEST(Processes, FamiliesAreAncestorsAndDescendantsOnTheSameHost) {
   EXPECT_EQ(p[0].devices.size(), 1u);
 }
 
+TEST(Processes, AProcessThatDrivesADeviceExplainsOnlyItsOwn) {
+  JobProcesses p;
+  p.Add(Info(50, 1, "python", "python launch.py"));                              // 0: launcher
+  p.Add(Info(100, 50));                                                          // 1: rank 0
+  p.Add(Info(101, 100, "python", "python train.py", "node0", /*forked=*/true));  // 2: rank 1
+  p.Add(Info(102, 100, "python", "python train.py", "node0", true));  // 3: rank 0's worker
+  p.Add(Info(103, 101, "python", "python train.py", "node0", true));  // 4: rank 1's worker
+  p.BuildFamilies();
+  p.NoteDeviceUse(1, 0);
+  p.NoteDeviceUse(2, 1);
+  EXPECT_EQ(p[1].devices, std::vector<uint32_t>{0});  // not its forked rank's device 1
+  EXPECT_EQ(p[2].devices, std::vector<uint32_t>{1});  // not its parent's device 0
+  EXPECT_EQ(p[3].devices, std::vector<uint32_t>{0});  // its nearest driving ancestor's
+  EXPECT_EQ(p[4].devices, std::vector<uint32_t>{1});
+  EXPECT_TRUE(Has(p[0].devices, 0) && Has(p[0].devices, 1));  // the launcher: its ranks'
+  // A process that later drives a device of its own stops explaining its ancestor's.
+  p.NoteDeviceUse(3, 2);
+  EXPECT_EQ(p[3].devices, std::vector<uint32_t>{2});
+  EXPECT_EQ(p[1].devices, std::vector<uint32_t>{0});
+}
+
 TEST(Processes, WorkersAreForkedCopiesThatDidNotExec) {
   JobProcesses p;
   p.Add(Info(100, 1));                                                           // 0

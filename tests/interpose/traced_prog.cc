@@ -4,9 +4,16 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,6 +63,149 @@ int SleepMarking() {
     usleep(2000);
     if (g_got_signal) return 7;
   }
+}
+
+uint64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// Calls each of many hooked functions once, on a new path or string, starting with step `first`
+// (threads start at different steps). The first call of a hook in a process interns its API name,
+// and every new path is a new string. In the fork storm, the hammer threads do this while the
+// main thread forks, and each child does it once more: anything of the tracer left locked or half
+// initialised by a thread that does not exist in the child hangs the child there. The descriptors
+// come from raw system calls, so each step's hooked call is the only one.
+constexpr int kHookSteps = 18;
+void CallHooks(const char* tag, int i, int first) {
+  char path[128];
+  snprintf(path, sizeof(path), "/nonexistent-idlescope/%s-%d-%d", tag, getpid(), i);
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC));
+  int sv[2] = {-1, -1};
+  if (syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, sv) != 0) Say("socketpair failed\n");
+  char buf[16] = "x";
+  iovec iov{buf, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  bool ok = true;
+  for (int k = 0; k < kHookSteps; ++k) {
+    switch ((first + k) % kHookSteps) {
+      case 0:
+        Mark(path);
+        break;
+      case 1:
+        ok &= open(path, O_RDONLY) < 0;
+        break;
+      case 2:
+        ok &= openat(AT_FDCWD, path, O_RDONLY) < 0;
+        break;
+      case 3:
+        ok &= creat(path, 0600) < 0;
+        break;
+      case 4:
+        ok &= rename(path, "/nonexistent-idlescope/renamed") < 0;
+        break;
+      case 5:
+        ok &= write(fd, buf, 1) == 1;
+        break;
+      case 6:
+        ok &= pwrite(fd, buf, 1, 0) == 1;
+        break;
+      case 7:
+        ok &= writev(fd, &iov, 1) == 1;
+        break;
+      case 8:
+        ok &= read(fd, buf, 1) == 0;
+        break;
+      case 9:
+        ok &= pread(fd, buf, 1, 0) == 0;
+        break;
+      case 10:
+        ok &= readv(fd, &iov, 1) == 0;
+        break;
+      case 11:
+        fsync(fd);
+        break;
+      case 12:
+        fdatasync(fd);
+        break;
+      case 13:
+        ok &= send(sv[0], buf, 1, 0) == 1 && recv(sv[1], buf, 1, 0) == 1;
+        break;
+      case 14:
+        ok &= sendto(sv[0], buf, 1, 0, nullptr, 0) == 1 &&
+              recvfrom(sv[1], buf, 1, 0, nullptr, nullptr) == 1;
+        break;
+      case 15:
+        ok &= sendmsg(sv[0], &msg, 0) == 1 && recvmsg(sv[1], &msg, 0) == 1;
+        break;
+      case 16:
+        if (FILE* f = fopen("/dev/null", "w")) {
+          fputs("x", f);
+          fprintf(f, "%d", i);
+          fwrite(buf, 1, 1, f);
+          fflush(f);
+          fclose(f);
+        }
+        break;
+      case 17:
+        ok &= close(static_cast<int>(syscall(SYS_dup, fd))) == 0;
+        break;
+    }
+  }
+  if (!ok) Say("a hooked call failed\n");
+  syscall(SYS_close, fd);
+  syscall(SYS_close, sv[0]);
+  syscall(SYS_close, sv[1]);
+}
+
+// `threads` threads start calling the hooks at once while the main thread forks `forks` children,
+// each of which calls the hooks once and exits: the forks meet the threads' first calls of each
+// hook (API names interned, strings, stacks). A child that has not ended 5 s after the forks is
+// counted as hung and killed. Prints "forks=F hung=H".
+int ForkStorm(int threads, int forks) {
+  std::atomic<bool> go{false}, stop{false};
+  std::vector<std::thread> hammer;
+  for (int t = 0; t < threads; ++t) {
+    hammer.emplace_back([t, &go, &stop] {
+      char tag[32];
+      snprintf(tag, sizeof(tag), "thread%d", t);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) CallHooks(tag, i, t);
+    });
+  }
+  go.store(true, std::memory_order_release);
+  std::vector<pid_t> children;
+  for (int f = 0; f < forks; ++f) {
+    pid_t pid = fork();
+    if (pid < 0) return 95;
+    if (pid == 0) {
+      CallHooks("child", f, 0);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  int hung = 0, done = 0;
+  uint64_t deadline = MonotonicMs() + 5000;
+  for (pid_t pid : children) {
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &status, WNOHANG)) == 0 && MonotonicMs() < deadline) usleep(1000);
+    if (r == 0) {
+      ++hung;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    } else if (r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      ++done;
+    }
+  }
+  stop.store(true);
+  for (auto& t : hammer) t.join();
+  printf("forks=%d hung=%d\n", done, hung);
+  return 0;
 }
 
 }  // namespace
@@ -135,6 +285,97 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     Mark("parent-after");
     return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+  }
+  if (mode == "cancel_in_read") {  // a thread blocked in read() (a cancellation point) cancelled
+    int fds[2];
+    if (pipe(fds) != 0) return 97;
+    static int read_fd = fds[0];
+    pthread_t reader;
+    pthread_create(
+        &reader, nullptr,
+        [](void*) -> void* {
+          char c;
+          Mark("reader-blocks");
+          ssize_t r = read(read_fd, &c, 1);
+          (void)r;
+          return nullptr;
+        },
+        nullptr);
+    usleep(100000);
+    pthread_cancel(reader);
+    void* result = nullptr;
+    pthread_join(reader, &result);
+    Mark("after-join");
+    Say(result == PTHREAD_CANCELED ? "cancelled\n" : "not cancelled\n");
+    return 0;
+  }
+  if (mode == "burst") {  // n marks as fast as possible: far more than a small ring holds
+    uint64_t t0 = MonotonicMs();
+    for (int i = 0; i < n; ++i) Mark("burst");
+    printf("burst-ms=%llu\n", static_cast<unsigned long long>(MonotonicMs() - t0));
+    return 0;
+  }
+  if (mode == "main_pthread_exit") {  // main ends with pthread_exit; n threads go on a while
+    Mark("main-before-exit");
+    for (int t = 0; t < n; ++t) {
+      std::thread([t] {
+        usleep(50000 * (t + 1));
+        Mark("worker-end");
+        Say("worker-done\n");
+      }).detach();
+    }
+    pthread_exit(nullptr);
+  }
+  if (mode == "tsc_disabled") {  // RDTSC faults from here on, in this thread and its children
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) return 96;
+    // (No libc function that reads the time: clock_gettime's vDSO reads the TSC too.)
+    auto io = [](const char* name) {
+      char path[64];
+      snprintf(path, sizeof(path), "/tmp/idlescope-tsc-%d-%s", getpid(), name);
+      int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0) return false;
+      unlink(path);
+      char buf[4096] = {};
+      bool ok = true;
+      for (int i = 0; i < 200; ++i) ok &= write(fd, buf, sizeof(buf)) == sizeof(buf);
+      usleep(2000);  // a gap: the next writes start another burst
+      for (int i = 0; i < 200; ++i) ok &= pwrite(fd, buf, sizeof(buf), 0) == sizeof(buf);
+      ok &= fsync(fd) == 0 && close(fd) == 0;
+      Mark(name);
+      return ok;
+    };
+    bool ok = io("main-io");
+    std::thread t([&] { ok &= io("thread-io"); });
+    t.join();
+    Say(ok ? "ok\n" : "io failed\n");
+    return ok ? 0 : 1;
+  }
+  if (mode == "many_paths") {  // every open interns a new path: the strings mutex is busy
+    Mark("before-ready");
+    Flush();
+    // Long names: interning one (hash, copy) takes longer than the failing open itself, so the
+    // thread holds the strings mutex most of the time.
+    char path[1100];
+    int prefix = snprintf(path, sizeof(path), "/nonexistent-idlescope/");
+    memset(path + prefix, 'x', 1000);
+    for (uint64_t i = 0;; ++i) {
+      snprintf(path + prefix + 1000, sizeof(path) - prefix - 1000, "%llu",
+               static_cast<unsigned long long>(i));
+      close(open(path, O_RDONLY));
+      if (i == 99) Say("ready\n");  // 100 opens in the ring, none flushed yet
+    }
+  }
+  if (mode == "dlopen_loop") {  // the loader's lock is taken most of the time (Python imports)
+    Mark("before-ready");
+    for (int i = 0;; ++i) {
+      void* lib = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
+      Mark("loaded");
+      if (lib != nullptr) dlclose(lib);
+      if (i == 99) Say("ready\n");
+    }
+  }
+  if (mode == "fork_storm") {  // fork while threads are inside hooks (DataLoader workers)
+    return ForkStorm(8, n);
   }
   if (mode == "unlink_and_close") {  // the trace file is gone and so is our fd
     Mark("before-close");

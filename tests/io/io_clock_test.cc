@@ -1,7 +1,9 @@
 #include "interpose/hooks/io_clock.h"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -47,6 +49,29 @@ TEST(IoClock, LaterReadingsAreLaterTimes) {
     EXPECT_GE(now + 2000, prev);  // anchors may move by the calibration error, never far
     prev = now;
   }
+}
+
+// The program disables the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), after StopReadingTsc as the
+// prctl hook does): RDTSC, and clock_gettime's vDSO, would fault from then on. Readings go on in
+// the same unit: a span across the switch is still right. In a child: the switch is for good.
+TEST(IoClock, TicksKeepTheirUnitWhenTheTscIsDisabled) {
+  EXPECT_EXIT(
+      {
+        uint64_t ns0 = NowNs();
+        uint64_t t0 = CallTicks();
+        SleepNs(20'000'000);
+        StopReadingTsc();
+        prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0);
+        uint64_t t1 = CallTicks();
+        uint64_t ns1 = NowNs();
+        double span = static_cast<double>(TickSpanNs(t1 - t0));
+        double real = static_cast<double>(ns1 - ns0);
+        uint64_t at = TicksToNs(CallTicks());
+        bool ok =
+            span > real * 0.9 && span < real * 1.1 && at + 50'000 >= ns1 && at <= NowNs() + 50'000;
+        _exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "interpose/hooks/io_fd_table.h"
@@ -354,23 +355,30 @@ TEST_F(IoTraceTest, WriterHoldsNoDescriptorOfTheProgram) {
   double eof_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(out, "closing\n");
   EXPECT_LT(eof_s, 2.0);
-  // While it sleeps: the writer thread's table is the trace file alone.
+  // While it sleeps: the writer thread's table is the trace file alone, once the writer has run
+  // (the program does not wait for it to start: on a loaded machine that may take a while, and
+  // until then the table is shared, so the writer holds no copy of anything either).
   std::string task_dir = "/proc/" + std::to_string(child.pid) + "/task";
   int writers = 0;
-  for (const auto& task : std::filesystem::directory_iterator(task_dir)) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name != "idlescope-wr") continue;
-    ++writers;
-    std::vector<std::string> targets;
-    for (const auto& fd : std::filesystem::directory_iterator(task.path() / "fd")) {
-      targets.push_back(std::filesystem::read_symlink(fd.path()).string());
+  std::vector<std::string> targets;
+  for (int attempt = 0; attempt < 200 && (writers != 1 || targets.size() != 1); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    writers = 0;
+    targets.clear();
+    for (const auto& task : std::filesystem::directory_iterator(task_dir)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "idlescope-wr") continue;
+      ++writers;
+      for (const auto& fd : std::filesystem::directory_iterator(task.path() / "fd")) {
+        targets.push_back(std::filesystem::read_symlink(fd.path()).string());
+      }
     }
-    ASSERT_EQ(targets.size(), 1u);
-    EXPECT_EQ(targets[0].rfind(out_ + "/", 0), 0u) << targets[0];
   }
   EXPECT_EQ(writers, 1);
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets[0].rfind(out_ + "/", 0), 0u) << targets[0];
   EXPECT_EQ(Wait(child.pid), 0);
   ReadAll(child.err);
 }
