@@ -84,6 +84,23 @@ bool NamesModelState(std::string_view file) {
   return false;
 }
 
+// The directories whose names the analyzer's first-user-frame rule reads (analyzer/analysis/
+// python_frames.cc IsUserCode, kept in step by tests/interpose/redact_test.cc): where CPython and
+// packages install code (site-packages, dist-packages, the standard library's pythonX.Y) and
+// torch. They name software, not the job, and stay readable.
+bool NamesLibraryDirectory(std::string_view dir) {
+  if (dir == "site-packages" || dir == "dist-packages" || dir == "torch") return true;
+  if (!dir.starts_with("python")) return false;
+  dir.remove_prefix(6);
+  if (dir.ends_with('t')) dir.remove_suffix(1);  // free-threaded builds: python3.13t
+  size_t dot = dir.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot + 1 == dir.size()) return false;
+  for (size_t i = 0; i < dir.size(); ++i) {
+    if (i != dot && (dir[i] < '0' || dir[i] > '9')) return false;
+  }
+  return true;
+}
+
 // analyzer/causes.cc IsInstallerName / IsInstallVerb (same test).
 bool IsInstallerWord(std::string_view word) {
   size_t slash = word.rfind('/');
@@ -224,6 +241,8 @@ std::string PathWithKey(std::string_view path, PathKind kind, const uint8_t key[
     bool last = slash == std::string_view::npos;
     rest = last ? std::string_view() : rest.substr(slash);
     if (name == "." || name == "..") {
+      out.append(name);
+    } else if (!last && NamesLibraryDirectory(name)) {
       out.append(name);
     } else if (!last) {
       if (NamesCheckpoints(name)) out.append("ckpt-");

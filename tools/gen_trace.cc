@@ -3,7 +3,7 @@
 // idle causes, for the analyzer's tests and benchmarks.
 //
 //   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
-//             [--causes pageable,checkpoint,...] [--format 1|2]
+//             [--causes pageable,checkpoint,...] [--format 1|2] [--python]
 //             [--duration-s S] [--kernel-us U] [--jobs J] [--short-lived N]
 //
 // Scale (benchmarks of many ranks): --duration-s gives every rank S seconds of job time instead
@@ -19,7 +19,10 @@
 // One file per process: a rank process per rank (main thread launches on device 0), plus a
 // DataLoader worker per rank (dataload, remote) and a pip process (install). A step is: wait for
 // the batch, copy it to the device, K compute kernels, optionally an all-reduce, then the
-// periodic extras (checkpoint, metrics upload). Output is deterministic for given flags.
+// periodic extras (checkpoint, metrics upload). With --python the stacks of the checkpoint
+// writes, the batch copy, the wait for a batch and the workers' reads are those of a PyTorch
+// script: Python frames (train.py's lines under torch's) with the interpreter's native frames, as
+// the recorder writes them. Output is deterministic for given flags.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -83,25 +86,23 @@ class TraceFile {
   // A stack from outermost to innermost function names; returns the innermost node id.
   uint64_t Stack(const std::vector<std::string>& outer_to_inner) {
     uint64_t parent = 0;
-    for (const std::string& function : outer_to_inner) {
-      auto [frame_it, new_frame] = frames_.try_emplace(function, frames_.size() + 1);
-      if (new_frame) {
-        Frame* f = interned_.mutable_interned()->add_frames();
-        f->set_id(frame_it->second);
-        f->set_function(String(function));
-        f->set_module(
-            String("/opt/conda/lib/python3.11/site-packages/torch/lib/libtorch_python.so"));
-        f->set_rel_pc(0x1000 * frame_it->second);
-      }
-      auto [node_it, new_node] = nodes_.try_emplace({parent, frame_it->second}, nodes_.size() + 1);
-      if (new_node) {
-        StackNode* n = interned_.mutable_interned()->add_stack_nodes();
-        n->set_id(node_it->second);
-        n->set_parent(parent);
-        n->set_frame(frame_it->second);
-      }
-      parent = node_it->second;
-    }
+    for (const std::string& function : outer_to_inner) parent = Node(parent, NativeFrame(function));
+    return parent;
+  }
+
+  struct PythonFrameSpec {
+    std::string file;
+    uint32_t line;
+    std::string function;
+    bool entry;  // the first frame its evaluation loop ran
+  };
+  // A stack taken on a Python thread as the recorder writes it (proto/trace.proto, StackNode):
+  // the native frames, each "_PyEval_EvalFrameDefault" running Python frames up to the next
+  // entry frame, then the Python frames as the inner part of the path; both outermost first.
+  uint64_t PythonStack(const std::vector<std::string>& native,
+                       const std::vector<PythonFrameSpec>& python) {
+    uint64_t parent = Stack(native);
+    for (const PythonFrameSpec& f : python) parent = Node(parent, PythonFrame(f));
     return parent;
   }
 
@@ -210,6 +211,44 @@ class TraceFile {
   }
 
  private:
+  uint64_t NativeFrame(const std::string& function) {
+    auto [it, inserted] = frames_.try_emplace(function, frames_.size() + 1);
+    if (inserted) {
+      Frame* f = interned_.mutable_interned()->add_frames();
+      f->set_id(it->second);
+      f->set_function(String(function));
+      f->set_module(String("/opt/conda/lib/python3.11/site-packages/torch/lib/libtorch_python.so"));
+      f->set_rel_pc(0x1000 * it->second);
+    }
+    return it->second;
+  }
+  uint64_t PythonFrame(const PythonFrameSpec& spec) {
+    std::string key = "py:" + spec.file + ":" + std::to_string(spec.line) + ":" + spec.function +
+                      (spec.entry ? ":entry" : "");
+    auto [it, inserted] = frames_.try_emplace(key, frames_.size() + 1);
+    if (inserted) {
+      Frame* f = interned_.mutable_interned()->add_frames();
+      f->set_id(it->second);
+      f->set_kind(FRAME_PYTHON);
+      f->set_function(String(spec.function));
+      f->set_file(String(spec.file));
+      f->set_line(spec.line);
+      f->set_first_line(spec.line > 3 ? spec.line - 3 : 1);
+      f->set_python_entry(spec.entry);
+    }
+    return it->second;
+  }
+  uint64_t Node(uint64_t parent, uint64_t frame) {
+    auto [it, inserted] = nodes_.try_emplace({parent, frame}, nodes_.size() + 1);
+    if (inserted) {
+      StackNode* n = interned_.mutable_interned()->add_stack_nodes();
+      n->set_id(it->second);
+      n->set_parent(parent);
+      n->set_frame(frame);
+    }
+    return it->second;
+  }
+
   void FlushInterned() {
     if (interned_.ByteSizeLong() == 0) return;
     Write(interned_);
@@ -243,7 +282,7 @@ class TraceFile {
   int fd_ = -1;
   std::unique_ptr<google::protobuf::io::FileOutputStream> stream_;
   std::map<std::string, uint64_t> strings_;
-  std::map<std::string, uint64_t> frames_;
+  std::map<std::string, uint64_t> frames_;  // by function name, or "py:file:line:function"
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;
   Packet interned_;
   std::map<uint32_t, EventBatch> host_;
@@ -271,6 +310,7 @@ struct Options {
   uint64_t seed = 1;
   uint32_t format = kTraceFormatVersion;
   std::set<std::string> causes;
+  bool python = false;  // stacks with Python frames (a PyTorch script, train.py)
   bool Has(const char* cause) const { return causes.count(cause) > 0; }
 };
 
@@ -365,10 +405,68 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
   layout->rank_rest = file.bytes();
   if (worker) layout->worker_rest = worker->bytes();
 
-  const uint64_t stack_copy = file.Stack({"main", "train", "train_step", "Tensor.to", "copy_"});
-  const uint64_t stack_save = file.Stack({"main", "train", "save_checkpoint", "torch.save"});
+  uint64_t stack_copy = file.Stack({"main", "train", "train_step", "Tensor.to", "copy_"});
+  uint64_t stack_save = file.Stack({"main", "train", "save_checkpoint", "torch.save"});
+  uint64_t stack_save_end = stack_save;  // the archive's end (Python frames: another native path)
+  uint64_t stack_load = file.Stack({"main", "train", "DataLoader.__next__", "_recv"});
+  uint64_t stack_worker_read = 0;
+  if (o.python) {
+    // train.py run by CPython 3.11 with torch from conda: the script's lines under torch's.
+    const std::string torch = "/opt/conda/lib/python3.11/site-packages/torch/";
+    const std::string stdlib = "/opt/conda/lib/python3.11/";
+    const std::vector<std::string> interpreter = {"_start", "__libc_start_main", "Py_BytesMain",
+                                                  "Py_RunMain", "_PyEval_EvalFrameDefault"};
+    auto native = [&](std::vector<std::string> inner) {
+      std::vector<std::string> frames = interpreter;
+      frames.insert(frames.end(), inner.begin(), inner.end());
+      return frames;
+    };
+    const std::vector<TraceFile::PythonFrameSpec> script = {
+        {"/work/train.py", 120, "<module>", true}, {"/work/train.py", 104, "main", false}};
+    auto python = [&](std::vector<TraceFile::PythonFrameSpec> inner) {
+      std::vector<TraceFile::PythonFrameSpec> frames = script;
+      frames.insert(frames.end(), inner.begin(), inner.end());
+      return frames;
+    };
+    const std::vector<TraceFile::PythonFrameSpec> save = {
+        {"/work/train.py", 62, "train", false},
+        {"/work/train.py", 76, "save_checkpoint", false},
+        {torch + "serialization.py", 652, "save", false},
+        {torch + "serialization.py", 886, "_save", false}};
+    stack_save = file.PythonStack(
+        native({"_PyObject_MakeTpCall", "torch::jit::PyTorchStreamWriter::writeRecord",
+                "mz_zip_writer_add_mem_ex_v2", "std::ostream::write", "write"}),
+        python(save));
+    stack_save_end = file.PythonStack(
+        native({"_PyObject_MakeTpCall", "torch::jit::PyTorchStreamWriter::writeEndOfFile",
+                "mz_zip_writer_finalize_archive", "std::ostream::write", "write"}),
+        python(save));
+    stack_copy = file.PythonStack(
+        native({"THPVariable_to", "at::native::to", "at::native::copy_", "cudaMemcpyAsync"}),
+        python(
+            {{"/work/train.py", 62, "train", false}, {"/work/train.py", 41, "train_step", false}}));
+    stack_load = file.PythonStack(
+        native({"os_read", "_Py_read", "read"}),
+        python(
+            {{"/work/train.py", 55, "train", false},
+             {torch + "utils/data/dataloader.py", 631, "_BaseDataLoaderIter.__next__", false},
+             {torch + "utils/data/dataloader.py", 1328, "_MultiProcessingDataLoaderIter._next_data",
+              false},
+             {stdlib + "multiprocessing/queues.py", 113, "Queue.get", false},
+             {stdlib + "multiprocessing/connection.py", 216, "_ConnectionBase.recv_bytes", false},
+             {stdlib + "multiprocessing/connection.py", 395, "Connection._recv", false}}));
+    if (worker) {
+      // A forked worker: the parent's frames up to the fork, then the worker loop.
+      stack_worker_read = worker->PythonStack(
+          native({"_io_FileIO_readinto", "_Py_read", "read"}),
+          python({{"/work/train.py", 55, "train", false},
+                  {stdlib + "multiprocessing/process.py", 108, "BaseProcess.run", false},
+                  {torch + "utils/data/_utils/worker.py", 308, "_worker_loop", false},
+                  {torch + "utils/data/_utils/fetch.py", 52, "_MapDatasetFetcher.fetch", false},
+                  {"/work/data.py", 31, "ShardDataset.__getitem__", false}}));
+    }
+  }
   const uint64_t stack_log = file.Stack({"main", "train", "log_metrics", "write"});
-  const uint64_t stack_load = file.Stack({"main", "train", "DataLoader.__next__", "_recv"});
   const uint64_t stack_sync = file.Stack({"main", "train", "train_step", "Tensor.item"});
   const uint64_t stack_nccl = file.Stack({"main", "train", "allreduce_grads", "all_reduce"});
   const uint64_t stack_dl = file.Stack({"main", "from_pretrained", "hf_hub_download", "recv"});
@@ -461,6 +559,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       read->set_fs_type(o.Has("remote") ? FS_FUSE : FS_LOCAL);
       read->set_bytes(48 << 20);
       read->set_count(12);
+      if (stack_worker_read != 0) read->set_stack(stack_worker_read);
       now += load;
       worker->MaybeFlush(now);
     }
@@ -564,7 +663,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       w->set_bytes(1400ull << 20);
       w->set_count(350);
       w->set_fd(23);
-      w->set_stack(stack_save);
+      w->set_stack(step % 80 == 0 ? stack_save_end : stack_save);
       now += len;
       Event* f = file.AddEvent(tid, FILE_SYNC, now, 40 * kMs);
       f->set_path(file.String(path));
@@ -671,6 +770,8 @@ int Main(int argc, char** argv) {
       o.replicate = true;
     } else if (arg == "--format") {
       o.format = static_cast<uint32_t>(std::atoi(next()));
+    } else if (arg == "--python") {
+      o.python = true;
     } else if (arg == "--causes") {
       std::string list = next();
       size_t pos = 0;
@@ -690,8 +791,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
-                   "[--seed S] [--causes a,b,...] [--format 1|2] [--duration-s S] [--kernel-us U] "
-                   "[--jobs J] [--short-lived N] [--replicate]\ncauses:");
+                   "[--seed S] [--causes a,b,...] [--format 1|2] [--python] [--duration-s S] "
+                   "[--kernel-us U] [--jobs J] [--short-lived N] [--replicate]\ncauses:");
       for (const std::string& c : kKnownCauses) std::fprintf(stderr, " %s", c.c_str());
       std::fprintf(stderr, "\n");
       return 2;

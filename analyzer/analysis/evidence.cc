@@ -1,24 +1,43 @@
 #include "analyzer/analysis/evidence.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "analyzer/analysis/python_frames.h"
 #include "analyzer/model/labels.h"
 
 namespace idlescope {
 
+ReportFrame EvidenceResolver::ToReportFrame(const SymbolFrame& f) {
+  return {out_->Intern(f.function),
+          out_->Intern(f.module),
+          f.rel_pc,
+          out_->Intern(f.file),
+          f.line,
+          f.kind};
+}
+
 StackId EvidenceResolver::Stack(uint32_t process, uint64_t stack_id) {
-  std::vector<ReportFrame> frames;
-  for (const SymbolFrame& f : symbols_.Stack(process, stack_id)) {
-    if (f.module.find("libidlescope") != std::string_view::npos) continue;
-    frames.push_back(
-        {out_->Intern(f.function), out_->Intern(f.module), f.rel_pc, out_->Intern(f.file), f.line});
-    if (frames.size() == kEvidenceStackFrames) break;
+  std::vector<SymbolFrame> all =
+      python_frames_ ? symbols_.Stack(process, stack_id) : symbols_.NativeStack(process, stack_id);
+  std::erase_if(all, [](const SymbolFrame& f) {
+    return f.module.find("libidlescope") != std::string_view::npos;
+  });
+  std::optional<FirstUserFrame> first_user;
+  if (std::optional<FirstUserChoice> choice = ChooseFirstUser(all)) {
+    first_user = FirstUserFrame{ToReportFrame(all[choice->index]),
+                                static_cast<uint32_t>(choice->index), choice->user_code};
   }
-  return out_->InternStack(frames);
+  std::vector<ReportFrame> frames;
+  for (size_t i = 0; i < all.size() && i < kEvidenceStackFrames; ++i) {
+    frames.push_back(ToReportFrame(all[i]));
+  }
+  return out_->InternStack(frames, first_user);
 }
 
 StringId EvidenceResolver::String(uint32_t process, uint64_t id) {
@@ -28,20 +47,39 @@ StringId EvidenceResolver::String(uint32_t process, uint64_t id) {
 std::vector<EvidenceItem> EvidenceResolver::Heaviest(const TopEvidence& top, size_t n,
                                                      const Resolve& resolve) {
   std::vector<EvidenceItem> items;
+  for (const auto& [key, weight] : top.Top(n * 8)) {
+    EvidenceItem item = resolve(key);
+    item.ns = weight.ns;
+    item.bytes = weight.bytes;
+    item.count = weight.count;
+    items.push_back(item);
+  }
+  return Merged(items, n);
+}
+
+std::vector<EvidenceItem> EvidenceResolver::Merged(const std::vector<EvidenceItem>& parts,
+                                                   size_t n) const {
+  std::vector<EvidenceItem> items;
   std::vector<std::string> labels;
   absl::flat_hash_map<std::string, size_t> index;
-  for (const auto& [key, weight] : top.Top(n * 8)) {
-    EvidenceItem resolved = resolve(key);
-    std::string label = EvidenceLabel(resolved, *out_);
-    auto [it, inserted] = index.try_emplace(label, items.size());
+  for (const EvidenceItem& part : parts) {
+    std::string label = EvidenceLabel(part, *out_);
+    const FirstUserFrame* first_user =
+        part.kind == EvidenceKind::kStack ? out_->FirstUser(part.id) : nullptr;
+    // "\n" cannot be in a label: a first user frame's key is no other item's.
+    std::string group = first_user != nullptr && first_user->user_code
+                            ? absl::StrCat("\n", out_->FirstUserLabel(part.id))
+                            : label;
+    auto [it, inserted] = index.try_emplace(std::move(group), items.size());
     if (inserted) {
-      items.push_back(resolved);
+      items.push_back(part);
       labels.push_back(std::move(label));
+      continue;
     }
     EvidenceItem& item = items[it->second];
-    item.ns += weight.ns;
-    item.bytes += weight.bytes;
-    item.count += weight.count;
+    item.ns += part.ns;
+    item.bytes += part.bytes;
+    item.count += part.count;
   }
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -20,11 +20,13 @@ namespace idlescope {
 
 class EvidenceResolver {
  public:
-  EvidenceResolver(const SymbolSource& symbols, ReportSymbols* out)
-      : symbols_(symbols), out_(out) {}
+  // `python_frames` false: stacks as they read without Python stacks (their native frames only).
+  EvidenceResolver(const SymbolSource& symbols, ReportSymbols* out, bool python_frames = true)
+      : symbols_(symbols), out_(out), python_frames_(python_frames) {}
 
   // The stack `stack_id` of `process` as evidence: its innermost kEvidenceStackFrames frames
-  // outside the recorder (whose own frames say nothing about the program); 0 when none are left.
+  // outside the recorder (whose own frames say nothing about the program), Python frames merged,
+  // and its first user frame (ChooseFirstUser, over all its frames); 0 when none are left.
   StackId Stack(uint32_t process, uint64_t stack_id);
   // The string `id` of `process`; 0 when the file does not define it (or it is empty).
   StringId String(uint32_t process, uint64_t id);
@@ -32,15 +34,23 @@ class EvidenceResolver {
 
   // The `n` heaviest items of `top` (more are looked at, since items of several processes may
   // name the same thing and merge), each turned into an item by `resolve`; items naming the same
-  // thing are one; heaviest first, ties by name.
+  // thing are one (stacks whose first user frame is the job's own code: that line, whatever
+  // native path led from it; the item keeps the stack of its heaviest part); heaviest first, ties
+  // by name.
   using Resolve = std::function<EvidenceItem(const EvidenceKey&)>;
   std::vector<EvidenceItem> Heaviest(const TopEvidence& top, size_t n, const Resolve& resolve);
+  // `parts` (heaviest first: a merged item keeps its first part's stack) merged as Heaviest
+  // merges them, heaviest first, at most `n`.
+  std::vector<EvidenceItem> Merged(const std::vector<EvidenceItem>& parts, size_t n) const;
 
   const ReportSymbols& symbols() const { return *out_; }
 
  private:
+  ReportFrame ToReportFrame(const SymbolFrame& frame);
+
   const SymbolSource& symbols_;
   ReportSymbols* out_;
+  bool python_frames_;
 };
 
 // The directories of the files that evidence names, by a hash of their path: a cause explained by

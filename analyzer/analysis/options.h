@@ -12,6 +12,8 @@ struct AnalysisOptions {
   Ns min_gap = 1'000'000;  // 1 ms
   size_t top_gaps = 10;
   size_t top_evidence = 5;
+  // false: evidence stacks as they read without Python stacks (IDLESCOPE_PYTHON_STACKS=0).
+  bool python_frames = true;
   // The window is moved on at most once per this much trace time (cost vs. memory).
   Ns advance_quantum = 20'000'000;  // 20 ms
 };

@@ -195,6 +195,7 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
     // A job without any kernel: what its threads did instead.
     if (cause == Cause::kNoGpuWork && !job.any_kernels) {
       PointAtHostActivity(report.host_activity, top, r);
+      r.stacks = evidence.Merged(r.stacks, top);  // one item per user line, heaviest first
     }
     if (acc.stacks.evicted() || acc.objects.evicted()) {
       r.findings.push_back({.kind = FindingKind::kEvidenceApproximate});
@@ -310,7 +311,7 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
 
 JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
   JobReport report;
-  EvidenceResolver evidence(symbols, &report.symbols);
+  EvidenceResolver evidence(symbols, &report.symbols, in.options.python_frames);
   EvidenceOf of(in.processes, evidence);
   report.min_gap = in.options.min_gap;
   report.processes = static_cast<uint32_t>(in.processes.size());

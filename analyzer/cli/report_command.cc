@@ -1,5 +1,5 @@
 // idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]
-//                  [--reorder-window MS] DIR|FILE...
+//                  [--reorder-window MS] [--no-python-frames] DIR|FILE...
 //
 // Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
 // through the exporter named by --format (report/report_exporters.h; --json is --format json).
@@ -27,7 +27,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]\n"
-    "                        [--reorder-window MS] DIR|FILE...\n"
+    "                        [--reorder-window MS] [--no-python-frames] DIR|FILE...\n"
     "  --format FORMAT      text (default), json (machine-readable; schema:\n"
     "                       docs/report-json.md) or html (one self-contained page with a\n"
     "                       timeline: docs/html-report.md)\n"
@@ -38,7 +38,9 @@ constexpr char kUsage[] =
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
     "  --top N              longest gaps and evidence items listed (default 10)\n"
-    "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n";
+    "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n"
+    "  --no-python-frames   evidence stacks without their Python frames (native frames\n"
+    "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n";
 
 }  // namespace
 
@@ -83,6 +85,8 @@ int ReportCommand(int argc, char** argv) {
       if (!value(&number)) return 2;
       options.top_gaps = static_cast<size_t>(number);
       options.top_evidence = static_cast<size_t>(number);
+    } else if (arg == "--no-python-frames") {
+      options.python_frames = false;
     } else if (arg == "--reorder-window") {
       if (!value(&number)) return 2;
       read_options.reorder_window = static_cast<Ns>(number * 1e6);

@@ -4,10 +4,16 @@
 
 namespace idlescope {
 
+std::string StackText(StackId id, const ReportSymbols& symbols) {
+  const std::string& first_user = symbols.FirstUserLabel(id);
+  if (first_user.empty()) return symbols.StackLabel(id);
+  return absl::StrCat(first_user, " [", symbols.StackLabel(id), "]");
+}
+
 std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols) {
   switch (item.kind) {
     case EvidenceKind::kStack:
-      return symbols.StackLabel(item.id);
+      return StackText(item.id, symbols);
     case EvidenceKind::kObject:
       return std::string(symbols.String(item.id));
     case EvidenceKind::kDirectory:

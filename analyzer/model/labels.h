@@ -10,7 +10,12 @@
 
 namespace idlescope {
 
-// A stack's label ("save <- train_step"), a string, a directory ("?" when unnamed), a host
+// A stack as it reads: its first user frame, if it has one, before its frames
+// ("/w/train.py:42 in train_step [write <- _Py_write <- ...]"), else its label
+// (ReportSymbols::StackLabel); "" for id 0.
+std::string StackText(StackId id, const ReportSymbols& symbols);
+
+// A stack (StackText), a string, a directory ("?" when unnamed), a host
 // activity item ("reads: /data/x"), or what an unresolved id was ("stack #7 of process 0").
 std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols);
 

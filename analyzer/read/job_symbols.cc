@@ -24,16 +24,28 @@ std::string JobSymbols::String(uint32_t process, uint64_t id) const {
 }
 
 std::vector<SymbolFrame> JobSymbols::Stack(uint32_t process, uint64_t stack_id) const {
+  return Frames(process, stack_id, /*merged=*/true);
+}
+
+std::vector<SymbolFrame> JobSymbols::NativeStack(uint32_t process, uint64_t stack_id) const {
+  return Frames(process, stack_id, /*merged=*/false);
+}
+
+std::vector<SymbolFrame> JobSymbols::Frames(uint32_t process, uint64_t stack_id,
+                                            bool merged) const {
   std::vector<SymbolFrame> frames;
   const InternedData* interned = Find(process);
   if (interned == nullptr) return frames;
-  auto view = [&](uint64_t id) {
+  auto text = [&](uint64_t id) {
     absl::string_view s = interned->String(id);
     return std::string_view(s.data(), s.size());
   };
-  for (const Frame* frame : interned->Stack(stack_id)) {
-    frames.push_back({view(frame->function()), view(frame->module()), frame->rel_pc(),
-                      view(frame->file()), frame->line()});
+  std::vector<const Frame*> stack =
+      merged ? interned->MergedStack(stack_id) : interned->Stack(stack_id);
+  for (const Frame* frame : stack) {
+    if (!merged && frame->kind() == FRAME_PYTHON) continue;
+    frames.push_back({text(frame->function()), text(frame->module()), frame->rel_pc(),
+                      text(frame->file()), frame->line(), frame->kind()});
   }
   return frames;
 }

@@ -20,9 +20,14 @@ class JobSymbols : public SymbolSource {
 
   // SymbolSource.
   std::string String(uint32_t process, uint64_t id) const override;
+  // InternedData::MergedStack.
   std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override;
+  // InternedData::Stack without its Python frames.
+  std::vector<SymbolFrame> NativeStack(uint32_t process, uint64_t stack_id) const override;
 
  private:
+  std::vector<SymbolFrame> Frames(uint32_t process, uint64_t stack_id, bool merged) const;
+
   std::vector<InternedData> tables_;
 };
 

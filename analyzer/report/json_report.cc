@@ -479,6 +479,25 @@ std::vector<StackId> ReferencedStacks(const JobReport& r) {
   return ids;
 }
 
+void OptionalLine(JsonWriter& j, uint32_t line) {
+  if (line == 0) {
+    j.Null("line");
+  } else {
+    j.Uint("line", line);
+  }
+}
+
+void WriteFrame(JsonWriter& j, const ReportFrame& f, const ReportSymbols& symbols) {
+  j.BeginObject();
+  j.String("kind", f.kind == FRAME_PYTHON ? "python" : "native");
+  OptionalString(j, "function", symbols.String(f.function));
+  OptionalString(j, "module", symbols.String(f.module));
+  j.Uint("rel_pc", f.rel_pc);
+  OptionalString(j, "file", symbols.String(f.file));
+  OptionalLine(j, f.line);
+  j.EndObject();
+}
+
 void WriteStacks(JsonWriter& j, const JobReport& r) {
   const ReportSymbols& symbols = r.symbols;
   j.Key("stacks");
@@ -488,20 +507,20 @@ void WriteStacks(JsonWriter& j, const JobReport& r) {
     j.Uint("id", id);
     j.Key("frames");
     j.BeginArray();
-    for (const ReportFrame& f : symbols.Stack(id)) {
-      j.BeginObject();
-      OptionalString(j, "function", symbols.String(f.function));
-      OptionalString(j, "module", symbols.String(f.module));
-      j.Uint("rel_pc", f.rel_pc);
-      OptionalString(j, "file", symbols.String(f.file));
-      if (f.line == 0) {
-        j.Null("line");
-      } else {
-        j.Uint("line", f.line);
-      }
-      j.EndObject();
-    }
+    for (const ReportFrame& f : symbols.Stack(id)) WriteFrame(j, f, symbols);
     j.EndArray();
+    if (const FirstUserFrame* first_user = symbols.FirstUser(id)) {
+      j.Key("first_user");
+      j.BeginObject();
+      OptionalString(j, "file", symbols.String(first_user->frame.file));
+      OptionalLine(j, first_user->frame.line);
+      OptionalString(j, "function", symbols.String(first_user->frame.function));
+      j.Uint("depth", first_user->depth);
+      j.Bool("user_code", first_user->user_code);
+      j.EndObject();
+    } else {
+      j.Null("first_user");
+    }
     j.EndObject();
   }
   j.EndArray();

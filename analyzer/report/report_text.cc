@@ -186,7 +186,7 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
 
 std::string GapEvidenceText(const GapEvidence& m, const ReportSymbols& symbols) {
   std::string_view object = symbols.String(m.object);
-  const std::string& stack = symbols.StackLabel(m.stack);
+  std::string stack = StackText(m.stack, symbols);
   return absl::StrCat(std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "",
                       object.empty() ? "" : ": ", std::string(object),
                       m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",

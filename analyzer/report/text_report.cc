@@ -166,7 +166,7 @@ std::string FormatTextReport(const JobReport& r) {
         absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns),
                               ItemLabel(item.what, r.symbols), absl::StrJoin(details, ", "));
         if (item.stack != 0) {
-          absl::StrAppendFormat(&out, "      at %s\n", r.symbols.StackLabel(item.stack));
+          absl::StrAppendFormat(&out, "      at %s\n", StackText(item.stack, r.symbols));
         }
       }
     }

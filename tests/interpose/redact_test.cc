@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/analysis/event_classes.h"
+#include "analyzer/analysis/python_frames.h"
 
 namespace idlescope::redact {
 namespace {
@@ -94,6 +95,32 @@ TEST(Redact, TheAnalyzersPathRulesClassifyAlike) {
     EXPECT_EQ(IsCodeFilePath(r), IsCodeFilePath(p));
     EXPECT_EQ(IsDataFilePath(r), IsDataFilePath(p));
   }
+}
+
+// The first user frame of a Python stack (analysis/python_frames.h) is the same frame on a
+// redacted trace: the library directories stay readable, the job's own are hashed.
+TEST(Redact, TheFirstUserFrameRuleClassifiesAlike) {
+  const std::vector<std::string> files = {
+      "/home/alice/project/train.py",
+      "/home/alice/project/torchtools/data.py",
+      "/home/alice/python/loader.py",
+      "/home/alice/venv/lib/python3.12/site-packages/numpy/lib/npyio.py",
+      "/usr/lib/python3/dist-packages/torch/serialization.py",
+      "/usr/lib/python3.11/threading.py",
+      "/root/.pyenv/versions/3.13.1/lib/python3.13t/os.py",
+      "/home/alice/src/pytorch/torch/utils/data/dataloader.py",
+      "/work/torch.py",
+  };
+  for (const std::string& f : files) {
+    std::string r = File(f);
+    SCOPED_TRACE(f + " -> " + r);
+    EXPECT_EQ(IsUserCode(r), IsUserCode(f));
+    EXPECT_EQ(r.find("alice"), std::string::npos);
+    EXPECT_EQ(r.find("project"), std::string::npos);
+  }
+  std::string torch = File("/usr/lib/python3/dist-packages/torch/serialization.py");
+  EXPECT_TRUE(torch.find("/dist-packages/torch/") != std::string::npos) << torch;
+  EXPECT_EQ(torch.find("serialization"), std::string::npos) << torch;
 }
 
 TEST(Redact, CommandLinesKeepArgv0AndInstallerWords) {

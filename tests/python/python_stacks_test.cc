@@ -2,10 +2,12 @@
 // /usr/bin/python3), with the real preload library: a script's file writes and reads, a thread's
 // write, the reads of forked and spawned multiprocessing workers and a ctypes call of simgpu's
 // cudaMemcpy carry Python frames that name the script's file, function and line; the native
-// frames are still there; IDLESCOPE_PYTHON_STACKS=0 takes the Python frames away.
+// frames are still there; IDLESCOPE_PYTHON_STACKS=0 takes the Python frames away. `idlescope
+// report` names those lines as the evidence's first user frames.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,17 @@ class PythonStacksTest : public ::testing::TestWithParam<std::string> {
     return std::atoi(v.c_str());
   }
 
+  // The script traced, with its ctypes CUDA calls on simgpu when it is built.
+  int RunScript() {
+    std::vector<std::string> argv = {python_, kScript, data_};
+    std::vector<std::string> env;
+#ifdef SIMGPU_LIB_DIR
+    argv.push_back("--cuda");
+    env.push_back(std::string("LD_LIBRARY_PATH=") + SIMGPU_LIB_DIR);
+#endif
+    return RunTraced(argv, out_, env);
+  }
+
   std::string python_, out_, data_;
 };
 
@@ -69,13 +82,7 @@ void ExpectFrames(const PyTraceFile& f, const PyEvent& e,
 
 TEST_P(PythonStacksTest, EventsNameTheScriptLines) {
   auto marks = Marks(kScript);
-  std::vector<std::string> argv = {python_, kScript, data_};
-  std::vector<std::string> env;
-#ifdef SIMGPU_LIB_DIR
-  argv.push_back("--cuda");
-  env.push_back(std::string("LD_LIBRARY_PATH=") + SIMGPU_LIB_DIR);
-#endif
-  ASSERT_EQ(RunTraced(argv, out_, env), 0);
+  ASSERT_EQ(RunScript(), 0);
   std::vector<PyTraceFile> files = ReadPyTraceDir(out_);
   const int minor = Minor();
 
@@ -190,6 +197,61 @@ TEST_P(PythonStacksTest, EventsNameTheScriptLines) {
   }
 }
 
+#ifdef IDLESCOPE_CLI
+bool Has(const std::vector<std::string>& lines, const std::string& line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += "\n    " + l;
+  return s.empty() ? " (none)" : s;
+}
+
+// `idlescope report` on the same traces names the script's lines: the first user frame of the
+// evidence of its file writes, reads (a spawned worker's too) and the ctypes cudaMemcpy from
+// pageable memory the GPU waited for, in JSON and text; --no-python-frames gives the native
+// evidence.
+TEST_P(PythonStacksTest, TheReportNamesTheScriptLines) {
+  auto marks = Marks(kScript);
+  ASSERT_EQ(RunScript(), 0);
+  auto at = [&](const char* mark, const std::string& function) {
+    return kScript + ":" + std::to_string(marks[mark]) + " in " + function;
+  };
+  int status = 0;
+  std::vector<std::string> lines =
+      ReportedLines(IDLESCOPE_CLI, python_, REPORT_LINES_PY, out_, "--top 100", &status);
+  ASSERT_EQ(status, 0);
+  SCOPED_TRACE("lines the JSON report names:" + Joined(lines));
+  EXPECT_TRUE(Has(lines, "activity:writes " + data_ + "/main.bin\t" + at("write", "write_file")));
+  EXPECT_TRUE(Has(lines, "activity:reads " + data_ + "/main.bin\t" + at("read", "read_file")));
+  EXPECT_TRUE(Has(lines, "activity:reads " + data_ + "/spawn.bin\t" + at("read", "read_file")));
+  EXPECT_TRUE(Has(lines, "activity:writes " + data_ + "/thread.bin\t" + at("write", "write_file")));
+#ifdef SIMGPU_LIB_DIR
+  EXPECT_TRUE(Has(lines, "cause:host_gpu_transfer -\t" + at("memcpy", "copy_pageable")));
+#endif
+
+  std::string text = Report(IDLESCOPE_CLI, out_, "--top 100", &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(text.find(at("write", "write_file") + " ["), std::string::npos) << text;
+  EXPECT_NE(text.find(at("read", "read_file") + " ["), std::string::npos) << text;
+#ifdef SIMGPU_LIB_DIR
+  EXPECT_NE(text.find("    stack  "), std::string::npos) << text;
+  EXPECT_NE(text.find(at("memcpy", "copy_pageable") + " ["), std::string::npos) << text;
+#endif
+
+  // The report option: native evidence only, as with IDLESCOPE_PYTHON_STACKS=0.
+  lines = ReportedLines(IDLESCOPE_CLI, python_, REPORT_LINES_PY, out_,
+                        "--top 100 --no-python-frames", &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_TRUE(lines.empty()) << Joined(lines);
+  text = Report(IDLESCOPE_CLI, out_, "--top 100 --no-python-frames", &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(text.find(kScript + ":"), std::string::npos) << text;
+  EXPECT_NE(text.find("_PyEval_EvalFrameDefault"), std::string::npos) << text;
+}
+#endif
+
 // CPython's C signal handler writes to the wakeup fd: our write hook then runs inside a signal
 // handler that may have interrupted a frame push. Such events take native frames only.
 TEST_P(PythonStacksTest, HooksInSignalHandlersTakeNoPythonFrames) {
@@ -263,6 +325,18 @@ TEST_P(PythonStacksTest, OffWithTheVariable) {
     }
   }
   EXPECT_GT(stacks, 0u);
+#ifdef IDLESCOPE_CLI
+  // The report's evidence is native: no first user frame, no line of the script.
+  int status = 0;
+  std::vector<std::string> lines =
+      ReportedLines(IDLESCOPE_CLI, python_, REPORT_LINES_PY, out_, "--top 100", &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_TRUE(lines.empty()) << Joined(lines);
+  std::string text = Report(IDLESCOPE_CLI, out_, "--top 100", &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(text.find(kScript + ":"), std::string::npos) << text;
+  EXPECT_NE(text.find("      at "), std::string::npos) << text;  // stacks are still there
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(InterpreterLabels()),

@@ -113,4 +113,18 @@ std::string RunCapture(const std::string& command, int* status) {
   return out;
 }
 
+std::string Report(const std::string& cli, const std::string& dir, const std::string& flags,
+                   int* status) {
+  return RunCapture(cli + " report " + flags + " '" + dir + "' 2>/dev/null", status);
+}
+
+std::vector<std::string> ReportedLines(const std::string& cli, const std::string& python,
+                                       const std::string& lines_script, const std::string& dir,
+                                       const std::string& flags, int* status) {
+  std::string out = RunCapture(cli + " report --format json " + flags + " '" + dir +
+                                   "' 2>/dev/null | " + python + " '" + lines_script + "'",
+                               status);
+  return absl::StrSplit(out, '\n', absl::SkipEmpty());
+}
+
 }  // namespace idlescope::testing

@@ -59,4 +59,16 @@ std::vector<PyTraceFile> ReadPyTraceDir(const std::string& dir);
 // exit status in `*status`.
 std::string RunCapture(const std::string& command, int* status);
 
+// `idlescope report` (the CLI at `cli`) on the trace directory `dir` with `flags`: its stdout
+// (the report), and its exit status in `*status`.
+std::string Report(const std::string& cli, const std::string& dir, const std::string& flags,
+                   int* status);
+
+// What the JSON report on `dir` names Python lines with, one entry each (programs/report_lines.py
+// at `lines_script`, run by `python`): "<where> <what>\t<file>:<line> in <function>". `*status`:
+// 0 when the report was read.
+std::vector<std::string> ReportedLines(const std::string& cli, const std::string& python,
+                                       const std::string& lines_script, const std::string& dir,
+                                       const std::string& flags, int* status);
+
 }  // namespace idlescope::testing

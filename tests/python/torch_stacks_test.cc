@@ -1,7 +1,8 @@
 // PyTorch jobs with Debian's python3-torch (/usr/bin/python3, CPU; skipped when absent): the
 // checkpoints torch.save writes in a training loop and the sample reads of the DataLoader's worker
 // processes (forked, and spawned) carry the script lines that made them, and torch.profiler still
-// records and exports its trace (with its own Python stacks) inside a traced job.
+// records and exports its trace (with its own Python stacks) inside a traced job. `idlescope
+// report` names those lines as the evidence's first user frames.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -66,6 +67,38 @@ void ExpectWorkerReads(const std::vector<PyTraceFile>& files, const std::string&
   EXPECT_GE(reads, 8u);
 }
 
+#ifdef IDLESCOPE_CLI
+// `idlescope report` on the traces in `out` names the script's lines: each checkpoint's
+// torch.save line in train() and the workers' read line in FileDataset.__getitem__ (JSON and
+// text).
+void ExpectReportLines(const std::string& out, const std::string& data, const std::string& ckpt,
+                       const std::string& script) {
+  // Every item: the samples' reads are small and fast next to the 1700 reads of torch's code.
+  constexpr char kTop[] = "--top 100000";
+  auto marks = Marks(script);
+  const std::string save = script + ":" + std::to_string(marks["save"]) + " in train";
+  const std::string read =
+      script + ":" + std::to_string(marks["dataset-read"]) + " in FileDataset.__getitem__";
+  int status = 0;
+  std::vector<std::string> lines =
+      ReportedLines(IDLESCOPE_CLI, kPython, REPORT_LINES_PY, out, kTop, &status);
+  ASSERT_EQ(status, 0);
+  std::string all;
+  size_t saves = 0, reads = 0;
+  for (const std::string& l : lines) {
+    all += "\n    " + l;
+    saves += l.starts_with("activity:checkpoint_writes " + ckpt + "/step") && l.ends_with(save);
+    reads += l.starts_with("activity:reads " + data + "/sample") && l.ends_with(read);
+  }
+  EXPECT_EQ(saves, 4u) << all;  // every step's checkpoint file
+  EXPECT_GE(reads, 1u) << all;
+  std::string text = Report(IDLESCOPE_CLI, out, kTop, &status);
+  ASSERT_EQ(status, 0);
+  EXPECT_NE(text.find(save + " ["), std::string::npos) << text;
+  EXPECT_NE(text.find(read + " ["), std::string::npos) << text;
+}
+#endif
+
 TEST(TorchStacks, CheckpointsAndDataLoaderWorkersNameTheirLines) {
   if (!HasTorch()) GTEST_SKIP() << "no python3-torch for /usr/bin/python3: skipped";
   const std::string script = TORCH_STACKS_PY;
@@ -101,6 +134,9 @@ TEST(TorchStacks, CheckpointsAndDataLoaderWorkersNameTheirLines) {
 
   // DataLoader workers (forked): their sample reads name Dataset.__getitem__'s read line.
   ExpectWorkerReads(files, data, script, ORIGIN_FORK);
+#ifdef IDLESCOPE_CLI
+  ExpectReportLines(out, data, ckpt, script);
+#endif
   if (!HasFailure()) {
     std::string cmd = "rm -rf '" + out + "' '" + data + "' '" + ckpt + "'";
     (void)system(cmd.c_str());
@@ -115,6 +151,9 @@ TEST(TorchStacks, SpawnedDataLoaderWorkersNameTheirLines) {
   const std::string out = MakeTempDir(), data = MakeTempDir(), ckpt = MakeTempDir();
   ASSERT_EQ(RunTraced({kPython, script, data, ckpt, "--spawn"}, out), 0);
   ExpectWorkerReads(ReadPyTraceDir(out), data, script, ORIGIN_PRELOAD);
+#ifdef IDLESCOPE_CLI
+  ExpectReportLines(out, data, ckpt, script);
+#endif
   if (!HasFailure()) {
     std::string cmd = "rm -rf '" + out + "' '" + data + "' '" + ckpt + "'";
     (void)system(cmd.c_str());

@@ -47,16 +47,37 @@ class Saver:
             f.write(b"i" * 64)  # MARK:init-write
 
 
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+def launch(cudart, kernel):
+    one = Dim3(1, 1, 1)
+    assert cudart.cudaLaunchKernel(kernel, one, Dim3(32, 1, 1), None, ctypes.c_size_t(0), None) == 0
+    assert cudart.cudaDeviceSynchronize() == 0
+
+
 def copy_pageable():
-    # simgpu's libcudart (first on LD_LIBRARY_PATH): a 1 MiB H2D copy from pageable memory. The
+    # simgpu's libcudart (first on LD_LIBRARY_PATH): a 64 MiB H2D copy from pageable memory
+    # between two kernels, so that the GPU waits for it (the report's host_gpu_transfer). The
     # calls are looked up in the process's global scope, as a program's own calls are bound (a
     # lookup in libcudart's handle would find libcudart's symbol and bypass the interposer).
     ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
     cudart = ctypes.CDLL(None)
+    # A kernel registered as nvcc's static initializers register one (simgpu runs no device
+    # code: a host address and a name are a kernel).
+    cudart.__cudaRegisterFatBinary.restype = ctypes.c_void_p
+    module = cudart.__cudaRegisterFatBinary(ctypes.c_void_p(0))
+    kernel = ctypes.create_string_buffer(b"_Z4stepv")
+    cudart.__cudaRegisterFunction(ctypes.c_void_p(module), kernel, kernel, kernel, -1,
+                                  None, None, None, None, None)
+    size = 64 << 20
     device = ctypes.c_void_p()
-    assert cudart.cudaMalloc(ctypes.byref(device), ctypes.c_size_t(1 << 20)) == 0
-    host = ctypes.create_string_buffer(1 << 20)
-    assert cudart.cudaMemcpy(device, host, ctypes.c_size_t(1 << 20), 1) == 0  # MARK:memcpy
+    assert cudart.cudaMalloc(ctypes.byref(device), ctypes.c_size_t(size)) == 0
+    host = ctypes.create_string_buffer(size)
+    launch(cudart, kernel)
+    assert cudart.cudaMemcpy(device, host, ctypes.c_size_t(size), 1) == 0  # MARK:memcpy
+    launch(cudart, kernel)
     cudart.cudaFree(device)
 
 
