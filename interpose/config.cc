@@ -42,6 +42,10 @@ struct StderrPolicy {
 };
 StderrPolicy g_stderr;
 std::atomic<bool> g_starting{false};
+// The start is the library constructor's thread until it returns, and the writer until it tried
+// the file (StartupDone). A message from any other moment is not "at start", even while the writer
+// has not run yet: the program's first CUDA call, which starts CUPTI, can come before it.
+thread_local bool t_constructor = false;
 std::vector<std::string>* g_warnings = nullptr;  // ParseConfig's, for Config::warnings
 
 void Warn(const std::string& text) {
@@ -127,7 +131,7 @@ const char* FamilyName(uint32_t family) {
 int StderrForMessage(bool* close_after) {
   *close_after = false;
   if (g_quiet || g_stderr.pid == 0 || static_cast<uint32_t>(getpid()) != g_stderr.pid) return -1;
-  bool starting = g_starting.load(std::memory_order_acquire);
+  bool starting = g_starting.load(std::memory_order_acquire) && (t_constructor || OwnFdTable());
   if (!starting && g_stderr.dev == 0 && g_stderr.ino == 0) return -1;
   int fd = STDERR_FILENO;
   if (OwnFdTable()) {  // the writer thread: its fd 2 is not the program's
@@ -175,6 +179,8 @@ void Say(const char* text) {
 
 void StartupDone() { g_starting.store(false, std::memory_order_release); }
 
+void ConstructorDone() { t_constructor = false; }
+
 Config ParseConfig() {
   Config c;
   g_warnings = &c.warnings;
@@ -185,6 +191,7 @@ Config ParseConfig() {
     g_stderr = {static_cast<uint32_t>(getpid()), 0, 0};  // the job's first process
   }
   g_starting.store(true, std::memory_order_release);
+  t_constructor = true;
   if (const char* out = getenv("IDLESCOPE_OUT"); out != nullptr && *out != '\0') c.out_dir = out;
   // At most 1 s between flushes: after a SIGKILL the file holds everything up to the last one.
   c.flush_ms = ParseNumber("IDLESCOPE_FLUSH_MS", 500, 1, 1000);

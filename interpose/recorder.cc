@@ -1448,6 +1448,7 @@ void Init() {
   } else {
     StartupDone();
   }
+  ConstructorDone();
   --detail::t_hook_depth;
   errno = saved_errno;
 }

@@ -34,6 +34,8 @@ const char* FamilyName(uint32_t family);
 void Say(const char* text);
 // The library constructor is done: from now on only `idlescope run` lets messages through.
 void StartupDone();
+// The library constructor returns: messages of its thread are no longer "at start".
+void ConstructorDone();
 
 // Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
 void Init();

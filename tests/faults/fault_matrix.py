@@ -41,12 +41,9 @@ JSON_UTF8 = ("json-invalid-utf8: report --json copies non-UTF-8 path bytes raw "
 SIGNAL_EVENTS = ("signal-lookups-events-lost: after the merge of robust-a, a process whose main "
                  "thread interns a new path per call has no host events in its trace after "
                  "SIGINT/SIGTERM/SIGKILL, now and then")
-CUPTI_MESSAGE = ("cupti-message-on-stderr: after the merge of robust-a, 'idlescope: no GPU "
-                 "timeline: libcupti not found' reaches the job's stderr again")
 KNOWN = {
     r"non_utf8_names/json": JSON_UTF8,
     r"signals_lookups/.*/trace-events": SIGNAL_EVENTS,
-    r"cupti_unavailable/broken_libcupti/stderr": CUPTI_MESSAGE,
 }
 
 
