@@ -1,8 +1,9 @@
 // The real libc functions behind the file I/O, network and process hooks (list: io.def).
 //
-// Resolved with FindRealSymbol (interpose/real_symbol.h) on first use, all at once. dlsym may allocate (dlerror state);
-// that is safe here because none of these hooks is an allocator, and a hook that runs before
-// resolution finished (another preloaded library's constructor) resolves synchronously.
+// Resolved with FindRealSymbol (interpose/real_symbol.h) on first use, all at once. dlsym may
+// allocate (dlerror state); that is safe here because none of these hooks is an allocator, and a
+// hook that runs before resolution finished (another preloaded library's constructor) resolves
+// synchronously.
 #pragma once
 
 #include <spawn.h>
