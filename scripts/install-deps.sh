@@ -9,7 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace ltrace sqlite3
-  chromium nodejs npm
+  chromium nodejs
   # the CPython peer suite (tests/cpython) and the fuzzers (tests/fuzz: clang's libFuzzer)
   libpython3.11-testsuite clang libclang-rt-dev
 )
@@ -20,6 +20,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian's package, unless the installed nodejs brings its own (NodeSource's does, and it
+# conflicts with Debian's npm).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
