@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -9,9 +10,20 @@
 namespace idlescope {
 namespace {
 
-// Shown once the analysis has run this long (a quick report prints no progress at all).
+// Shown once the analysis has run this long (a quick report prints no progress at all), unless
+// IDLESCOPE_PROGRESS_AFTER_MS says otherwise (0: at once; a test's job is not a second long on
+// every machine).
 constexpr std::chrono::milliseconds kFirstAfter(1000);
 constexpr std::chrono::milliseconds kEvery(250);
+
+std::chrono::milliseconds FirstAfter() {
+  const char* v = std::getenv("IDLESCOPE_PROGRESS_AFTER_MS");
+  if (v == nullptr || *v == '\0') return kFirstAfter;
+  char* end = nullptr;
+  long long ms = std::strtoll(v, &end, 10);
+  if (*end != '\0' || ms < 0) return kFirstAfter;
+  return std::chrono::milliseconds(ms);
+}
 
 }  // namespace
 
@@ -20,7 +32,8 @@ ProgressSink::ProgressSink(std::string command, std::function<uint64_t()> bytes_
     : command_(std::move(command)),
       bytes_read_(std::move(bytes_read)),
       total_bytes_(total_bytes),
-      fd_(out_fd) {}
+      fd_(out_fd),
+      first_after_(FirstAfter()) {}
 
 bool ProgressSink::Wanted(bool quiet, int out_fd) { return !quiet && isatty(out_fd) == 1; }
 
@@ -46,7 +59,7 @@ std::string ProgressSink::Line(const std::string& command, uint64_t read, uint64
 
 void ProgressSink::Check() {
   auto now = std::chrono::steady_clock::now();
-  if (now - start_ < kFirstAfter || now - last_ < kEvery) return;
+  if (now - start_ < first_after_ || (shown_ && now - last_ < kEvery)) return;
   last_ = now;
   double seconds = std::chrono::duration<double>(now - start_).count();
   // \r and "erase to the end of the line": the line is rewritten in place.

@@ -1,8 +1,9 @@
 // Progress of a long analysis on stderr: "idlescope report: 412.0 of 1210.3 MiB read (34%),
 // 2.10 M events/s, ETA 9 s", rewritten in place about 4 times a second once the analysis has run
-// for a second, and erased when it is done. Only when stderr is a terminal (a log file or a
-// pipe gets nothing), and never with --quiet. A RecordSink beside the analysis (it counts the
-// records) that asks the reader how far it is (JobReader::BytesRead).
+// for a second (IDLESCOPE_PROGRESS_AFTER_MS changes that), and erased when it is done. Only when
+// stderr is a terminal (a log file or a pipe gets nothing), and never with --quiet. A RecordSink
+// beside the analysis (it counts the records) that asks the reader how far it is
+// (JobReader::BytesRead).
 #pragma once
 
 #include <chrono>
@@ -46,6 +47,8 @@ class ProgressSink : public RecordSink {
   uint64_t events_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_ = start_;
+  // How long the analysis runs before the first line: IDLESCOPE_PROGRESS_AFTER_MS, else 1 s.
+  std::chrono::milliseconds first_after_;
   bool shown_ = false;
 };
 
