@@ -51,6 +51,8 @@ if ldd "$root/bin/idlescope" | grep -E "libprotobuf|libabsl" | grep -v "=> $root
   ldd "$root/bin/idlescope" | grep -E "libprotobuf|libabsl" | head -5
   exit 1
 fi
-"$root/bin/idlescope" report "$src/tests/golden/transfer_checkpoint" 2> /dev/null | head -3
+# Into a file, then head: a pipe to head could end the report with SIGPIPE (pipefail).
+"$root/bin/idlescope" report "$src/tests/golden/transfer_checkpoint" > "$work/unpacked.txt" 2> /dev/null
+head -3 "$work/unpacked.txt"
 [ -e "$root/lib/libidlescope.so" ] || { echo "FAIL: the tarball has no lib/libidlescope.so"; exit 1; }
 echo ok

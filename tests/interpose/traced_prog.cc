@@ -398,6 +398,7 @@ int main(int argc, char** argv) {
                                   // closefrom() (not a hooked call: glibc's own close_range or
                                   // close loop)
     Mark("before-close");
+    Flush();  // the writer has the file open (it creates it when it first runs, not at load)
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     int max = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
