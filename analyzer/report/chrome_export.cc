@@ -3,6 +3,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/report/json_writer.h"
 #include "analyzer/report/text_cat.h"
 #include "analyzer/report/timeline_exporters.h"
 
@@ -11,18 +12,8 @@ namespace {
 
 // A JSON string literal.
 std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
+  std::string out;
+  AppendJsonString(&out, s);
   return out;
 }
 

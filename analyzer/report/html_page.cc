@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "analyzer/report/html_assets.h"
+#include "analyzer/report/json_writer.h"
 #include "analyzer/report/text_cat.h"
 
 namespace idlescope {
@@ -38,7 +39,7 @@ constexpr std::array<std::string_view, kCauseCount> kCauseColors = {
 std::string HtmlEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (char c : ValidUtf8(text)) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -63,18 +64,8 @@ std::string HtmlEscape(std::string_view text) {
 }
 
 std::string ScriptJsonString(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
+  std::string out;
+  AppendJsonString(&out, text, /*in_script=*/true);
   return out;
 }
 

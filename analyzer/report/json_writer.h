@@ -17,6 +17,16 @@
 
 namespace idlescope {
 
+// Every output idlescope writes is UTF-8; the names it writes are the program's bytes (a file
+// name in Latin-1, say). A byte that is not part of a well-formed UTF-8 sequence is written as
+// U+FFFD; the trace and the text report keep the bytes.
+std::string ValidUtf8(std::string_view s);
+
+// Appends `s` as a JSON string literal (RFC 8259): '"', '\\' and control characters escaped,
+// ValidUtf8's text. `in_script` also escapes '<', '>' and '&' as \u003c..., for a literal inside
+// an HTML <script> element: no "</script>" can end it early.
+void AppendJsonString(std::string* out, std::string_view s, bool in_script = false);
+
 class JsonWriter {
  public:
   void BeginObject() { Begin('{'); }
@@ -70,7 +80,6 @@ class JsonWriter {
   void End(char bracket);
   void Separate();
   void Newline();
-  void Quoted(std::string_view s);
 
   std::string out_;
   bool first_ = true;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "analyzer/report/json_writer.h"
 #include "analyzer/report/timeline_exporters.h"
 #include "perfetto_trace.pb.h"
 
@@ -76,16 +77,17 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     pp::TrackDescriptor* d = packet.mutable_track_descriptor();
     d->set_uuid(track.uuid);
     if (track.parent != 0) d->set_parent_uuid(track.parent);
-    d->set_name(track.name);
+    const std::string name = ValidUtf8(track.name);  // proto strings are UTF-8
+    d->set_name(name);
     d->set_sibling_order_rank(track.order);
     d->set_child_ordering(pp::TrackDescriptor::EXPLICIT);
     if (track.kind == TimelineTrack::Kind::kProcess) {
       d->mutable_process()->set_pid(track.pid);
-      d->mutable_process()->set_process_name(track.name);
+      d->mutable_process()->set_process_name(name);
     } else if (track.kind == TimelineTrack::Kind::kThread) {
       d->mutable_thread()->set_pid(track.pid);
       d->mutable_thread()->set_tid(track.tid);
-      d->mutable_thread()->set_thread_name(track.name);
+      d->mutable_thread()->set_thread_name(name);
     }
     Append(packet, out);
   }
@@ -134,7 +136,7 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     if (is_new) {
       pp::EventName* n = packet.mutable_interned_data()->add_event_names();
       n->set_iid(ev->name_iid());
-      n->set_name(s.name);
+      n->set_name(ValidUtf8(s.name));
     }
     uint64_t category = categories.Id(s.category, &is_new);
     ev->add_category_iids(category);
@@ -154,7 +156,7 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
       if (arg.is_number) {
         a->set_int_value(arg.number);
       } else {
-        a->set_string_value(arg.text);
+        a->set_string_value(ValidUtf8(arg.text));
       }
     }
     if (s.flow_out != 0) ev->add_flow_ids(s.flow_out);

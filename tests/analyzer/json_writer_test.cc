@@ -1,0 +1,58 @@
+// Every JSON idlescope writes is UTF-8 (RFC 8259) whatever bytes the program's names hold: a
+// byte that is not part of well-formed UTF-8 becomes U+FFFD, the rest is copied or escaped.
+#include "analyzer/report/json_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace idlescope::testing {
+namespace {
+
+std::string Json(std::string_view s, bool in_script = false) {
+  std::string out;
+  AppendJsonString(&out, s, in_script);
+  return out;
+}
+
+TEST(JsonString, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(Json("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(Json("l1\nl2\tx\x01"), "\"l1\\nl2\\tx\\u0001\"");
+  EXPECT_EQ(Json("</script>&"), "\"</script>&\"");
+  EXPECT_EQ(Json("</script>&", /*in_script=*/true), "\"\\u003c/script\\u003e\\u0026\"");
+}
+
+TEST(JsonString, KeepsWellFormedUtf8) {
+  // 2, 3 and 4 byte sequences, the highest code point and the last before the surrogates.
+  std::string text = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80 \xf4\x8f\xbf\xbf \xed\x9f\xbf";
+  EXPECT_EQ(Json(text), "\"" + text + "\"");
+  EXPECT_EQ(ValidUtf8(text), text);
+}
+
+TEST(JsonString, ALatin1ByteOfAFileNameBecomesTheReplacementCharacter) {
+  EXPECT_EQ(Json("caf\xe9-0.bin"), "\"caf\xef\xbf\xbd-0.bin\"");
+  EXPECT_EQ(ValidUtf8("caf\xe9-0.bin"), "caf\xef\xbf\xbd-0.bin");
+}
+
+TEST(JsonString, IllFormedSequencesLoseOnlyTheirBadBytes) {
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_EQ(ValidUtf8("\xc0\xaf"), r + r);                  // overlong '/'
+  EXPECT_EQ(ValidUtf8("\xe0\x80\xaf"), r + r + r);          // overlong, 3 bytes
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), r + r + r);          // a UTF-16 surrogate
+  EXPECT_EQ(ValidUtf8("\xf4\x90\x80\x80"), r + r + r + r);  // above U+10FFFF
+  EXPECT_EQ(ValidUtf8("\xf5"), r);
+  EXPECT_EQ(ValidUtf8("ab\xe2\x82"), "ab" + r + r);  // cut at the end
+  EXPECT_EQ(ValidUtf8("\xe2\x82x"), r + r + "x");    // cut by an ASCII byte
+  EXPECT_EQ(ValidUtf8("\x80x"), r + "x");            // a lone continuation byte
+}
+
+TEST(JsonWriter, KeysAndValuesAreValidUtf8) {
+  JsonWriter j;
+  j.BeginObject();
+  j.String("path\xff", "/data/caf\xe9.bin");
+  j.EndObject();
+  EXPECT_EQ(j.Finish(), "{\n  \"path\xef\xbf\xbd\": \"/data/caf\xef\xbf\xbd.bin\"\n}\n");
+}
+
+}  // namespace
+}  // namespace idlescope::testing
