@@ -52,8 +52,8 @@ void Unavailable(const std::string& why) {
                "no GPU timeline: " + why + "; host-side CUDA tracing goes on", true);
 }
 
-uint64_t EnvU64(const char* name, uint64_t fallback) {
-  const char* v = getenv(name);
+uint64_t EnvU64(StartVar var, uint64_t fallback) {
+  const char* v = StartEnv(var);
   if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
   unsigned long long x = strtoull(v, &end, 10);
@@ -80,7 +80,7 @@ std::string CudartDir() {
 }
 
 void* OpenCupti(std::string* tried) {
-  if (const char* env = getenv("IDLESCOPE_CUPTI_LIB"); env != nullptr && *env != '\0') {
+  if (const char* env = StartEnv(StartVar::kCuptiLib)) {
     if (void* h = TryOpen(env, tried)) return h;
   }
   for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
@@ -436,7 +436,7 @@ std::atomic<pid_t> g_flush_thread_pid{0};
 pthread_t g_flush_thread;
 
 void* FlushLoop(void*) {
-  const uint64_t interval_ms = EnvU64("IDLESCOPE_CUPTI_FLUSH_MS", 500);
+  const uint64_t interval_ms = EnvU64(StartVar::kCuptiFlushMs, 500);
   for (;;) {
     bool forced;
     {
@@ -570,7 +570,7 @@ void StartLocked() {
                      "not seen",
                  false);
   }
-  g_cap_bytes = EnvU64("IDLESCOPE_CUPTI_BUFFER_MB", 64) << 20;
+  g_cap_bytes = EnvU64(StartVar::kCuptiBufferMb, 64) << 20;
   if (g_cap_bytes < kBufferBytes) g_cap_bytes = kBufferBytes;
   g_start_pid = getpid();
   StartFlushThread();

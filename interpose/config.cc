@@ -177,11 +177,33 @@ void Say(const char* text) {
   errno = saved;
 }
 
+constexpr const char* kStartVarNames[] = {"RANK",
+                                          "LOCAL_RANK",
+                                          "WORLD_SIZE",
+                                          "SLURM_PROCID",
+                                          "CUDA_VISIBLE_DEVICES",
+                                          "IDLESCOPE_CUPTI_LIB",
+                                          "IDLESCOPE_CUPTI_FLUSH_MS",
+                                          "IDLESCOPE_CUPTI_BUFFER_MB"};
+static_assert(sizeof(kStartVarNames) / sizeof(kStartVarNames[0]) ==
+              static_cast<size_t>(StartVar::kCount));
+// Never freed: readers may hold a value while a forked child copies the variables again (its one
+// thread, in the atfork handler: no reader runs then); the previous copies are left behind.
+const char* g_start_env[static_cast<size_t>(StartVar::kCount)] = {};
+
 void StartupDone() { g_starting.store(false, std::memory_order_release); }
 
 void ConstructorDone() { t_constructor = false; }
 
+void CaptureStartEnv() {
+  for (size_t i = 0; i < static_cast<size_t>(StartVar::kCount); ++i) {
+    const char* v = getenv(kStartVarNames[i]);
+    g_start_env[i] = v != nullptr && *v != '\0' ? strdup(v) : nullptr;
+  }
+}
+
 Config ParseConfig() {
+  CaptureStartEnv();
   Config c;
   g_warnings = &c.warnings;
   const char* quiet = getenv("IDLESCOPE_QUIET");
@@ -224,3 +246,7 @@ Config ParseConfig() {
 }
 
 }  // namespace idlescope::internal
+
+namespace idlescope {
+const char* StartEnv(StartVar var) { return internal::g_start_env[static_cast<size_t>(var)]; }
+}  // namespace idlescope

@@ -100,8 +100,8 @@ std::string Trim(std::string s) {
   return s;
 }
 
-std::optional<int32_t> EnvInt(const char* name) {
-  const char* v = getenv(name);
+std::optional<int32_t> EnvInt(StartVar var) {
+  const char* v = StartEnv(var);
   if (v == nullptr || *v == '\0') return std::nullopt;
   char* end = nullptr;
   errno = 0;
@@ -681,10 +681,10 @@ trace::Header BuildHeader() {
       pos = end + 1;
     }
   }
-  h.rank = EnvInt("RANK");
-  h.local_rank = EnvInt("LOCAL_RANK");
-  h.world_size = EnvInt("WORLD_SIZE");
-  h.slurm_procid = EnvInt("SLURM_PROCID");
+  h.rank = EnvInt(StartVar::kRank);
+  h.local_rank = EnvInt(StartVar::kLocalRank);
+  h.world_size = EnvInt(StartVar::kWorldSize);
+  h.slurm_procid = EnvInt(StartVar::kSlurmProcid);
   timespec mono, real;
   ReadClock(CLOCK_MONOTONIC, &mono);
   ReadClock(CLOCK_REALTIME, &real);
@@ -692,7 +692,7 @@ trace::Header BuildHeader() {
   h.clock.realtime_ns = real.tv_sec * 1000000000ull + real.tv_nsec;
   h.origin = g_origin;
   h.tool_version = IDLESCOPE_VERSION;
-  if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) h.cuda_visible_devices = v;
+  if (const char* v = StartEnv(StartVar::kCudaVisibleDevices)) h.cuda_visible_devices = v;
   h.process_start_ns = ProcessStartNs();
   h.main_tid = g_pid;
   std::string boot_id;
@@ -1316,6 +1316,9 @@ void ForkChild() {
   pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
   uint32_t parent = g_pid;
   g_pid = static_cast<uint32_t>(getpid());
+  // The parent may have set RANK and the like for this child before forking it (one thread here:
+  // getenv is safe).
+  CaptureStartEnv();
   g_closed = true;  // the parent's file is not the child's: nothing is written until its own is
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
   t_ring_failed = false;           // the parent's other threads' rings are freed below

@@ -328,6 +328,24 @@ struct RawDeviceInfo {
 };
 void RecordDeviceInfo(const RawDeviceInfo& info);
 
+// The environment variables read after start, as they were when the library started, or when
+// this process forked (its one thread then runs the recorder's atfork handler). getenv later, on
+// our threads, would race with the program's setenv/putenv, which free the array getenv walks: a
+// traced gcc driver's writer thread crashed so in getenv, building the header while the driver
+// set COLLECT_GCC_OPTIONS (docs/architecture.md, "Process life"). nullptr when unset or empty.
+enum class StartVar : uint8_t {
+  kRank,
+  kLocalRank,
+  kWorldSize,
+  kSlurmProcid,
+  kCudaVisibleDevices,
+  kCuptiLib,       // IDLESCOPE_CUPTI_LIB
+  kCuptiFlushMs,   // IDLESCOPE_CUPTI_FLUSH_MS
+  kCuptiBufferMb,  // IDLESCOPE_CUPTI_BUFFER_MB
+  kCount
+};
+const char* StartEnv(StartVar var);
+
 // A notice for the reader ("cupti_unavailable", ...). Also printed once on stderr, prefixed
 // "idlescope: ", when `print` is true.
 enum class NoticeSeverity : uint8_t { kInfo = 1, kWarning = 2, kError = 3 };

@@ -26,6 +26,8 @@ struct Config {
 };
 // Reads the environment; a bad value is reported once on stderr and its default kept.
 Config ParseConfig();
+// Copies the variables StartEnv gives: at start (ParseConfig does it) and in a forked child.
+void CaptureStartEnv();
 const char* FamilyName(uint32_t family);
 
 // "idlescope: " + text + "\n" on stderr with one write(2) (async-signal-safe), when this

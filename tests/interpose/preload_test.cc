@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -49,7 +50,7 @@ class PreloadTest : public ::testing::Test {
     int out[2], err[2];
     EXPECT_EQ(pipe(out), 0);
     EXPECT_EQ(pipe(err), 0);
-    if (!shared_table_) env.push_back(std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB);
+    if (!shared_table_) env.push_back("LD_PRELOAD=" + preload_);
     env.push_back("IDLESCOPE_OUT=" + dir_);
     Child c;
     c.pid = fork();
@@ -198,6 +199,7 @@ class PreloadTest : public ::testing::Test {
 
   std::string dir_;
   bool shared_table_ = false;
+  std::string preload_ = IDLESCOPE_PRELOAD_LIB;  // LD_PRELOAD (without shared_table_)
 };
 
 TEST_F(PreloadTest, ReturnFromMainWritesHeaderEventsStacksAndFooter) {
@@ -575,6 +577,38 @@ TEST_F(PreloadTest, ForkWhileThreadsAreInHooksNeverHangsTheChild) {
     EXPECT_TRUE(Flatten(t).ids_defined_before_use) << f;
   }
   EXPECT_EQ(child_files, forks);
+}
+
+// The environment is read at start and at fork (StartEnv), never on idlescope's threads while the
+// program runs: a getenv there races with the program's setenv, which frees the array getenv
+// walks (a traced gcc driver's writer crashed so, building the header). A forked child's header
+// carries the RANK its parent set for it before the fork; the parent's, none (unset at its start).
+TEST_F(PreloadTest, OurThreadsNeverReadTheEnvironmentTheProgramChanges) {
+  preload_ = std::string(GETENV_PROBE) + ":" + IDLESCOPE_PRELOAD_LIB;
+  Child c = Run({"setenv_churn", "8"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0) << c.stderr_text;
+  EXPECT_EQ(c.stdout_text, "ok\n");
+  // The parent and its 8 children, each at its exit.
+  EXPECT_EQ(Lines(c.stderr_text, "getenv on idlescope threads: 0\n"), 9) << c.stderr_text;
+  int children = 0;
+  std::vector<int> ranks;
+  for (const std::string& f : TraceFiles(dir_)) {
+    ReadTrace t = ReadTraceFile(f);
+    ASSERT_FALSE(t.packets.empty()) << f;
+    const idlescope::Header& h = t.packets[0].header();
+    if (h.origin() == ORIGIN_FORK) {
+      ++children;
+      EXPECT_EQ(Count(Flatten(t), "churn"), 20) << f;
+      ASSERT_TRUE(h.has_rank()) << f;
+      ranks.push_back(h.rank());
+    } else {
+      EXPECT_FALSE(h.has_rank()) << f;
+    }
+  }
+  EXPECT_EQ(children, 8);
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 // Done-when 8 (first half): a program that closes every fd keeps working, and the trace goes on.

@@ -374,6 +374,29 @@ int main(int argc, char** argv) {
       if (i == 99) Say("ready\n");
     }
   }
+  if (mode == "setenv_churn") {  // what a gcc driver does (putenv before each subprocess), in
+                                 // `n` forked children at once, each with RANK set for it
+    for (int c = 0; c < n; ++c) {
+      setenv("RANK", std::to_string(c).c_str(), 1);
+      pid_t pid = fork();
+      if (pid < 0) return 96;
+      if (pid == 0) {
+        for (int i = 0; i < 2000; ++i) {
+          // New names grow environ (setenv reallocates the array and frees the old one).
+          setenv(("CHURN_" + std::to_string(i)).c_str(), "x", 1);
+          if (i % 100 == 0) Mark("churn");
+        }
+        exit(0);
+      }
+    }
+    int failed = 0;
+    for (int c = 0; c < n; ++c) {
+      int status = 0;
+      if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    Say(failed == 0 ? "ok\n" : "a child failed\n");
+    return failed;
+  }
   if (mode == "fork_storm") {  // fork while threads are inside hooks (DataLoader workers)
     return ForkStorm(8, n);
   }
