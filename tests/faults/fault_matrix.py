@@ -36,11 +36,7 @@ import time
 # Check-name patterns (re.fullmatch) that fail today because of a finding another change fixes.
 # The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
 # entry when its fix has merged: its checks then report XPASS.
-SIGNAL_EVENTS = ("signal-lookups-events-lost: after the merge of robust-a, a process whose main "
-                 "thread interns a new path per call has no host events in its trace after "
-                 "SIGINT/SIGTERM/SIGKILL, now and then")
 KNOWN = {
-    r"signals_lookups/.*/trace-events": SIGNAL_EVENTS,
 }
 
 
