@@ -39,15 +39,9 @@ int ExportCommand(int argc, char** argv) {
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    auto value = [&](double* out) {
-      if (i + 1 >= argc || !ParseNonNegative(argv[i + 1], out)) {
-        std::fprintf(stderr, "idlescope export: %s needs a non-negative number\n", argv[i]);
-        return false;
-      }
-      ++i;
-      return true;
-    };
-    double number = 0;
+    AnalysisFlag common = ParseAnalysisFlag("export", argc, argv, &i, &pipeline);
+    if (common == AnalysisFlag::kBad) return 2;
+    if (common == AnalysisFlag::kTaken) continue;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -61,14 +55,6 @@ int ExportCommand(int argc, char** argv) {
         std::fprintf(stderr, "idlescope export: %s needs a file name\n", argv[i]);
         return 2;
       }
-    } else if (arg == "-q" || arg == "--quiet") {
-      pipeline.progress.clear();
-    } else if (arg == "--min-gap") {
-      if (!value(&number)) return 2;
-      pipeline.analysis.min_gap = static_cast<Ns>(number * 1e6);
-    } else if (arg == "--reorder-window") {
-      if (!value(&number)) return 2;
-      pipeline.read.reorder_window = static_cast<Ns>(number * 1e6);
     } else if (arg.starts_with("-") && arg.size() > 1) {
       std::fprintf(stderr, "idlescope export: unknown option '%s'\n%s", argv[i], kUsage);
       return 2;

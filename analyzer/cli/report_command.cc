@@ -47,20 +47,14 @@ constexpr char kUsage[] =
 int ReportCommand(int argc, char** argv) {
   const char* format = "text";
   std::string output;
-  bool quiet = false;
-  AnalysisOptions options;
-  ReadOptions read_options;
+  PipelineOptions pipeline;
+  pipeline.progress = "idlescope report";
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    auto value = [&](double* out) {
-      if (i + 1 >= argc || !ParseNonNegative(argv[i + 1], out)) {
-        std::fprintf(stderr, "idlescope report: %s needs a non-negative number\n", argv[i]);
-        return false;
-      }
-      ++i;
-      return true;
-    };
+    AnalysisFlag common = ParseAnalysisFlag("report", argc, argv, &i, &pipeline);
+    if (common == AnalysisFlag::kBad) return 2;
+    if (common == AnalysisFlag::kTaken) continue;
     double number = 0;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -76,20 +70,12 @@ int ReportCommand(int argc, char** argv) {
         std::fprintf(stderr, "idlescope report: %s needs a file name\n", argv[i]);
         return 2;
       }
-    } else if (arg == "-q" || arg == "--quiet") {
-      quiet = true;
-    } else if (arg == "--min-gap") {
-      if (!value(&number)) return 2;
-      options.min_gap = static_cast<Ns>(number * 1e6);
     } else if (arg == "--top") {
-      if (!value(&number)) return 2;
-      options.top_gaps = static_cast<size_t>(number);
-      options.top_evidence = static_cast<size_t>(number);
+      if (!NumberValue("report", argc, argv, &i, &number)) return 2;
+      pipeline.analysis.top_gaps = static_cast<size_t>(number);
+      pipeline.analysis.top_evidence = static_cast<size_t>(number);
     } else if (arg == "--no-python-frames") {
-      options.python_frames = false;
-    } else if (arg == "--reorder-window") {
-      if (!value(&number)) return 2;
-      read_options.reorder_window = static_cast<Ns>(number * 1e6);
+      pipeline.analysis.python_frames = false;
     } else if (arg.starts_with("-") && arg.size() > 1) {
       std::fprintf(stderr, "idlescope report: unknown option '%s'\n%s", argv[i], kUsage);
       return 2;
@@ -112,8 +98,6 @@ int ReportCommand(int argc, char** argv) {
   auto started = std::chrono::steady_clock::now();
   DeviceStripRecorder strips;
   std::vector<RecordSink*> sinks;
-  PipelineOptions pipeline{options, read_options};
-  if (!quiet) pipeline.progress = "idlescope report";
   if (html) {
     sinks.push_back(&strips);
     pipeline.slices = &strips;
@@ -133,7 +117,7 @@ int ReportCommand(int argc, char** argv) {
     bytes = out.text();
   }
   if (!WriteOutput("report", output, bytes)) return 1;
-  if (quiet) return 0;
+  if (pipeline.progress.empty()) return 0;  // --quiet
 
   // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on
   // a loaded machine) and per wall second; peak RSS from the kernel's high-water mark.
