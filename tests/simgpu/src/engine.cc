@@ -389,6 +389,7 @@ CUresult EngineImpl::Submit(Stream* s, Op op, bool wait) {
       s->capture->ops.push_back(op);
       return CUDA_SUCCESS;
     }
+    op.submit_ns = MonoNs();
     DeviceState& d = *devices_[s->dev];
     // The legacy default stream waits for all blocking streams and they wait for it
     // (CUDA Programming Guide, "Default Stream"); cudaStreamNonBlocking opts out.
@@ -440,16 +441,22 @@ void EngineImpl::Worker(Stream* s) {
       }
       return true;
     });
+    // The device's timeline: an op starts when it was enqueued, the stream's previous op ended
+    // and what it waits for ended, whenever this thread gets the CPU (a loaded host wakes it
+    // late: that is host time, not GPU time, and must neither stretch a kernel nor open a gap).
+    uint64_t ready = std::max(op.submit_ns, s->model_end_ns);
+    for (auto& d : op.deps) ready = std::max(ready, d->end_ns);
     lk.unlock();
-    uint64_t end = Execute(*s, op);
+    uint64_t end = Execute(*s, op, ready);
     lk.lock();
+    s->model_end_ns = end;
     op.done->end_ns = end;
     op.done->complete = true;
     cv_.notify_all();
   }
 }
 
-uint64_t EngineImpl::Execute(Stream& s, Op& op) {
+uint64_t EngineImpl::Execute(Stream& s, Op& op, uint64_t ready) {
   const Config& c = GetConfig();
   Record rec;
   rec.device = static_cast<uint32_t>(s.dev);
@@ -457,14 +464,16 @@ uint64_t EngineImpl::Execute(Stream& s, Op& op) {
   rec.stream = static_cast<uint32_t>(s.id);
   rec.correlation = op.correlation;
   rec.graph_id = op.graph_id;
-  uint64_t start = MonoNs();
+  uint64_t start = ready;
   uint64_t end = start;
   switch (op.type) {
     case Op::Type::kKernel:
-      SleepUntil(start + op.duration_ns);
-      end = MonoNs();
+      end = start + op.duration_ns;
+      SleepUntil(end);
       break;
     case Op::Type::kCustom: {
+      // Runs now (NCCL: it meets the other ranks), so it starts now.
+      start = MonoNs();
       uint64_t extra = op.body(op.arg);
       SleepUntil(MonoNs() + extra);
       end = MonoNs();
@@ -489,8 +498,8 @@ uint64_t EngineImpl::Execute(Stream& s, Op& op) {
       } else {
         DoMemset(op.dst, op.ext, op.value, op.elem_size);
       }
-      SleepUntil(start + dur);
-      end = MonoNs();
+      end = start + dur;
+      SleepUntil(end);
       break;
     }
     case Op::Type::kHostFn:

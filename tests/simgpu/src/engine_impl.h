@@ -46,6 +46,7 @@ struct Op {
   std::vector<DoneRef> deps;
   DoneRef done;
   uint32_t correlation = 0, graph_id = 0;
+  uint64_t submit_ns = 0;  // when the host enqueued it: the earliest it can start
 };
 
 struct Stream {
@@ -56,6 +57,7 @@ struct Stream {
   bool legacy = false, per_thread = false, destroyed = false, worker_started = false;
   std::deque<Op> queue;
   DoneRef tail;
+  uint64_t model_end_ns = 0;  // when the stream's last op ended on the device's timeline
   std::condition_variable cv;
   Graph* capture = nullptr;
 };
@@ -139,7 +141,8 @@ class EngineImpl final : public Engine {
   EngineImpl();
   CUresult Submit(Stream* s, Op op, bool wait = false);
   void Worker(Stream* s);
-  uint64_t Execute(Stream& s, Op& op);
+  // Runs `op`, which the device could start at `ready`; returns its end on the device's timeline.
+  uint64_t Execute(Stream& s, Op& op, uint64_t ready);
   void WaitDone(std::unique_lock<std::mutex>& lk, const DoneRef& d);
   static void DoCopy(Region dst, Region src, Extent ext);
   static void DoMemset(Region dst, Extent ext, uint32_t value, int elem);
