@@ -89,6 +89,7 @@ Config Load() {
   ReadDouble("SIMGPU_KERNEL_BASE_US", &c.kernel_base_us);
   ReadDouble("SIMGPU_KERNEL_WAVE_US", &c.kernel_wave_us);
   ReadDouble("SIMGPU_LAUNCH_US", &c.launch_us);
+  ReadDouble("SIMGPU_START_LATENCY_US", &c.start_latency_us);
   ReadDouble("SIMGPU_NCCL_GBPS", &c.nccl_gbps);
   ReadDouble("SIMGPU_NCCL_LATENCY_US", &c.nccl_latency_us);
   ReadDouble("SIMGPU_NCCL_TIMEOUT_S", &c.nccl_timeout_s);

@@ -21,7 +21,8 @@ struct Config {
   double pageable_gbps = 10, pinned_gbps = 25, d2d_gbps = 1500, p2p_gbps = 100;
   double copy_latency_us = 3;
   double kernel_base_us = 3, kernel_wave_us = 5;
-  double launch_us = 2;  // host time spent in each launch call
+  double launch_us = 2;         // host time spent in each launch call
+  double start_latency_us = 5;  // from enqueue to the earliest start on the device
   double nccl_gbps = 100, nccl_latency_us = 10;
   double nccl_timeout_s = 120;
   std::vector<KernelRule> kernel_rules;

@@ -444,7 +444,10 @@ void EngineImpl::Worker(Stream* s) {
     // The device's timeline: an op starts when it was enqueued, the stream's previous op ended
     // and what it waits for ended, whenever this thread gets the CPU (a loaded host wakes it
     // late: that is host time, not GPU time, and must neither stretch a kernel nor open a gap).
-    uint64_t ready = std::max(op.submit_ns, s->model_end_ns);
+    // A device starts work a few microseconds after it was enqueued (never before the host call
+    // that enqueued it, whose time the tracer reads from another clock source).
+    uint64_t ready = std::max(
+        op.submit_ns + static_cast<uint64_t>(GetConfig().start_latency_us * 1000), s->model_end_ns);
     for (auto& d : op.deps) ready = std::max(ready, d->end_ns);
     lk.unlock();
     uint64_t end = Execute(*s, op, ready);
