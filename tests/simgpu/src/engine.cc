@@ -474,14 +474,12 @@ uint64_t EngineImpl::Execute(Stream& s, Op& op, uint64_t ready) {
       end = start + op.duration_ns;
       SleepUntil(end);
       break;
-    case Op::Type::kCustom: {
-      // Runs now (NCCL: it meets the other ranks), so it starts now.
-      start = MonoNs();
-      uint64_t extra = op.body(op.arg);
-      SleepUntil(MonoNs() + extra);
-      end = MonoNs();
+    case Op::Type::kCustom:
+      // NCCL: the body meets the other ranks now, and says when the kernel ends on the device's
+      // timeline (when the last rank's kernel started, plus the link time).
+      end = std::max(start, op.body(op.arg, start));
+      SleepUntil(end);
       break;
-    }
     case Op::Type::kCopy:
     case Op::Type::kMemset: {
       // Copy engines are separate from compute and from each other: one per direction; a copy
@@ -686,7 +684,7 @@ CUresult EngineImpl::LaunchKernel(Stream* s, const char* name, Dim3 grid, Dim3 b
 }
 
 CUresult EngineImpl::LaunchCustomKernel(Stream* s, const char* name, Dim3 grid, Dim3 block,
-                                        uint64_t (*body)(void*), void* arg) {
+                                        uint64_t (*body)(void*, uint64_t), void* arg) {
   s = Resolve(s, false);
   if (s == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   Op op;

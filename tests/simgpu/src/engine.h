@@ -166,10 +166,11 @@ class Engine {
   // A kernel by its (mangled) device name; duration from the kernel model.
   virtual CUresult LaunchKernel(Stream* s, const char* name, Dim3 grid, Dim3 block,
                                 uint32_t shared_mem, void** args) = 0;
-  // A kernel whose body runs on the device worker thread (NCCL): `body` returns how many more
-  // ns the kernel lasts after it returned.
+  // A kernel whose body runs on the device worker thread (NCCL). `body` gets the kernel's start
+  // on the device's timeline (CLOCK_MONOTONIC ns; in the past when the host woke the worker
+  // late) and returns its end on that timeline; the worker sleeps until then.
   virtual CUresult LaunchCustomKernel(Stream* s, const char* name, Dim3 grid, Dim3 block,
-                                      uint64_t (*body)(void*), void* arg) = 0;
+                                      uint64_t (*body)(void*, uint64_t start_ns), void* arg) = 0;
   virtual CUresult LaunchHostFunc(Stream* s, void (*fn)(void*), void* arg) = 0;
 
   // --- stream capture and graphs ---

@@ -28,7 +28,7 @@ struct Op {
   Dim3 grid, block;
   uint32_t shared_mem = 0;
   uint64_t duration_ns = 0;
-  uint64_t (*body)(void*) = nullptr;
+  uint64_t (*body)(void*, uint64_t) = nullptr;
   void* arg = nullptr;
   void (*fn)(void*) = nullptr;
   // copies and memsets
@@ -109,7 +109,7 @@ class EngineImpl final : public Engine {
   CUresult LaunchKernel(Stream* s, const char* name, Dim3 grid, Dim3 block, uint32_t shared_mem,
                         void** args) override;
   CUresult LaunchCustomKernel(Stream* s, const char* name, Dim3 grid, Dim3 block,
-                              uint64_t (*body)(void*), void* arg) override;
+                              uint64_t (*body)(void*, uint64_t), void* arg) override;
   CUresult LaunchHostFunc(Stream* s, void (*fn)(void*), void* arg) override;
   CUresult BeginCapture(Stream* s) override;
   CUresult EndCapture(Stream* s, Graph** out) override;

@@ -50,6 +50,11 @@ struct Shared {
   Word aborted;
   uint32_t nranks;
   int32_t ctrl[kMaxRanks][4];
+  // When each rank's kernel of a collective started on its device's timeline, by the parity of
+  // the collective's sequence number on the communicator: a rank reads the others' after the
+  // collective's first barrier, and none can write the slot again before all have passed the
+  // next collective's first barrier.
+  std::atomic<uint64_t> started[2][kMaxRanks];
   // followed by nranks slots of kSlotBytes, then nranks * nranks channels
 };
 
@@ -75,7 +80,7 @@ struct ncclComm {
   int rank = 0, nranks = 1, dev = 0;
   Shared* sh = nullptr;
   size_t map_bytes = 0;
-  uint32_t barrier_epoch = 0, ctrl_epoch = 0, split_seq = 0;
+  uint32_t barrier_epoch = 0, ctrl_epoch = 0, split_seq = 0, coll_seq = 0, chunk_seq = 0;
   bool failed = false;
 
   char* Slot(int r) const {
@@ -312,25 +317,39 @@ struct Task {
   cudaStream_t stream;
 };
 
-// One collective, run on the device worker thread. Chunked through the ranks' staging slots;
-// each chunk is bracketed by barriers, so no rank finishes before the slowest has arrived.
-void RunCollective(const Task& t) {
+// One collective, run on the device worker thread. Chunked through the ranks' staging slots,
+// one barrier per chunk, so no rank finishes before the slowest has arrived. Each slot has two
+// halves used by turns (the parity of the communicator's chunk count): a rank writes a half again
+// only after passing the next chunk's barrier, which every rank reaches after reading it.
+// `start_ns` is when this rank's kernel started on its device's timeline; returns when the last
+// rank's did (the data moves from then on).
+uint64_t RunCollective(const Task& t, uint64_t start_ns) {
   ncclComm& c = *t.comm;
   const int n = c.nranks, me = c.rank;
+  constexpr size_t kHalf = kSlotBytes / 2;
+  size_t half = 0;
+  auto slot = [&](int r) { return c.Slot(r) + half; };
+  std::atomic<uint64_t>* started = c.sh->started[c.coll_seq++ & 1];
+  started[me].store(start_ns);
+  uint64_t last = start_ns;
+  auto all_started = [&] {
+    for (int r = 0; r < n; ++r) last = std::max(last, started[r].load());
+  };
   const size_t es = TypeSize(t.type);
   const size_t bytes = t.count * es;
   // Per-destination sub-slots for the collectives that route different data to each rank.
-  const size_t sub = (kSlotBytes / static_cast<size_t>(n)) / es * es;
+  const size_t sub = (kHalf / static_cast<size_t>(n)) / es * es;
   const bool routed =
       t.coll == Coll::kReduceScatter || t.coll == Coll::kAlltoAll || t.coll == Coll::kScatter;
-  const size_t step = routed ? sub : kSlotBytes / es * es;
+  const size_t step = routed ? sub : kHalf / es * es;
   if (bytes == 0) {
-    c.Barrier();
-    return;
+    if (c.Barrier()) all_started();
+    return last;
   }
   for (size_t off = 0; off < bytes; off += step) {
     size_t len = std::min(step, bytes - off);
-    char* mine = c.Slot(me);
+    half = (c.chunk_seq++ & 1) * kHalf;
+    char* mine = slot(me);
     switch (t.coll) {
       case Coll::kAllReduce:
       case Coll::kReduce:
@@ -359,45 +378,46 @@ void RunCollective(const Task& t) {
       default:
         break;
     }
-    if (!c.Barrier()) return;
+    if (!c.Barrier()) return last;
+    if (off == 0) all_started();
     std::vector<const char*> in;
     switch (t.coll) {
       case Coll::kAllReduce:
       case Coll::kReduce:
         if (t.coll == Coll::kAllReduce || me == t.root) {
-          for (int r = 0; r < n; ++r) in.push_back(c.Slot(r));
+          for (int r = 0; r < n; ++r) in.push_back(slot(r));
           Reduce(t.recv + off, in, len / es, t.type, t.op, n);
         }
         break;
       case Coll::kReduceScatter:
-        for (int r = 0; r < n; ++r) in.push_back(c.Slot(r) + static_cast<size_t>(me) * sub);
+        for (int r = 0; r < n; ++r) in.push_back(slot(r) + static_cast<size_t>(me) * sub);
         Reduce(t.recv + off, in, len / es, t.type, t.op, n);
         break;
       case Coll::kAllGather:
       case Coll::kGather:
         if (t.coll == Coll::kAllGather || me == t.root) {
           for (int r = 0; r < n; ++r) {
-            memcpy(t.recv + static_cast<size_t>(r) * bytes + off, c.Slot(r), len);
+            memcpy(t.recv + static_cast<size_t>(r) * bytes + off, slot(r), len);
           }
         }
         break;
       case Coll::kAlltoAll:
         for (int r = 0; r < n; ++r) {
           memcpy(t.recv + static_cast<size_t>(r) * bytes + off,
-                 c.Slot(r) + static_cast<size_t>(me) * sub, len);
+                 slot(r) + static_cast<size_t>(me) * sub, len);
         }
         break;
       case Coll::kBroadcast:
-        memmove(t.recv + off, c.Slot(t.root), len);
+        memmove(t.recv + off, slot(t.root), len);
         break;
       case Coll::kScatter:
-        memmove(t.recv + off, c.Slot(t.root) + static_cast<size_t>(me) * sub, len);
+        memmove(t.recv + off, slot(t.root) + static_cast<size_t>(me) * sub, len);
         break;
       default:
         break;
     }
-    if (!c.Barrier()) return;
   }
+  return last;
 }
 
 // Send/recv ops of one group on one comm progress together, so paired sends and receives
@@ -472,18 +492,23 @@ struct Kernel {
   bool p2p;
 };
 
-uint64_t KernelBody(void* arg) {
+// A collective ends its link time after the last rank's kernel started, on the devices'
+// timelines: a host that wakes a device thread late (host time) does not stretch it, a rank that
+// enqueued late (a straggler) does. Send/recv pairs exchange no start times: they end their link
+// time after the transfer, as the host saw it.
+uint64_t KernelBody(void* arg, uint64_t start_ns) {
   auto* k = static_cast<Kernel*>(arg);
-  uint64_t link = 0;
+  uint64_t end = 0;
   if (k->p2p) {
     RunP2P(k->tasks);
+    uint64_t link = 0;
     for (const Task& t : k->tasks) link = std::max(link, LinkNs(t));
+    end = std::max(start_ns, NowNs()) + link;
   } else {
-    RunCollective(k->tasks[0]);
-    link = LinkNs(k->tasks[0]);
+    end = RunCollective(k->tasks[0], start_ns) + LinkNs(k->tasks[0]);
   }
   delete k;
-  return link;
+  return end;
 }
 
 std::string KernelName(const Task& t, bool p2p) {
