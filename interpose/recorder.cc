@@ -1182,9 +1182,15 @@ void* WriterMain(void*) {
     opened = OpenTraceFile();
   }
   if (!opened) {
-    // No file: the hooks stop recording, and an ending does not wait for a writer.
+    // No file: the hooks stop recording, and nothing waits for a writer. A program thread that
+    // already waits (one that flushed or ended before this thread first ran: a short program on
+    // a busy machine) has nothing to wait for: its job is withdrawn, and it is woken.
     detail::g_recorder_active.store(false, std::memory_order_relaxed);
-    g_writer_running.store(false, std::memory_order_release);
+    g_writer_running.store(false, std::memory_order_seq_cst);
+    g_job.store(0, std::memory_order_release);
+    g_jobs_done.fetch_add(1, std::memory_order_release);
+    Futex(&g_jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+    MarkFinalDone();
   }
   // The constructor does not wait for this thread: its start, the time messages may still go to
   // the program's stderr (config.cc, StderrForMessage), lasts until the file was tried.

@@ -7,6 +7,7 @@
 // the library (to show that a regression test fails on the code before its fix).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -359,8 +360,9 @@ TEST_F(JobUnchangedTest, ProcessesKilledRightAfterStartLeaveNoEmptyFile) {
 }
 
 // A full disk (here: RLIMIT_FSIZE below the header's size) leaves no file, and the program runs
-// as it does bare (the header was written by the program's own thread, which died of SIGXFSZ),
-// told once, at start, that nothing is traced.
+// as it does bare: its own writes exceed the limit too, and it dies of SIGXFSZ, as bare. It is
+// told at most once that nothing is traced: once if the writer tried before the program died
+// (the writer's SIGXFSZ is blocked: its write fails with EFBIG), never if it died first.
 TEST_F(JobUnchangedTest, NoRoomForTheHeaderLeavesNoFileAndTheProgramAsItIs) {
   auto small_files = [] {
     struct rlimit rl = {64, 64};
@@ -370,11 +372,42 @@ TEST_F(JobUnchangedTest, NoRoomForTheHeaderLeavesNoFileAndTheProgramAsItIs) {
       BareAndTraced({Program("fd_numbers"), "pipe"}, {}, Stdin::kDevNull, small_files);
   EXPECT_EQ(bare.status, traced.status) << traced;
   EXPECT_EQ(bare.out, traced.out) << traced;
-  EXPECT_EQ(traced.err,
-            "idlescope: cannot create a trace file in " + out_ + ": File too large; not tracing\n");
+  const std::string said =
+      "idlescope: cannot create a trace file in " + out_ + ": File too large; not tracing\n";
+  EXPECT_TRUE(traced.err.empty() || traced.err == said) << traced;
   size_t files = 0;
   ExpectEveryFileHasItsHeader(out_, &files);
   EXPECT_EQ(files, 0u);
+}
+
+// A program that ends before the writer first ran, when the trace file cannot be created: the
+// writer tries (and says so) while the program's exit waits for it, and the exit goes on at once.
+// Before, the exit waited its full 10 s for a footer that no file would get. SCHED_FIFO on one
+// CPU orders it: the new writer thread does not preempt the program's thread, which runs to its
+// exit first, as it does on a loaded machine.
+TEST_F(JobUnchangedTest, NoTraceFileNeverDelaysAnExitThatCameFirst) {
+  auto first_on_one_cpu = [] {
+    struct rlimit rl = {64, 64};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    struct sched_param param = {};
+    param.sched_priority = 1;
+    if (sched_setaffinity(0, sizeof one, &one) != 0 ||
+        sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+      _exit(77);
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  Outcome traced = RunProgram({"/bin/echo", "hi"}, Traced(), Stdin::kDevNull, first_on_one_cpu);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (traced.status == 77) GTEST_SKIP() << "no SCHED_FIFO here (needs CAP_SYS_NICE)";
+  EXPECT_EQ(traced.status, 0) << traced;
+  EXPECT_EQ(traced.out, "hi\n");
+  EXPECT_EQ(traced.err,
+            "idlescope: cannot create a trace file in " + out_ + ": File too large; not tracing\n");
+  EXPECT_LT(seconds, 5.0) << "the exit waited for a writer that had no file";
 }
 
 TEST_F(JobUnchangedTest, TraceFilesFollowTheUmask) {
