@@ -180,7 +180,16 @@ void Say(const char* text) {
 constexpr const char* kStartVarNames[] = {"RANK",
                                           "LOCAL_RANK",
                                           "WORLD_SIZE",
+                                          "OMPI_COMM_WORLD_RANK",
+                                          "OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "OMPI_COMM_WORLD_SIZE",
+                                          "PMIX_RANK",
+                                          "PMI_RANK",
+                                          "MPI_LOCALRANKID",
+                                          "PMI_SIZE",
                                           "SLURM_PROCID",
+                                          "SLURM_LOCALID",
+                                          "SLURM_NTASKS",
                                           "CUDA_VISIBLE_DEVICES",
                                           "IDLESCOPE_CUPTI_LIB",
                                           "IDLESCOPE_CUPTI_FLUSH_MS",
@@ -249,4 +258,8 @@ Config ParseConfig() {
 
 namespace idlescope {
 const char* StartEnv(StartVar var) { return internal::g_start_env[static_cast<size_t>(var)]; }
+
+const char* StartVarName(StartVar var) {
+  return internal::kStartVarNames[static_cast<size_t>(var)];
+}
 }  // namespace idlescope

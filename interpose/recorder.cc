@@ -110,6 +110,30 @@ std::optional<int32_t> EnvInt(StartVar var) {
   return static_cast<int32_t>(n);
 }
 
+// Rank, local rank and world size from the first launcher whose rank variable is set
+// (trace.proto, Header.rank). kCount: the launcher does not set that one.
+void SetRank(trace::Header* h) {
+  struct Launcher {
+    StartVar rank, local_rank, size;
+  };
+  constexpr Launcher kLaunchers[] = {
+      {StartVar::kRank, StartVar::kLocalRank, StartVar::kWorldSize},
+      {StartVar::kOmpiRank, StartVar::kOmpiLocalRank, StartVar::kOmpiSize},
+      {StartVar::kPmixRank, StartVar::kCount, StartVar::kCount},
+      {StartVar::kPmiRank, StartVar::kMpiLocalRankId, StartVar::kPmiSize},
+      {StartVar::kSlurmProcid, StartVar::kSlurmLocalId, StartVar::kSlurmNtasks},
+  };
+  for (const Launcher& l : kLaunchers) {
+    std::optional<int32_t> rank = EnvInt(l.rank);
+    if (!rank) continue;
+    h->rank = rank;
+    if (l.local_rank != StartVar::kCount) h->local_rank = EnvInt(l.local_rank);
+    if (l.size != StartVar::kCount) h->world_size = EnvInt(l.size);
+    h->rank_variable = StartVarName(l.rank);
+    return;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Per-thread rings. Ring headers live in a static array (no allocation to find or register one);
 // the slots are mmap'd (Record may run in a signal handler of the program: no malloc there).
@@ -681,9 +705,7 @@ trace::Header BuildHeader() {
       pos = end + 1;
     }
   }
-  h.rank = EnvInt(StartVar::kRank);
-  h.local_rank = EnvInt(StartVar::kLocalRank);
-  h.world_size = EnvInt(StartVar::kWorldSize);
+  SetRank(&h);
   h.slurm_procid = EnvInt(StartVar::kSlurmProcid);
   timespec mono, real;
   ReadClock(CLOCK_MONOTONIC, &mono);

@@ -334,10 +334,21 @@ void RecordDeviceInfo(const RawDeviceInfo& info);
 // traced gcc driver's writer thread crashed so in getenv, building the header while the driver
 // set COLLECT_GCC_OPTIONS (docs/architecture.md, "Process life"). nullptr when unset or empty.
 enum class StartVar : uint8_t {
+  // Rank, local rank and size by launcher, in the order BuildHeader tries them (trace.proto,
+  // Header.rank).
   kRank,
   kLocalRank,
   kWorldSize,
+  kOmpiRank,
+  kOmpiLocalRank,
+  kOmpiSize,
+  kPmixRank,
+  kPmiRank,
+  kMpiLocalRankId,
+  kPmiSize,
   kSlurmProcid,
+  kSlurmLocalId,
+  kSlurmNtasks,
   kCudaVisibleDevices,
   kCuptiLib,       // IDLESCOPE_CUPTI_LIB
   kCuptiFlushMs,   // IDLESCOPE_CUPTI_FLUSH_MS
@@ -345,6 +356,7 @@ enum class StartVar : uint8_t {
   kCount
 };
 const char* StartEnv(StartVar var);
+const char* StartVarName(StartVar var);  // "RANK", ...
 
 // A notice for the reader ("cupti_unavailable", ...). Also printed once on stderr, prefixed
 // "idlescope: ", when `print` is true.

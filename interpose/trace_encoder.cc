@@ -70,6 +70,7 @@ void EncodeHeader(wire::Buffer& b, const Header& m) {
   size_t config = b.BeginNested(19);
   EncodeRecorderConfig(b, m.config);
   b.EndNested(config);
+  b.OptBytes(20, m.rank_variable);
 }
 
 void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str) {

@@ -56,6 +56,7 @@ struct Header {
   std::string exe;
   std::vector<std::string> cmdline;
   std::optional<int32_t> rank, local_rank, world_size, slurm_procid;
+  std::string rank_variable;
   ClockSnapshot clock;
   uint32_t origin = 0;
   std::string tool_version;

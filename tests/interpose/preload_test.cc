@@ -611,6 +611,46 @@ TEST_F(PreloadTest, OurThreadsNeverReadTheEnvironmentTheProgramChanges) {
   EXPECT_EQ(ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
+// The rank comes from the launcher's variables, the first launcher whose rank variable is set
+// (trace.proto, Header.rank), with that launcher's local rank and size; SLURM_PROCID is kept as
+// found. Issue 13: Open MPI, PMIx, MPICH and Slurm jobs reported "ranks none".
+TEST_F(PreloadTest, RankComesFromTheLaunchersVariables) {
+  struct Case {
+    std::vector<std::string> env;
+    int rank, local_rank, world_size;  // -1: absent
+    std::string variable;
+  };
+  const std::vector<Case> cases = {
+      {{"RANK=5", "LOCAL_RANK=1", "WORLD_SIZE=8", "OMPI_COMM_WORLD_RANK=2"}, 5, 1, 8, "RANK"},
+      {{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_LOCAL_RANK=3", "OMPI_COMM_WORLD_SIZE=4",
+        "PMIX_RANK=3"},
+       3,
+       3,
+       4,
+       "OMPI_COMM_WORLD_RANK"},
+      {{"PMIX_RANK=7", "LOCAL_RANK=2"}, 7, -1, -1, "PMIX_RANK"},
+      {{"PMI_RANK=6", "MPI_LOCALRANKID=0", "PMI_SIZE=16"}, 6, 0, 16, "PMI_RANK"},
+      {{"SLURM_PROCID=9", "SLURM_LOCALID=1", "SLURM_NTASKS=12"}, 9, 1, 12, "SLURM_PROCID"},
+      {{"RANK=", "PMI_RANK=x1", "SLURM_PROCID=4"}, 4, -1, -1, "SLURM_PROCID"},
+      {{"LOCAL_RANK=1", "WORLD_SIZE=2"}, -1, -1, -1, ""},
+  };
+  for (const Case& k : cases) {
+    std::string label;
+    for (const std::string& e : k.env) label += e + " ";
+    Child c = Run({"exit", "0"}, k.env);
+    ASSERT_TRUE(WIFEXITED(c.status)) << label;
+    ReadTrace t = ReadTraceFile(FileOf(c.pid));
+    ASSERT_FALSE(t.packets.empty()) << label;
+    const idlescope::Header& h = t.packets[0].header();
+    EXPECT_EQ(h.has_rank() ? h.rank() : -1, k.rank) << label;
+    EXPECT_EQ(h.has_local_rank() ? h.local_rank() : -1, k.local_rank) << label;
+    EXPECT_EQ(h.has_world_size() ? h.world_size() : -1, k.world_size) << label;
+    EXPECT_EQ(h.rank_variable(), k.variable) << label;
+    bool slurm = label.find("SLURM_PROCID=") != std::string::npos;
+    EXPECT_EQ(h.has_slurm_procid(), slurm) << label;
+  }
+}
+
 // Done-when 8 (first half): a program that closes every fd keeps working, and the trace goes on.
 // The trace file is in the writer's own descriptor table, out of the program's reach: nothing was
 // closed, nothing is said (issue 16: a notice on stderr landed in a child's captured output).

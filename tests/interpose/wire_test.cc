@@ -59,6 +59,7 @@ trace::Header FullHeader() {
   h.local_rank = -1;
   h.world_size = 64;
   h.slurm_procid = std::numeric_limits<int32_t>::min();
+  h.rank_variable = "OMPI_COMM_WORLD_RANK";
   h.clock = {1234567890123ull, 1795970313299887616ull};
   h.origin = trace::kOriginFork;
   h.tool_version = "0.1.0";
@@ -87,6 +88,7 @@ void FillProto(const trace::Header& h, idlescope::Header* p) {
   if (h.local_rank) p->set_local_rank(*h.local_rank);
   if (h.world_size) p->set_world_size(*h.world_size);
   if (h.slurm_procid) p->set_slurm_procid(*h.slurm_procid);
+  p->set_rank_variable(h.rank_variable);
   p->mutable_clock()->set_monotonic_ns(h.clock.monotonic_ns);
   p->mutable_clock()->set_realtime_ns(h.clock.realtime_ns);
   p->set_origin(static_cast<idlescope::Origin>(h.origin));
