@@ -11,12 +11,46 @@ namespace idlescope {
 namespace {
 
 // Per-cause figures over the devices that ran work (the job's causes are their sums).
+// A used device that several ranks drive while visible devices of its host stay unused.
+struct SharedDevice {
+  std::string device;
+  int32_t lowest_rank = -1;
+  uint64_t ranks = 0;
+  uint64_t unused = 0;  // visible devices of the host that no process used
+};
+
 struct JobTotals {
   std::array<CauseTotals, kCauseCount> causes;
   std::array<Ns, kCauseCount> ns{};
   KernelStats kernels;       // compute kernels of the used devices (grids only where SMs are known)
   bool any_kernels = false;  // some device ran a kernel (NCCL ones too)
+  std::vector<SharedDevice> shared_devices;
 };
+
+// The devices of `host` that processes of two or more ranks drive (a missing
+// torch.cuda.set_device(local_rank), or every rank given the same CUDA_VISIBLE_DEVICES), when
+// `unused` of the host's visible devices stayed unused. Processes without a rank, and a rank's
+// own family (its forked workers carry its rank), do not count.
+void FindSharedDevices(const AnalysisResults& in, const std::string& host, uint32_t unused,
+                       std::vector<SharedDevice>* out) {
+  for (uint32_t i = 0; i < in.devices.size(); ++i) {
+    const JobDevice& d = in.devices[i];
+    const KernelStats& k = d.timeline.kernel_stats();
+    if (d.host != host || k.kernels + k.nccl_kernels == 0) continue;
+    std::vector<int32_t> ranks;
+    for (uint32_t p : d.processes) {
+      int32_t rank = in.processes[p].info.rank;
+      if (rank >= 0) ranks.push_back(rank);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    if (ranks.size() < 2) continue;
+    out->push_back(
+        {.device = d.id, .lowest_rank = ranks.front(), .ranks = ranks.size(), .unused = unused});
+  }
+  std::sort(out->begin(), out->end(),
+            [](const SharedDevice& a, const SharedDevice& b) { return a.device < b.device; });
+}
 
 DeviceReport DeviceFigures(const JobDevice& d, Ns span) {
   const DeviceTimeline& t = d.timeline;
@@ -102,6 +136,7 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
   if (any_kernels) {
     for (const std::string& host : report.hosts) {
       uint32_t unused = in.devices.UnusedVisible(host);
+      if (unused > 0) FindSharedDevices(in, host, unused, &job.shared_devices);
       for (uint32_t k = 0; k < unused; ++k) {
         DeviceReport r;
         r.id = absl::StrCat(host, "/visible-unused-", k);
@@ -201,6 +236,17 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
       r.findings.push_back({.kind = FindingKind::kEvidenceApproximate});
     }
     report.causes.push_back(std::move(r));
+  }
+  // Unused GPUs: the devices several ranks crowd onto instead.
+  for (CauseReport& c : report.causes) {
+    if (c.cause != Cause::kUnusedGpus) continue;
+    for (const SharedDevice& s : job.shared_devices) {
+      c.findings.push_back({.kind = FindingKind::kRanksShareDevice,
+                            .count = s.ranks,
+                            .other_count = s.unused,
+                            .rank = s.lowest_rank,
+                            .api = evidence.Intern(s.device)});
+    }
   }
   // Communication: the rank(s) the others waited for.
   for (const Finding& f : in.collectives.Stragglers(3)) {

@@ -45,6 +45,9 @@ enum class FindingKind : uint8_t {
   kHostActivity,     // activity; ns, count (calls), bytes: the kind's totals
   kWorkerProcesses,  // count: worker processes; other_count: those that read files; calls: their
                      // file reads; bytes: the bytes they read
+  // unused_gpus
+  kRanksShareDevice,  // api: a device that `count` ranks (the lowest: rank) drive while
+                      // other_count visible devices of its host stay unused
   // any cause
   kEvidenceApproximate,  // too many distinct stacks or objects: evidence lists are approximate
 };
@@ -64,7 +67,7 @@ struct Finding {
   uint32_t pid = 0;
   NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
   HostActivityKind activity = HostActivityKind::kReads;
-  StringId api = 0;
+  StringId api = 0;  // a name: the function of a CUDA call, a device
 };
 
 // How an estimated saving was computed (docs/attribution.md, "Estimated savings").

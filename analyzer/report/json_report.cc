@@ -73,6 +73,11 @@ constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
      .count = "workers",
      .other_count = "workers_reading_files",
      .calls = "file_reads"},
+    {.kind = "ranks_share_device",
+     .count = "ranks",
+     .other_count = "unused_visible_devices",
+     .rank = true,
+     .api = "device"},
     {.kind = "evidence_approximate"},
 }};
 

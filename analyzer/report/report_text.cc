@@ -122,6 +122,13 @@ std::string FindingText(const Finding& f, const JobReport& report) {
       return HostActivityText(f, report);
     case FindingKind::kWorkerProcesses:
       return WorkersText(f, report);
+    case FindingKind::kRanksShareDevice:
+      return absl::StrFormat(
+          "%d ranks (from rank %d) drive %s while %d visible GPU%s of its host stayed unused: "
+          "each rank should select its own (torch.cuda.set_device(local_rank), or one "
+          "CUDA_VISIBLE_DEVICES entry per rank)",
+          f.count, f.rank, report.symbols.String(f.api), f.other_count,
+          f.other_count == 1 ? "" : "s");
     case FindingKind::kEvidenceApproximate:
       return "evidence lists are approximate (too many distinct stacks or objects)";
   }

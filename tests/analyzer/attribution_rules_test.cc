@@ -592,6 +592,78 @@ TEST(AttributionRules, VisibleButNeverTouchedGpusAreUnused) {
   EXPECT_DOUBLE_EQ(r.compute_util, 0.25);
 }
 
+// Issue 13 (API misuse): ranks crowding onto one device while another visible one stays unused.
+const Finding* SharedDeviceFinding(const JobReport& r) {
+  const CauseReport* c = FindCause(r, Cause::kUnusedGpus);
+  if (c == nullptr) return nullptr;
+  for (const Finding& f : c->findings) {
+    if (f.kind == FindingKind::kRanksShareDevice) return &f;
+  }
+  return nullptr;
+}
+
+TEST(AttributionRules, RanksOnOneDeviceWhileAnotherStaysUnusedAreNamed) {
+  JobBuilder job;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    uint32_t p = job.Process(100 + rank, 1, static_cast<int32_t>(rank));
+    job.Device(p, 0, "GPU-a", 0, 0, /*visible=*/2);
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 1000);
+    job.End(p, 1000);
+  }
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), Ms(1000));
+  const Finding* f = SharedDeviceFinding(r);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 2u);
+  EXPECT_EQ(f->rank, 0);
+  EXPECT_EQ(f->other_count, 1u);
+  EXPECT_EQ(r.symbols.String(f->api), "node0/GPU-a");
+}
+
+TEST(AttributionRules, RanksOnTheirOwnDevicesOrAllDevicesUsedAreNoSharedDevice) {
+  {  // each rank its own device, a third visible one unused: unused, but nobody crowds
+    JobBuilder job;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      uint32_t p = job.Process(100 + rank, 1, static_cast<int32_t>(rank));
+      job.Device(p, rank, rank == 0 ? "GPU-a" : "GPU-b", 0, 0, /*visible=*/3);
+      job.Launch(p, kTid, 0, rank);
+      job.Kernel(p, 0, 1000, rank);
+      job.End(p, 1000);
+    }
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), Ms(1000));
+    EXPECT_EQ(SharedDeviceFinding(r), nullptr);
+  }
+  {  // two ranks on one device, but it is the only visible one: nothing unused
+    JobBuilder job;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      uint32_t p = job.Process(100 + rank, 1, static_cast<int32_t>(rank));
+      job.Device(p, 0, "GPU-a", 0, 0, /*visible=*/1);
+      job.Launch(p, kTid, 0);
+      job.Kernel(p, 0, 1000);
+      job.End(p, 1000);
+    }
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), 0);
+    EXPECT_EQ(SharedDeviceFinding(r), nullptr);
+  }
+  {  // one rank and a process without a rank (a tool, a launcher) on one device of two
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    uint32_t q = job.Process(200, 1, -1);
+    for (uint32_t x : {p, q}) {
+      job.Device(x, 0, "GPU-a", 0, 0, /*visible=*/2);
+      job.Launch(x, kTid, 0);
+      job.Kernel(x, 0, 1000);
+      job.End(x, 1000);
+    }
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kUnusedGpus), Ms(1000));
+    EXPECT_EQ(SharedDeviceFinding(r), nullptr);
+  }
+}
+
 TEST(AttributionRules, AllVisibleGpusUsedMeansNoneUnused) {
   JobBuilder job;
   uint32_t p = job.Process(100, 1, 0);
