@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace idlescope {
@@ -260,14 +261,24 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
   for (const CauseReport& c : report.causes) report.idle_ns += c.ns;
 }
 
-void TopGaps(const AnalysisResults& in, EvidenceOf& of, JobReport& report) {
-  std::vector<ClosedGap> gaps = in.crediting.top_gaps();
-  std::sort(gaps.begin(), gaps.end(), [&](const ClosedGap& a, const ClosedGap& b) {
-    if (a.gap.length() != b.gap.length()) return a.gap.length() > b.gap.length();
-    if (a.gap.start != b.gap.start) return a.gap.start < b.gap.start;
-    return in.devices[a.device].id < in.devices[b.device].id;
-  });
-  for (const ClosedGap& g : gaps) {
+// The longest gaps. One gap, one story: a device that ran no kernel is one whole-span gap of the
+// device's cause, as in the cause table (unused_gpus, or no_gpu_work when no device ran one), not
+// the crediting's pieces between its copies or calls; a visible device no process used is one too.
+void TopGaps(const AnalysisResults& in, const JobTotals& job, EvidenceOf& of, JobReport& report) {
+  absl::flat_hash_set<std::string_view> whole;
+  const Cause idle_device_cause = job.any_kernels ? Cause::kUnusedGpus : Cause::kNoGpuWork;
+  for (const DeviceReport& d : report.devices) {
+    if (d.used) continue;
+    whole.insert(d.id);
+    GapReport r;
+    r.device = d.id;
+    r.length = report.span;
+    r.kind = GapKind::kWhole;
+    r.causes = {{idle_device_cause, report.span}};
+    report.top_gaps.push_back(std::move(r));
+  }
+  for (const ClosedGap& g : in.crediting.top_gaps()) {
+    if (whole.contains(in.devices[g.device].id)) continue;
     GapReport r;
     r.device = in.devices[g.device].id;
     r.start = g.gap.start - in.job_start;
@@ -292,6 +303,13 @@ void TopGaps(const AnalysisResults& in, EvidenceOf& of, JobReport& report) {
     }
     report.top_gaps.push_back(std::move(r));
   }
+  std::sort(report.top_gaps.begin(), report.top_gaps.end(),
+            [](const GapReport& a, const GapReport& b) {
+              if (a.length != b.length) return a.length > b.length;
+              if (a.start != b.start) return a.start < b.start;
+              return a.device < b.device;
+            });
+  if (report.top_gaps.size() > in.options.top_gaps) report.top_gaps.resize(in.options.top_gaps);
 }
 
 }  // namespace
@@ -383,7 +401,7 @@ JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
     report.warnings.push_back(
         {.kind = WarningKind::kIncompleteCollectives, .count = in.collectives.incomplete()});
   }
-  TopGaps(in, of, report);
+  TopGaps(in, job, of, report);
   if (in.forgotten_candidates > 0) {
     report.warnings.push_back(
         {.kind = WarningKind::kForgottenCandidates, .count = in.forgotten_candidates});

@@ -664,6 +664,44 @@ TEST(AttributionRules, RanksOnTheirOwnDevicesOrAllDevicesUsedAreNoSharedDevice) 
   }
 }
 
+// One gap, one story (issue 13): a device that ran no kernel is one whole-span gap of the cause
+// the table gives it, never the crediting's pieces around its copies and syncs.
+TEST(AttributionRules, ADeviceWithoutKernelsIsOneGapOfItsTableCause) {
+  for (bool kernels_elsewhere : {true, false}) {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 0, 0, /*visible=*/kernels_elsewhere ? 3 : 1);
+    if (kernels_elsewhere) {
+      job.Device(p, 1, "GPU-b", 0, 0, 3);
+      job.Launch(p, kTid, 0, 1);
+      job.Kernel(p, 0, 1000, 1);
+    }
+    // Device 0: copies and a sync, no kernel.
+    job.Copy(p, kTid, 100, 110, MEM_PAGEABLE);
+    job.GpuCopy(p, 100, 110, MEM_PAGEABLE);
+    job.Sync(p, kTid, 300, 600);
+    job.Copy(p, kTid, 600, 610, MEM_PAGEABLE);
+    job.GpuCopy(p, 600, 610, MEM_PAGEABLE);
+    job.End(p, 1000);
+    JobReport r = job.Finish();
+    const Cause whole = kernels_elsewhere ? Cause::kUnusedGpus : Cause::kNoGpuWork;
+    SCOPED_TRACE(kernels_elsewhere ? "kernels on GPU-b" : "no kernel anywhere");
+    EXPECT_EQ(CauseNs(r, whole), (kernels_elsewhere ? 2 : 1) * Ms(1000));
+    size_t whole_gaps = 0;
+    for (const GapReport& g : r.top_gaps) {
+      if (g.device == "node0/GPU-b") continue;
+      EXPECT_EQ(g.kind, GapKind::kWhole) << g.device;
+      EXPECT_EQ(g.length, Ms(1000)) << g.device;
+      ASSERT_EQ(g.causes.size(), 1u) << g.device;
+      EXPECT_EQ(g.causes[0].first, whole) << g.device;
+      EXPECT_FALSE(g.has_evidence) << g.device;
+      ++whole_gaps;
+    }
+    // GPU-a, and with kernels elsewhere the visible one no process used.
+    EXPECT_EQ(whole_gaps, kernels_elsewhere ? 2u : 1u);
+  }
+}
+
 TEST(AttributionRules, AllVisibleGpusUsedMeansNoneUnused) {
   JobBuilder job;
   uint32_t p = job.Process(100, 1, 0);
