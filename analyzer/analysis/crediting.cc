@@ -31,6 +31,7 @@ void CauseTotals::Add(const CauseTotals& from) {
   gpu_side_ns += from.gpu_side_ns;
   snapshot_ns += from.snapshot_ns;
   preprocess_ns += from.preprocess_ns;
+  exposed_ns += from.exposed_ns;
   bytes += from.bytes;
   for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
   stacks.Merge(from.stacks);
@@ -42,6 +43,7 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
                        bool may_become_snapshot) {
   Device& d = devices_[device];
   OpenGap& gap = d.open;
+  gap.began = true;
   Ns length = slice.length();
   if (c == nullptr) {
     gap.residual += length;
@@ -167,6 +169,28 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
   Device& d = devices_[device];
   OpenGap& open = d.open;
   Cause residual = ResidualCause(kind);
+  // The open gap's slices are the newest: a suffix of the log, handed out now in time order.
+  auto suffix = d.residual_log.end();
+  while (suffix != d.residual_log.begin() && std::prev(suffix)->open) --suffix;
+  // Between kernels, after the blocking call that opened the gap, the launching thread's
+  // unexplained time is host work that call exposed (NoteLauncherBlocked), unless the thread read
+  // data files in the gap: then it is that data's preparation (below).
+  if (kind == GapKind::kMiddle && open.has_exposing && !open.launcher_read) {
+    Candidate& sync = open.exposing;
+    sync.cause = Cause::kSynchronization;
+    CauseTotals& acc = d.causes[Index(Cause::kSynchronization)];
+    for (auto it = suffix; it != d.residual_log.end(); ++it) {
+      if (it->when.start < sync.when.end) continue;
+      Ns length = it->when.length();
+      open.residual -= length;
+      open.cause_ns[Index(Cause::kSynchronization)] += length;
+      acc.exposed_ns += length;
+      CreditCause(d, sync, it->when, true, false);
+      it->open = false;
+      it->cause = Cause::kSynchronization;
+      Observe(device, it->when, Cause::kSynchronization, &sync);
+    }
+  }
   // Between kernels, a launching thread that read data files in the gap spent the rest of it
   // preparing that data (decoding, augmenting, collating: DataLoader(num_workers=0)).
   if (kind == GapKind::kMiddle && open.launcher_read) {
@@ -177,10 +201,8 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
     d.causes[Index(residual)].ns += open.residual;
     open.cause_ns[Index(residual)] += open.residual;
   }
-  // The open gap's slices are the newest: a suffix of the log, handed out now in time order.
-  auto suffix = d.residual_log.end();
-  while (suffix != d.residual_log.begin() && std::prev(suffix)->open) --suffix;
   for (auto it = suffix; it != d.residual_log.end(); ++it) {
+    if (!it->open) continue;  // given to the exposing call above
     it->open = false;
     it->cause = residual;
     Observe(device, it->when, residual, nullptr);

@@ -41,7 +41,8 @@ struct CauseTotals {
   Ns gpu_side_ns = 0;         // explained by the device's own activity only
   Ns snapshot_ns = 0;         // checkpointing: device-to-host snapshot copies before the write
   Ns preprocess_ns = 0;       // data_loading: launching-thread CPU time in gaps with its data reads
-  double bytes = 0;           // bytes of the credited events, in proportion to the time credited
+  Ns exposed_ns = 0;  // synchronization: launching-thread CPU time after the sync that opened a gap
+  double bytes = 0;   // bytes of the credited events, in proportion to the time credited
   std::array<Ns, 11> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;
   TopEvidence objects;
@@ -95,6 +96,17 @@ class Crediting {
   // A launching thread of `device` read a data file in its open gap: between kernels, the rest
   // of that gap is the thread's preprocessing of its data (DataLoader(num_workers=0)).
   void NoteLauncherRead(uint32_t device) { devices_[device].open.launcher_read = true; }
+  // A launching thread of `device` was in blocking call `c` (a sync, a synchronous
+  // device-to-host copy) that wins the next slice of its open gap. When that is the gap's first
+  // slice (the GPU ran dry while the thread waited: a per-step read-back such as loss.item()),
+  // the gap's unexplained time after the call returned, between kernels, is host work the
+  // synchronization exposed: the host could have queued the next kernels before it.
+  void NoteLauncherBlocked(uint32_t device, const Candidate& c) {
+    OpenGap& open = devices_[device].open;
+    if (open.began) return;
+    open.exposing = c;
+    open.has_exposing = true;
+  }
   // Candidate `c` arrived after `device` was attributed up to `attributed_until`: it takes back
   // the residual slices it covers (they had no candidate at all, so it wins them whatever its
   // rank). Counted as late when more than kResidualHorizon late.
@@ -121,6 +133,9 @@ class Crediting {
     Ns main_ns = 0;
     bool has_main = false;
     bool launcher_read = false;  // a launching thread read a data file in this gap
+    bool began = false;          // a slice of it was credited
+    Candidate exposing;          // NoteLauncherBlocked's call (has_exposing)
+    bool has_exposing = false;
   };
   // Recent idle slices no event explained, in time order.
   struct ResidualSlice {

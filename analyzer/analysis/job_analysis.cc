@@ -9,6 +9,15 @@
 namespace idlescope {
 namespace {
 
+// A host call that blocks its thread until the device's work is done: a sync, or a
+// device-to-host copy (synchronous; a snapshot for a checkpoint is the checkpoint's).
+bool IsBlockingCall(const Candidate& c) {
+  if (c.gpu_side) return false;
+  if (c.event_class == EventClass::kSync) return c.cause == Cause::kSynchronization;
+  return c.d2h && c.cause == Cause::kHostGpuTransfer &&
+         (c.event_class == EventClass::kCopyPageable || c.event_class == EventClass::kCopyPinned);
+}
+
 // Calls of a thread that name the device it feeds: its launching threads.
 bool IsLaunchEvent(EventType type) {
   switch (type) {
@@ -298,6 +307,10 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
   }
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
     const Candidate* winner = slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr;
+    if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread &&
+        IsBlockingCall(*winner)) {
+      crediting_.NoteLauncherBlocked(device, *winner);
+    }
     crediting_.Credit(device, winner, slice.when,
                       winner != nullptr && snapshots_.MayBecomeSnapshot(*winner));
   }

@@ -353,6 +353,9 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
       note(FindingKind::kWorkerQueueWaits, acc.worker_wait_ns);
       note(FindingKind::kLauncherPreprocessing, acc.preprocess_ns);
       return;
+    case Cause::kSynchronization:
+      note(FindingKind::kHostWorkAfterSync, acc.exposed_ns);
+      return;
     case Cause::kSmallBatch:
     case Cause::kInsufficientMemory:
     case Cause::kLaunchBound:

@@ -31,6 +31,8 @@ enum class FindingKind : uint8_t {
   kRemoteReads,            // ns: reading remote filesystems (NFS, FUSE, ...)
   kWorkerQueueWaits,       // ns: waiting on worker processes or sockets
   kLauncherPreprocessing,  // ns: CPU work of the launching thread in gaps where it read data
+  // synchronization
+  kHostWorkAfterSync,  // ns: launching-thread CPU time after the blocking call that opened a gap
   // small_batch, insufficient_memory, launch_bound
   kComputeKernels,       // count: compute kernels; ns: their summed duration
   kKernelsBelowSmCount,  // count: compute kernels with fewer blocks than SMs; of_count: of the

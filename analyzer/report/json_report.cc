@@ -50,6 +50,7 @@ constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
     {.kind = "remote_reads", .ns = "idle_ns"},
     {.kind = "worker_queue_waits", .ns = "idle_ns"},
     {.kind = "launcher_preprocessing", .ns = "idle_ns"},
+    {.kind = "host_work_after_sync", .ns = "idle_ns"},
     {.kind = "compute_kernels", .ns = "total_ns", .count = "kernels"},
     {.kind = "kernels_below_sm_count", .count = "kernels", .of_count = "kernels_with_grid"},
     {.kind = "startup_first_kernel", .ns = "since_start_ns", .rank = true, .pid = true},

@@ -83,6 +83,12 @@ std::string FindingText(const Finding& f, const JobReport& report) {
           "%s preprocessing on the launching thread (CPU work in gaps where it read data files "
           "itself)",
           Seconds(f.ns));
+    case FindingKind::kHostWorkAfterSync:
+      return absl::StrFormat(
+          "%s of host work after the synchronizing call that let the GPU run dry (a per-step "
+          "read-back such as loss.item(), then CPU work before the next launch): queue the next "
+          "step's kernels before reading back",
+          Seconds(f.ns));
     case FindingKind::kComputeKernels:
       return absl::StrFormat("%d compute kernels, mean %.1f us", f.count,
                              static_cast<double>(f.ns) / static_cast<double>(f.count) / 1e3);

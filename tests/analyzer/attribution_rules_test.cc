@@ -702,6 +702,86 @@ TEST(AttributionRules, ADeviceWithoutKernelsIsOneGapOfItsTableCause) {
   }
 }
 
+// Issue 13: host work exposed by a per-step read-back (loss.item(): the GPU runs dry while the
+// launching thread waits, then the thread computes on the CPU before its next launch).
+TEST(AttributionRules, HostWorkAfterTheSyncThatOpenedTheGapIsTheSyncs) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 10);
+  HostEvent sync = job.Event(p, kTid, CUDA_SYNC, 5, 11);
+  sync.device = 0;
+  sync.stack = 42;
+  job.Add(sync);
+  // 11-30: CPU work, no traced call.
+  job.Launch(p, kTid, 30);
+  job.Kernel(p, 30, 40);
+  job.End(p, 40);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(20));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* c = FindCause(r, Cause::kSynchronization);
+  ASSERT_NE(c, nullptr);
+  bool found = false;
+  for (const Finding& f : c->findings) {
+    if (f.kind == FindingKind::kHostWorkAfterSync) {
+      found = true;
+      EXPECT_EQ(f.ns, Ms(19));
+    }
+  }
+  EXPECT_TRUE(found);
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(r.symbols.StackLabel(c->stacks[0].id), "stack42@p0");
+  EXPECT_EQ(c->stacks[0].ns, Ms(20));
+  ASSERT_FALSE(r.top_gaps.empty());
+  EXPECT_EQ(r.top_gaps[0].causes[0].first, Cause::kSynchronization);
+}
+
+TEST(AttributionRules, HostWorkNotAfterASyncThatOpenedTheGapStaysUnknown) {
+  {  // CPU work first, then a sync that returns at once: the GPU was dry before the sync
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 10);
+    job.Sync(p, kTid, 20, 20.1);
+    job.Launch(p, kTid, 30);
+    job.Kernel(p, 30, 40);
+    job.End(p, 40);
+    JobReport r = job.Finish();
+    EXPECT_NEAR(static_cast<double>(CauseNs(r, Cause::kUnknown)), Ms(19.9), Ms(0.01));
+    EXPECT_NEAR(static_cast<double>(CauseNs(r, Cause::kSynchronization)), Ms(0.1), Ms(0.01));
+  }
+  {  // after the last kernel: the tail's, not the sync's
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 10);
+    job.Sync(p, kTid, 5, 11);
+    job.End(p, 40);
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(1));
+    EXPECT_EQ(CauseNs(r, Cause::kTail), Ms(29));
+  }
+  {  // the thread read a data file after the sync: preparing that data (data_loading)
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 10);
+    job.Sync(p, kTid, 5, 11);
+    job.Io(p, kTid, FILE_READ, 12, 14, "/data/shard-0001.npy");
+    job.Launch(p, kTid, 30);
+    job.Kernel(p, 30, 40);
+    job.End(p, 40);
+    JobReport r = job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(1));
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(19));
+  }
+}
+
 TEST(AttributionRules, AllVisibleGpusUsedMeansNoneUnused) {
   JobBuilder job;
   uint32_t p = job.Process(100, 1, 0);
