@@ -11,9 +11,11 @@ int Rank(const RankedCandidate& c) {
   return static_cast<int>(c.tier) * kCauseCount + Index(c.candidate->cause);
 }
 
-bool IsDataSource(const Candidate& c) {
+// What a launching thread's read of a pipe or socket may be waiting for: a job process that
+// reads data or downloads, or an installer whose output it reads (subprocess.run(["pip", ...])).
+bool IsPipeSource(const Candidate& c) {
   return c.event_class == EventClass::kReadLocal || c.event_class == EventClass::kReadRemote ||
-         c.event_class == EventClass::kDownload;
+         c.event_class == EventClass::kDownload || c.event_class == EventClass::kInstaller;
 }
 
 // The candidate that explains a slice where `active` (indices into `all`) are running.
@@ -32,11 +34,12 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
     }
     if (gpu >= 0) return gpu;
   }
-  // A launching thread that waits for its DataLoader workers: what the workers do explains it.
+  // A launching thread that waits for its DataLoader workers, or reads an installer's output:
+  // what the workers or the installer do explains it.
   if (winner.event_class == EventClass::kReadWorkerQueue) {
     int source = -1;
     for (int i : active) {
-      if (all[i].tier == Tier::kJobProcess && IsDataSource(*all[i].candidate) &&
+      if (all[i].tier == Tier::kJobProcess && IsPipeSource(*all[i].candidate) &&
           (source < 0 || Rank(all[i]) < Rank(all[source]))) {
         source = i;
       }

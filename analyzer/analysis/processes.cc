@@ -184,10 +184,33 @@ void JobProcesses::UpdateExplained(uint32_t process) {
   }
 }
 
+uint32_t JobProcesses::ShellChild(const HostEvent& e) {
+  const ProcessInfo& parent = processes_[e.process].info;
+  // A process start is read in clock ticks (10 ms on Linux): it may read up to a tick early.
+  constexpr Ns kTick = 10'000'000;
+  uint32_t best = 0;
+  Ns best_distance = 0;
+  for (const JobProcess& child : processes_) {
+    const ProcessInfo& info = child.info;
+    if (info.ppid != parent.pid || info.host != parent.host || info.forked) continue;
+    if (info.start < e.start - 2 * kTick || info.start > e.end + kTick) continue;
+    if (shell_children_.contains(std::make_pair(info.host, info.pid))) continue;
+    Ns distance = info.start > e.start ? info.start - e.start : e.start - info.start;
+    if (best == 0 || distance < best_distance) {
+      best = info.pid;
+      best_distance = distance;
+    }
+  }
+  if (best != 0) shell_children_.insert(std::make_pair(parent.host, best));
+  return best;
+}
+
 void JobProcesses::NoteLaunch(const HostEvent& e) {
-  // exec keeps the pid (the installer is the caller itself); fork and posix_spawn name the child.
+  // exec keeps the pid (the installer is the caller itself); fork and posix_spawn name the child;
+  // popen and system do not (a spawn without a child pid): the shell they started is found.
   const JobProcess& p = processes_[e.process];
   uint32_t pid = e.type == PROC_EXEC ? p.info.pid : e.child_pid;
+  if (pid == 0 && e.type == PROC_SPAWN && IsInstallerCommand(e.path, e.argv)) pid = ShellChild(e);
   if (pid == 0) return;
   bool names_installer = e.type != PROC_FORK && IsInstallerCommand(e.path, e.argv);
   auto key = std::make_pair(p.info.host, pid);

@@ -109,6 +109,10 @@ class JobProcesses {
   const JobProcess* ImageParent(uint32_t process) const;
 
  private:
+  // The shell a spawn without a child pid (popen, system) started: the caller's child on its
+  // host, not a fork()ed copy, started during the call (its start is read in 10 ms ticks), not
+  // matched before, the closest to the call's start; 0 when none is traced.
+  uint32_t ShellChild(const HostEvent& e);
   // Sets `devices` of `process` from the own devices of its family (the rule above).
   void UpdateExplained(uint32_t process);
 
@@ -117,6 +121,7 @@ class JobProcesses {
   // Keyed by (host, pid) of the installer; only installers are kept.
   absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch> launches_;
   absl::flat_hash_set<std::pair<std::string, uint32_t>> installer_pids_;
+  absl::flat_hash_set<std::pair<std::string, uint32_t>> shell_children_;  // ShellChild's finds
 };
 
 }  // namespace idlescope

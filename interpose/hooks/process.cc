@@ -1,4 +1,4 @@
-// Process hooks: fork/vfork, posix_spawn(p) and the exec family.
+// Process hooks: fork/vfork, posix_spawn(p), popen/system and the exec family.
 //
 // - Children stay traced: every exec/spawn gets an environment that still preloads our library
 //   and carries the IDLESCOPE_* variables the process started with, even when the program passes
@@ -468,6 +468,42 @@ IDLESCOPE_HOOK int posix_spawn(pid_t* pid, const char* path,
                                char* const envp[]) {
   return SpawnHook(PROC_API("posix_spawn"), pid, path, actions, attr, argv, envp,
                    Libc().posix_spawn);
+}
+
+// popen and system start `/bin/sh -c command` through glibc's internal posix_spawn, which no hook
+// sees: each is a PROC_SPAWN of its own, with the caller's stack and no child pid (glibc keeps it
+// inside the FILE; system has reaped it by its return). The reader links it to the child by
+// parent pid and start time (docs/architecture.md, "Process life"). The child inherits `environ`
+// and stays traced as long as the program left LD_PRELOAD in it.
+void RecordShell(uint32_t api, uint64_t t0, int32_t result, const char* command) {
+  char sh[] = "sh", dash_c[] = "-c";
+  char* const argv[] = {sh, dash_c, const_cast<char*>(command), nullptr};
+  RecordProc(ev::kProcSpawn, api, t0, NowNs(), result, 0, "/bin/sh", argv);
+}
+
+IDLESCOPE_HOOK FILE* popen(const char* command, const char* mode) {
+  HookGuard guard(Family::kProc);
+  uint64_t t0 = NowNs();
+  FILE* f = Libc().popen(command, mode);
+  int err = errno;
+  if (guard.active() && !InVforkChild() && command != nullptr) {
+    RecordShell(PROC_API("popen")(), t0, f == nullptr ? -err : 0, command);
+  }
+  errno = err;
+  return f;
+}
+
+IDLESCOPE_HOOK int system(const char* command) {
+  HookGuard guard(Family::kProc);
+  uint64_t t0 = NowNs();
+  int r = Libc().system(command);
+  int err = errno;
+  // system(NULL) only asks whether a shell exists.
+  if (guard.active() && !InVforkChild() && command != nullptr) {
+    RecordShell(PROC_API("system")(), t0, r, command);
+  }
+  errno = err;
+  return r;
 }
 
 IDLESCOPE_HOOK int posix_spawnp(pid_t* pid, const char* file,

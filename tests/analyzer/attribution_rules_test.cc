@@ -444,6 +444,30 @@ TEST(AttributionRules, InstallerChildBeforeFirstKernelIsLibraryInstallation) {
   EXPECT_EQ(CauseNs(r, Cause::kStartup), Ms(100));
 }
 
+// Issue 13: subprocess.run(["pip", ...]) between kernels reads the installer's output through a
+// pipe on the launching thread: that wait is the installation, not data loading.
+TEST(AttributionRules, ReadingAnInstallersOutputIsLibraryInstallation) {
+  for (bool installer : {true, false}) {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    uint32_t child =
+        job.Process(150, 100, -1, installer ? "/usr/bin/pip" : "/usr/bin/git",
+                    installer ? "pip install tqdm" : "git rev-parse HEAD", "node0", 100);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 100);
+    job.Io(p, kTid, FILE_READ, 100, 500, "pipe:[77]", FS_PIPE);
+    job.End(child, 500);
+    job.Launch(p, kTid, 500);
+    job.Kernel(p, 500, 600);
+    job.End(p, 600);
+    JobReport r = job.Finish();
+    SCOPED_TRACE(installer ? "pip" : "git");
+    EXPECT_EQ(CauseNs(r, Cause::kLibraryInstallation), installer ? Ms(400) : 0);
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), installer ? 0 : Ms(400));
+  }
+}
+
 TEST(AttributionRules, NonInstallerChildIsPlainStartup) {
   JobBuilder job;
   uint32_t p = job.Process(100, 1, 0);
@@ -1079,6 +1103,41 @@ TEST(AttributionRules, InstallerEvidenceIsItsCommandLineAndTheStackThatStartedIt
   EXPECT_EQ(r.symbols.String(r.top_gaps[0].evidence.object), "pip install -r requirements.txt");
   // The forked copy that exec'd is no DataLoader-style worker.
   EXPECT_TRUE(r.host_activity.workers.empty());
+}
+
+// popen/system (issue 13): a spawn with no child pid, linked to the shell it started by parent
+// pid and start time; the caller's stack and the command are the installer's evidence. A second
+// shell started later by the same parent (not an installer) is not taken for it.
+TEST(AttributionRules, PopenOfAnInstallerLeadsToTheCallersStack) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0, "/job/train", "train");
+  uint32_t other = job.Process(140, 100, -1, "/bin/dash", "sh -c date", "node0", 0);
+  uint32_t sh =
+      job.Process(150, 100, -1, "/bin/dash", "sh -c pip install -r requirements.txt", "node0", 5);
+  job.Device(p, 0, "GPU-a");
+  HostEvent spawn = job.Event(p, 100, PROC_SPAWN, 8, 9, "/bin/sh");
+  std::string argv("sh\0-c\0pip install -r requirements.txt", 38);
+  spawn.argv = argv;
+  spawn.stack = 7;
+  spawn.child_pid = 0;
+  job.analysis().AddHostEvent([&] {
+    HostEvent e = spawn;
+    e.path = "/bin/sh";
+    return e;
+  }());
+  job.End(other, 1);
+  job.End(sh, 500);
+  job.Launch(p, 100, 600);
+  job.Kernel(p, 600, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kLibraryInstallation), Ms(500 - 5));
+  const CauseReport* c = FindCause(r, Cause::kLibraryInstallation);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(Label(r, c->objects[0]), "sh -c pip install -r requirements.txt");
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(Label(r, c->stacks[0]), "stack7@p" + std::to_string(p));
 }
 
 // An installer started by an untraced parent: its own command line, no stack; a fork's stack

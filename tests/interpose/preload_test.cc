@@ -611,6 +611,37 @@ TEST_F(PreloadTest, OurThreadsNeverReadTheEnvironmentTheProgramChanges) {
   EXPECT_EQ(ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
+// popen and system are spawns (issue 13): each a PROC_SPAWN of /bin/sh -c <command> with the
+// caller's stack (glibc starts the shell through its internal posix_spawn, which no hook sees), and
+// the program's output and status are unchanged. The shells are traced: their headers name the
+// program as their parent.
+TEST_F(PreloadTest, PopenAndSystemAreSpawnsWithTheirCommand) {
+  Child c = Run({"shell"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0) << c.stderr_text;
+  EXPECT_EQ(c.stdout_text, "from-popen\n3\n");
+  ReadTrace t = ReadTraceFile(FileOf(c.pid));
+  Flattened f = Flatten(t);
+  std::vector<std::string> commands;
+  for (const FlatEvent& e : f.events) {
+    if (e.event.type() != PROC_SPAWN) continue;
+    EXPECT_EQ(f.strings.at(e.event.path()), "/bin/sh");
+    EXPECT_NE(e.event.stack(), 0u);
+    EXPECT_EQ(e.event.child_pid(), 0u);
+    commands.push_back(f.strings.at(e.event.argv()));
+  }
+  EXPECT_EQ(commands, (std::vector<std::string>{std::string("sh\0-c\0echo from-popen", 21),
+                                                std::string("sh\0-c\0exit 3", 12)}));
+  int shells = 0;
+  for (const std::string& file : TraceFiles(dir_)) {
+    ReadTrace s = ReadTraceFile(file);
+    if (!s.packets.empty() && s.packets[0].header().ppid() == static_cast<uint32_t>(c.pid)) {
+      ++shells;
+    }
+  }
+  EXPECT_EQ(shells, 2);
+}
+
 // The rank comes from the launcher's variables, the first launcher whose rank variable is set
 // (trace.proto, Header.rank), with that launcher's local rank and size; SLURM_PROCID is kept as
 // found. Issue 13: Open MPI, PMIx, MPICH and Slurm jobs reported "ranks none".

@@ -463,6 +463,16 @@ int main(int argc, char** argv) {
     execl(self, self, "steps", "1", static_cast<char*>(nullptr));
     return 93;
   }
+  if (mode == "shell") {  // popen and system: the program's output and status as bare
+    FILE* f = popen("echo from-popen", "r");
+    if (f == nullptr) return 94;
+    char line[64] = {};
+    if (fgets(line, sizeof line, f) == nullptr) return 95;
+    if (pclose(f) != 0) return 96;
+    int status = system("exit 3");
+    printf("%s%d\n", line, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+  }
   fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }
