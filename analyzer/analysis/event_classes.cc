@@ -86,7 +86,9 @@ bool IsDataFilePath(std::string_view path) {
 bool IsSystemPath(std::string_view path) {
   return path.starts_with("/proc/") || path.starts_with("/sys/") ||
          path.starts_with("anon_inode:") ||  // eventfd, timerfd, epoll (driver threads' wakeups)
-         (path.starts_with("/dev/") && !path.starts_with("/dev/shm/"));  // shm holds data
+         (path.starts_with("/dev/") && !path.starts_with("/dev/shm/")) ||  // shm holds data
+         path.starts_with("/etc/") || path.starts_with("/usr/share/") ||
+         path.starts_with("/usr/lib/locale/") || Basename(path) == ".inputrc";
 }
 
 bool IsCodeFilePath(std::string_view path) {

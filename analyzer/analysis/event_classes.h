@@ -21,7 +21,9 @@ bool IsModelCheckpointPath(std::string_view path);
 bool IsCodeFilePath(std::string_view path);
 
 // Kernel and device state: /proc, /sys, /dev but /dev/shm (polling memory or GPU state, entropy),
-// anonymous inodes (eventfd, timerfd: wakeups of driver threads).
+// anonymous inodes (eventfd, timerfd: wakeups of driver threads); and system configuration a
+// library reads for itself: /etc, /usr/share (terminfo, locales, time zones), /usr/lib/locale,
+// a user's .inputrc (GNU readline's, read when a prompt starts: issue 13 counted it as data).
 bool IsSystemPath(std::string_view path);
 
 // A data file, as opposed to code or system state: not Python source or bytecode, not a shared

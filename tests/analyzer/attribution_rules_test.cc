@@ -806,6 +806,26 @@ TEST(AttributionRules, HostWorkNotAfterASyncThatOpenedTheGapStaysUnknown) {
   }
 }
 
+// Issue 13: a terminal library's own configuration reads (GNU readline reads /etc/inputrc and
+// ~/.inputrc when a prompt starts) are no data loading; a dataset file is.
+TEST(AttributionRules, SystemConfigurationReadsAreNoDataLoading) {
+  for (const char* path : {"/etc/inputrc", "/home/u/.inputrc", "/usr/share/terminfo/x/xterm",
+                           "/usr/lib/locale/C.utf8/LC_CTYPE", "/data/etc/shard-1.bin"}) {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a");
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 10);
+    job.Io(p, kTid, FILE_READ, 10, 30, path);
+    job.Launch(p, kTid, 30);
+    job.Kernel(p, 30, 40);
+    job.End(p, 40);
+    JobReport r = job.Finish();
+    bool data = std::string_view(path).starts_with("/data/");
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), data ? Ms(20) : 0) << path;
+  }
+}
+
 TEST(AttributionRules, AllVisibleGpusUsedMeansNoneUnused) {
   JobBuilder job;
   uint32_t p = job.Process(100, 1, 0);

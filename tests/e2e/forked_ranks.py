@@ -5,7 +5,9 @@ forks rank 1 (same program, no exec, so rank 1 is in rank 0's process family), b
 in one NCCL communicator, and rank 0 spends --cpu-ms of its own CPU time between kernels while
 rank 1 synchronizes and writes its log. GPU 0's gaps must come out as unknown (nothing rank 0
 did explains them), never as rank 1's synchronization or log writes (intermediate_upload): at
-most the 1 ms of rank 0's own last wait is synchronization.
+most rank 0's own last wait is synchronization: under 5 ms (about 1 ms on an idle machine; it also
+covers the host's delay in waking simgpu's device thread, 1.2 ms at load 11 in a test-command run),
+where rank 1's syncs, taken wrongly, would be about 340 ms.
 """
 import argparse
 import json
@@ -55,7 +57,7 @@ def main():
           (gpu0[0]["id"], {k: round(v / 1e6, 1) for k, v in causes.items()}))
     failures = []
     # Rank 0 writes no file, and waits once, at the end, when rank 1 is already there.
-    for leaked, allowed_ms in (("synchronization", 1.0), ("intermediate_upload", 0.0)):
+    for leaked, allowed_ms in (("synchronization", 5.0), ("intermediate_upload", 0.0)):
         if causes.get(leaked, 0) > allowed_ms * 1e6:
             failures.append("%s %.1f ms on rank 0's device: taken from rank 1" %
                             (leaked, causes[leaked] / 1e6))
