@@ -565,3 +565,63 @@ IDLESCOPE_HOOK size_t __fread_unlocked_chk(void* ptr, size_t buflen, size_t size
       ev::kFileRead, API("fread_unlocked"), fp,
       [&] { return Libc().__fread_unlocked_chk(ptr, buflen, size, n, fp); }, ItemBytes(size));
 }
+
+// Line reads: how C programs and CPython's input() without readline (fgets) read a prompt's
+// answer, and how programs read text files line by line (issue 13: a prompt on a terminal went
+// unseen). glibc reads the stream's buffer with its internal read, which no hook sees.
+namespace {
+auto LineBytes(FILE* fp) {
+  return [fp](char* line, bool* failed) {
+    *failed = line == nullptr && ferror(fp);
+    return line == nullptr ? uint64_t{0} : static_cast<uint64_t>(strlen(line));
+  };
+}
+auto DelimBytes(FILE* fp) {
+  return [fp](ssize_t r, bool* failed) {
+    *failed = r < 0 && ferror(fp);
+    return r > 0 ? static_cast<uint64_t>(r) : uint64_t{0};
+  };
+}
+}  // namespace
+
+IDLESCOPE_HOOK char* fgets(char* s, int n, FILE* fp) {
+  return StdioHook<char*>(
+      ev::kFileRead, API("fgets"), fp, [&] { return Libc().fgets(s, n, fp); }, LineBytes(fp));
+}
+
+IDLESCOPE_HOOK char* fgets_unlocked(char* s, int n, FILE* fp) {
+  return StdioHook<char*>(
+      ev::kFileRead, API("fgets_unlocked"), fp, [&] { return Libc().fgets_unlocked(s, n, fp); },
+      LineBytes(fp));
+}
+
+IDLESCOPE_HOOK char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
+  return StdioHook<char*>(
+      ev::kFileRead, API("fgets"), fp, [&] { return Libc().__fgets_chk(s, size, n, fp); },
+      LineBytes(fp));
+}
+
+IDLESCOPE_HOOK char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp) {
+  return StdioHook<char*>(
+      ev::kFileRead, API("fgets_unlocked"), fp,
+      [&] { return Libc().__fgets_unlocked_chk(s, size, n, fp); }, LineBytes(fp));
+}
+
+IDLESCOPE_HOOK ssize_t getline(char** line, size_t* n, FILE* fp) {
+  return StdioHook<ssize_t>(
+      ev::kFileRead, API("getline"), fp, [&] { return Libc().getline(line, n, fp); },
+      DelimBytes(fp));
+}
+
+IDLESCOPE_HOOK ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  return StdioHook<ssize_t>(
+      ev::kFileRead, API("getdelim"), fp, [&] { return Libc().getdelim(line, n, delim, fp); },
+      DelimBytes(fp));
+}
+
+// What an optimized build's getline calls: glibc's <stdio.h> inlines getline as __getdelim.
+IDLESCOPE_HOOK ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  return StdioHook<ssize_t>(
+      ev::kFileRead, API("getline"), fp, [&] { return Libc().__getdelim(line, n, delim, fp); },
+      DelimBytes(fp));
+}

@@ -642,6 +642,30 @@ TEST_F(PreloadTest, PopenAndSystemAreSpawnsWithTheirCommand) {
   EXPECT_EQ(shells, 2);
 }
 
+// Line reads are reads (issue 13: a prompt read with fgets went unseen): fgets and getline on a
+// file are FILE_READ bursts whose bytes add up, the program's output unchanged.
+TEST_F(PreloadTest, LineReadsAreRecordedAsReads) {
+  Child c = Run({"lines"});
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 0) << c.stderr_text;
+  EXPECT_EQ(c.stdout_text, "23\n");
+  Flattened f = Flatten(ReadTraceFile(FileOf(c.pid)));
+  uint64_t bytes = 0, calls = 0;
+  std::set<std::string> apis;
+  for (const FlatEvent& e : f.events) {
+    if (e.event.type() != FILE_READ || f.strings.count(e.event.path()) == 0 ||
+        f.strings.at(e.event.path()).find("traced_prog_lines-") == std::string::npos) {
+      continue;
+    }
+    bytes += e.event.bytes();
+    calls += e.event.count() > 0 ? e.event.count() : 1;
+    if (f.strings.count(e.event.api())) apis.insert(f.strings.at(e.event.api()));
+  }
+  EXPECT_EQ(bytes, 23u);
+  EXPECT_EQ(calls, 5u);  // 2 fgets, 3 getline (the last one at end of file)
+  EXPECT_TRUE(apis.count("fgets")) << apis.size();
+}
+
 // The rank comes from the launcher's variables, the first launcher whose rank variable is set
 // (trace.proto, Header.rank), with that launcher's local rank and size; SLURM_PROCID is kept as
 // found. Issue 13: Open MPI, PMIx, MPICH and Slurm jobs reported "ranks none".

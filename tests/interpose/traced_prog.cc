@@ -463,6 +463,28 @@ int main(int argc, char** argv) {
     execl(self, self, "steps", "1", static_cast<char*>(nullptr));
     return 93;
   }
+  if (mode == "lines") {  // a text file read line by line: fgets, then getline
+    char path[] = "/tmp/traced_prog_lines-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return 97;
+    const char text[] = "alpha\nbeta\ngamma\ndelta\n";
+    if (write(fd, text, sizeof text - 1) != static_cast<ssize_t>(sizeof text - 1)) return 98;
+    close(fd);
+    FILE* f = fopen(path, "r");
+    if (f == nullptr) return 99;
+    char line[32];
+    size_t got = 0;
+    for (int i = 0; i < 2 && fgets(line, sizeof line, f) != nullptr; ++i) got += strlen(line);
+    char* dyn = nullptr;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&dyn, &cap, f)) > 0) got += static_cast<size_t>(n);
+    free(dyn);
+    fclose(f);
+    unlink(path);
+    printf("%zu\n", got);
+    return 0;
+  }
   if (mode == "shell") {  // popen and system: the program's output and status as bare
     FILE* f = popen("echo from-popen", "r");
     if (f == nullptr) return 94;
