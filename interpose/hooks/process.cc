@@ -473,7 +473,7 @@ IDLESCOPE_HOOK int posix_spawn(pid_t* pid, const char* path,
 // popen and system start `/bin/sh -c command` through glibc's internal posix_spawn, which no hook
 // sees: each is a PROC_SPAWN of its own, with the caller's stack and no child pid (glibc keeps it
 // inside the FILE; system has reaped it by its return). The reader links it to the child by
-// parent pid and start time (docs/architecture.md, "Process life"). The child inherits `environ`
+// parent pid and start time (docs/architecture.md, "Processes"). The child inherits `environ`
 // and stays traced as long as the program left LD_PRELOAD in it.
 void RecordShell(uint32_t api, uint64_t t0, int32_t result, const char* command) {
   char sh[] = "sh", dash_c[] = "-c";
