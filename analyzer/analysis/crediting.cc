@@ -177,7 +177,10 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
   // data files in the gap: then it is that data's preparation (below).
   if (kind == GapKind::kMiddle && open.has_exposing && !open.launcher_read) {
     Candidate& sync = open.exposing;
+    // A device-to-host copy's bytes and memory kind are its transfer's, not this host work's.
     sync.cause = Cause::kSynchronization;
+    sync.bytes = 0;
+    sync.pageable = false;
     CauseTotals& acc = d.causes[Index(Cause::kSynchronization)];
     for (auto it = suffix; it != d.residual_log.end(); ++it) {
       if (it->when.start < sync.when.end) continue;

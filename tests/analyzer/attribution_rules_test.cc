@@ -762,6 +762,28 @@ TEST(AttributionRules, HostWorkAfterTheSyncThatOpenedTheGapIsTheSyncs) {
   EXPECT_EQ(r.top_gaps[0].causes[0].first, Cause::kSynchronization);
 }
 
+// The same after a synchronous device-to-host copy (cudaMemcpy of the loss): the copy's own slice
+// is the transfer's; the host work after it is the synchronization's, without the copy's bytes.
+TEST(AttributionRules, HostWorkAfterAReadBackCopyIsSynchronizationWithoutItsBytes) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a");
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 10);
+  job.CopyToHost(p, kTid, 5, 11, 4);
+  job.Launch(p, kTid, 30);
+  job.Kernel(p, 30, 40);
+  job.End(p, 40);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(1));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(19));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* c = FindCause(r, Cause::kSynchronization);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(c->stacks[0].bytes, 0u);
+}
+
 TEST(AttributionRules, HostWorkNotAfterASyncThatOpenedTheGapStaysUnknown) {
   {  // CPU work first, then a sync that returns at once: the GPU was dry before the sync
     JobBuilder job;
