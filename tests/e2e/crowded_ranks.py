@@ -7,36 +7,19 @@ GPUs under `idlescope run`, bad twin (no cudaSetDevice) and fixed twin (--set-de
   device, 2 ranks from rank 0, 1 unused visible device;
 - fixed: no unused_gpus, no such finding.
 """
-import argparse
-import json
 import os
-import shutil
-import subprocess
-import sys
+
+from e2e_common import FreshWork, Parser, Report, RunTraced, SimgpuEnv, Finish
 
 
 def Run(opts, name, extra):
     trace_dir = os.path.join(opts.work, name + ".trace")
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = opts.simgpu_lib + (
-        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["SIMGPU_DEVICES"] = "2"
-    env["SIMGPU_KERNEL_US"] = "crowd_work=2000"
+    env = SimgpuEnv(opts, SIMGPU_DEVICES="2", SIMGPU_KERNEL_US="crowd_work=2000")
     for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
                 "PMI_RANK", "SLURM_PROCID"):
         env.pop(var, None)
-    cmd = [opts.idlescope, "run", "-o", trace_dir, "--", opts.program] + extra
-    print("$ " + " ".join(cmd), flush=True)
-    run = subprocess.run(cmd, cwd=opts.work, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=180)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        sys.exit("FAIL: %s exited with status %d" % (name, run.returncode))
-    rep = subprocess.run([opts.idlescope, "report", "--json", trace_dir], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=120)
-    if rep.returncode != 0:
-        sys.exit("FAIL: idlescope report: %s" % rep.stderr.strip())
-    return json.loads(rep.stdout)
+    RunTraced(opts, trace_dir, extra, env, name)
+    return Report(opts, trace_dir)
 
 
 def Shared(report):
@@ -47,14 +30,8 @@ def Shared(report):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--idlescope", required=True)
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--simgpu-lib", required=True)
-    ap.add_argument("--work", required=True)
-    opts = ap.parse_args()
-    shutil.rmtree(opts.work, ignore_errors=True)
-    os.makedirs(opts.work)
+    opts = Parser().parse_args()
+    FreshWork(opts)
     failures = []
     bad = Run(opts, "bad", [])
     fixed = Run(opts, "fixed", ["--set-device"])
@@ -81,11 +58,7 @@ def main():
           ("none" if cause is None else "%.3f s" % (cause["idle_ns"] / 1e9), shared))
     if cause is not None or shared:
         failures.append("fixed twin: each rank on its own GPU, yet unused_gpus or a finding")
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("PASSED: crowded_ranks")
+    Finish(failures, "crowded_ranks")
 
 
 if __name__ == "__main__":

@@ -9,44 +9,23 @@ most rank 0's own last wait is synchronization: under 5 ms (about 1 ms on an idl
 covers the host's delay in waking simgpu's device thread, 1.2 ms at load 11 in a test-command run),
 where rank 1's syncs, taken wrongly, would be about 340 ms.
 """
-import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
+
+from e2e_common import FreshWork, Parser, Report, RunTraced, SimgpuEnv
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--idlescope", required=True)
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--simgpu-lib", required=True)
-    ap.add_argument("--work", required=True)
+    ap = Parser()
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--cpu-ms", type=float, default=20)
     opts = ap.parse_args()
-    shutil.rmtree(opts.work, ignore_errors=True)
-    os.makedirs(opts.work)
+    FreshWork(opts)
     trace_dir = os.path.join(opts.work, "trace")
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = opts.simgpu_lib + (
-        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["SIMGPU_DEVICES"] = "2"
-    env["SIMGPU_KERNEL_US"] = "long_work=8000"  # rank 1's wait: 8 ms of rank 0's 20
-    cmd = [opts.idlescope, "run", "-o", trace_dir, "--", opts.program, "--steps",
-           str(opts.steps), "--cpu-ms", str(opts.cpu_ms)]
-    print("$ " + " ".join(cmd), flush=True)
-    run = subprocess.run(cmd, cwd=opts.work, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=180)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        sys.exit("FAIL: the program exited with status %d" % run.returncode)
-    rep = subprocess.run([opts.idlescope, "report", "--json", trace_dir], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=120)
-    if rep.returncode != 0:
-        sys.exit("FAIL: idlescope report: %s" % rep.stderr.strip())
-    report = json.loads(rep.stdout)
+    # rank 1's wait: 8 ms of rank 0's 20
+    env = SimgpuEnv(opts, SIMGPU_DEVICES="2", SIMGPU_KERNEL_US="long_work=8000")
+    RunTraced(opts, trace_dir, ["--steps", str(opts.steps), "--cpu-ms", str(opts.cpu_ms)], env)
+    report = Report(opts, trace_dir)
     # Rank 0 drives ordinal 0: "host/0" (no uuid), or simgpu's uuid of device 0, "GPU-01...".
     gpu0 = [d for d in report["devices"] if d["id"].endswith("/0") or "/GPU-01" in d["id"]]
     if len(gpu0) != 1:

@@ -5,53 +5,22 @@ caller's stack. Runs tests/e2e/pip_midway.cu on simgpu under `idlescope run` onc
 library_installation holds at least 90% of the idle time between kernels, data_loading and
 unknown under 5%, and install_missing_package is in the first stack of library_installation.
 """
-import argparse
-import json
 import os
-import shutil
-import subprocess
-import sys
 
-
-def StackText(report, stack_id):
-    for s in report["stacks"]:
-        if s["id"] == stack_id:
-            return " <- ".join(f.get("function") or "?" for f in s["frames"])
-    return ""
+from e2e_common import FreshWork, Parser, Report, RunTraced, SimgpuEnv, StackText, Finish
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--idlescope", required=True)
-    ap.add_argument("--program", required=True)
+    ap = Parser()
     ap.add_argument("--pip", required=True)
-    ap.add_argument("--simgpu-lib", required=True)
-    ap.add_argument("--work", required=True)
     opts = ap.parse_args()
-    shutil.rmtree(opts.work, ignore_errors=True)
-    os.makedirs(opts.work)
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = opts.simgpu_lib + (
-        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["SIMGPU_KERNEL_US"] = "train_step=5000"
-    env["IDLESCOPE_FAKE_PIP_SECONDS"] = "0.3"
+    FreshWork(opts)
+    env = SimgpuEnv(opts, SIMGPU_KERNEL_US="train_step=5000", IDLESCOPE_FAKE_PIP_SECONDS="0.3")
     failures = []
     for via in ("popen", "system", "pipe"):
         trace_dir = os.path.join(opts.work, via + ".trace")
-        cmd = [opts.idlescope, "run", "-o", trace_dir, "--", opts.program, "--pip", opts.pip,
-               "--via", via]
-        print("$ " + " ".join(cmd), flush=True)
-        run = subprocess.run(cmd, cwd=opts.work, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=180)
-        print(run.stdout, end="")
-        if run.returncode != 0:
-            sys.exit("FAIL: %s exited with status %d" % (via, run.returncode))
-        rep = subprocess.run([opts.idlescope, "report", "--json", trace_dir],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             timeout=120)
-        if rep.returncode != 0:
-            sys.exit("FAIL: idlescope report: %s" % rep.stderr.strip())
-        report = json.loads(rep.stdout)
+        RunTraced(opts, trace_dir, ["--pip", opts.pip, "--via", via], env, via)
+        report = Report(opts, trace_dir)
         causes = {c["cause"]: c for c in report["causes"]}
         ms = {k: v["idle_ns"] / 1e6 for k, v in causes.items()}
         between = sum(v for k, v in ms.items() if k not in ("startup", "tail"))
@@ -70,11 +39,7 @@ def main():
         if "install_missing_package" not in first:
             failures.append("%s: install_missing_package not in library_installation's first "
                             "stack" % via)
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("PASSED: pip_midway")
+    Finish(failures, "pip_midway")
 
 
 if __name__ == "__main__":

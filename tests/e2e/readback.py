@@ -8,54 +8,24 @@ fixed twin (the next step queued before the read-back):
   at least half of synchronization, read_back_loss is in its first stack; unknown is under 5%;
 - fixed: synchronization shrinks by at least 80%.
 """
-import argparse
-import json
 import os
-import shutil
-import subprocess
-import sys
+
+from e2e_common import FreshWork, Parser, Report, RunTraced, SimgpuEnv, StackText, Finish
 
 
 def Run(opts, name, extra):
     trace_dir = os.path.join(opts.work, name + ".trace")
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = opts.simgpu_lib + (
-        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["SIMGPU_KERNEL_US"] = "step_work=4000"
-    cmd = [opts.idlescope, "run", "-o", trace_dir, "--", opts.program] + extra
-    print("$ " + " ".join(cmd), flush=True)
-    run = subprocess.run(cmd, cwd=opts.work, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=180)
-    print(run.stdout, end="")
-    if run.returncode != 0:
-        sys.exit("FAIL: %s exited with status %d" % (name, run.returncode))
-    rep = subprocess.run([opts.idlescope, "report", "--json", trace_dir], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=120)
-    if rep.returncode != 0:
-        sys.exit("FAIL: idlescope report: %s" % rep.stderr.strip())
-    return json.loads(rep.stdout)
+    RunTraced(opts, trace_dir, extra, SimgpuEnv(opts, SIMGPU_KERNEL_US="step_work=4000"), name)
+    return Report(opts, trace_dir)
 
 
 def Causes(report):
     return {c["cause"]: c for c in report["causes"]}
 
 
-def StackText(report, stack_id):
-    for s in report["stacks"]:
-        if s["id"] == stack_id:
-            return " <- ".join(f.get("function") or "?" for f in s["frames"])
-    return ""
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--idlescope", required=True)
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--simgpu-lib", required=True)
-    ap.add_argument("--work", required=True)
-    opts = ap.parse_args()
-    shutil.rmtree(opts.work, ignore_errors=True)
-    os.makedirs(opts.work)
+    opts = Parser().parse_args()
+    FreshWork(opts)
     failures = []
     bad_report = Run(opts, "bad", [])
     fixed_report = Run(opts, "fixed", ["--fixed"])
@@ -87,11 +57,7 @@ def main():
     if sync > 0 and ms(fixed, "synchronization") > 0.2 * sync:
         failures.append("fixed twin: synchronization %.1f ms, not 80%% below %.1f ms" %
                         (ms(fixed, "synchronization"), sync))
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("PASSED: readback")
+    Finish(failures, "readback")
 
 
 if __name__ == "__main__":
