@@ -38,6 +38,7 @@ void Collectives::Resolve(uint64_t comm, uint64_t seq, const Group& group) {
     Ns wait = std::max<Ns>(last->arrival - std::max(m.arrival, floor), 0);
     s.waited_for_ns += wait;
     s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
+    if (wait > 0) waited_[m.rank] += wait;
   }
   if (previous == last_resolved_.end()) {
     last_resolved_.emplace(comm, std::make_pair(seq, last->arrival));

@@ -39,6 +39,11 @@ class Collectives {
   // The ranks the others waited for, most waited for first (ties: the lower rank), at most
   // `n`, as kStragglerRank findings; none when nothing was waited for.
   std::vector<Finding> Stragglers(size_t n) const;
+  // How long `rank` waited, over the matched collectives, for the rank that called last.
+  Ns WaitedNs(int32_t rank) const {
+    auto it = waited_.find(rank);
+    return it == waited_.end() ? 0 : it->second;
+  }
 
  private:
   struct Group {
@@ -59,6 +64,7 @@ class Collectives {
 
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Group> groups_;  // in flight
   absl::flat_hash_map<int32_t, Straggler> stragglers_;
+  absl::flat_hash_map<int32_t, Ns> waited_;  // by rank: its waits for the last arrivers
   // Per communicator: the newest resolved collective's seq and its last arrival.
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, Ns>> last_resolved_;
   uint64_t matched_ = 0;

@@ -23,6 +23,10 @@ struct SharedDevice {
 struct JobTotals {
   std::array<CauseTotals, kCauseCount> causes;
   std::array<Ns, kCauseCount> ns{};
+  std::array<JobSaving, kCauseCount> savings;  // over the used devices
+  DeviceWork work;                             // of the used devices together (saving bases)
+  uint32_t used_devices = 0;
+  Interval working{0, 0};    // the used devices' first kernel start to last kernel end
   KernelStats kernels;       // compute kernels of the used devices (grids only where SMs are known)
   bool any_kernels = false;  // some device ran a kernel (NCCL ones too)
   std::vector<SharedDevice> shared_devices;
@@ -85,6 +89,50 @@ DeviceReport DeviceFigures(const JobDevice& d, Ns span) {
   return r;
 }
 
+// What the fixes would remove from used device `d`'s timeline (r: its figures, totals: its
+// credited idle time), added to the job's savings.
+void DeviceSavings(const AnalysisResults& in, const JobDevice& d, const DeviceReport& r,
+                   const std::array<CauseTotals, kCauseCount>& totals, JobTotals& job) {
+  const DeviceTimeline& t = d.timeline;
+  const KernelStats& k = t.kernel_stats();
+  DeviceWork work{.compute_ns = t.compute_ns(),
+                  .collective_wait_ns = d.rank >= 0 ? in.collectives.WaitedNs(d.rank) : 0,
+                  .small_kernel_ns = k.below_sm_ns};
+  if (k.below_sm_count > 0 && d.props.sm_count > 0) {
+    work.small_kernel_fill = static_cast<double>(k.below_sm_blocks) /
+                             (static_cast<double>(k.below_sm_count) * d.props.sm_count);
+  }
+  if (r.peak_memory > 0 && r.total_memory > 0) {
+    work.memory_headroom = static_cast<double>(r.total_memory) / static_cast<double>(r.peak_memory);
+  }
+  for (int c = 0; c < kCauseCount; ++c) {
+    job.savings[c].AddDevice(
+        EstimateSaving(static_cast<Cause>(c), r.cause_ns[c], totals[c], in.copy_rates, work));
+  }
+  // The job's work, for the bases: sums, the kernels' mean fill, the least headroom.
+  DeviceWork& w = job.work;
+  const double small = static_cast<double>(w.small_kernel_ns);
+  const double mine = static_cast<double>(work.small_kernel_ns);
+  if (small + mine > 0) {
+    w.small_kernel_fill =
+        (w.small_kernel_fill * small + work.small_kernel_fill * mine) / (small + mine);
+  }
+  w.compute_ns += work.compute_ns;
+  w.collective_wait_ns += work.collective_wait_ns;
+  w.small_kernel_ns += work.small_kernel_ns;
+  if (work.memory_headroom > 0) {
+    w.memory_headroom = w.memory_headroom > 0 ? std::min(w.memory_headroom, work.memory_headroom)
+                                              : work.memory_headroom;
+  }
+  const Interval working{t.first_kernel(), t.last_kernel_end()};
+  if (job.used_devices++ == 0) {
+    job.working = working;
+  } else {
+    job.working = {std::min(job.working.start, working.start),
+                   std::max(job.working.end, working.end)};
+  }
+}
+
 // The devices' reports (by id), the unused visible ones, utilization, and the job's totals.
 void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job) {
   const Ns span = report.span;
@@ -113,6 +161,7 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
       r.cause_ns[Index(short_cause)] += t.short_gap_ns();
       job.causes[Index(short_cause)].ns += t.short_gap_ns();
       for (int c = 0; c < kCauseCount; ++c) job.causes[c].Add(totals[c]);
+      DeviceSavings(in, d, r, totals, job);
       const KernelStats& k = t.kernel_stats();
       job.kernels.kernels += k.kernels;
       job.kernels.kernel_ns += k.kernel_ns;
@@ -211,9 +260,24 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
     r.ns = job.ns[c];
     r.share =
         report.gpu_time > 0 ? static_cast<double>(r.ns) / static_cast<double>(report.gpu_time) : 0;
-    Saving saving = EstimateSaving(cause, r.ns, acc, in.copy_rates);
-    r.saving_ns = saving.ns;
-    r.basis = saving.basis;
+    // The basis from the job's totals; the figures from the devices' timelines.
+    Saving whole = EstimateSaving(cause, r.ns, acc, in.copy_rates, job.work);
+    r.basis = whole.basis;
+    if (cause == Cause::kUnusedGpus || cause == Cause::kNoGpuWork) {
+      // Idle devices: released, they save all their time. The job's time: with the work spread
+      // over every visible device, the used ones' working span shrinks to their share.
+      r.saving_ns = whole.ns;
+      const uint32_t visible = static_cast<uint32_t>(report.devices.size());
+      if (cause == Cause::kUnusedGpus && job.used_devices > 0 && visible > job.used_devices) {
+        r.basis = {.method = SavingMethod::kSpreadOverDevices,
+                   .used_devices = job.used_devices,
+                   .visible_devices = visible};
+        r.job_saving_ns = job.working.length() * (visible - job.used_devices) / visible;
+      }
+    } else {
+      r.saving_ns = job.savings[c].gpu_ns();
+      r.job_saving_ns = job.savings[c].job_ns();
+    }
     TotalsFindings(cause, r.ns, acc, job.kernels, &r.findings);
     if (cause == Cause::kStartup) in.startup.Findings(evidence, &r.findings);
     r.stacks =

@@ -7,36 +7,70 @@
 namespace idlescope {
 namespace {
 
-using Rule = Saving (*)(Ns idle_ns, const CauseTotals& totals, const CopyRates& rates);
+using Rule = Saving (*)(Ns idle_ns, const CauseTotals& totals, const CopyRates& rates,
+                        const DeviceWork& work);
 
-Saving All(Ns idle_ns, const CauseTotals&, const CopyRates&) {
-  return {idle_ns, {.method = SavingMethod::kAll}};
+Saving All(Ns idle_ns, const CauseTotals&, const CopyRates&, const DeviceWork&) {
+  return {.ns = idle_ns, .basis = {.method = SavingMethod::kAll}};
 }
 
-// A heuristic: overlapping communication with compute hides about half of it in DDP-style jobs;
-// doubling the work per kernel halves the launch gaps per sample.
-Saving Half(Ns idle_ns, const CauseTotals&, const CopyRates&) {
-  return {idle_ns / 2, {.method = SavingMethod::kHalf}};
+// A heuristic: fusing kernels or capturing them in a graph (launch-bound), or freeing memory for
+// a larger batch (memory-bound), halves the launch gaps per sample.
+Saving Half(Ns idle_ns, const CauseTotals&, const CopyRates&, const DeviceWork&) {
+  return {.ns = idle_ns / 2, .basis = {.method = SavingMethod::kHalf}};
 }
 
-Saving None(Ns, const CauseTotals&, const CopyRates&) { return {}; }
+Saving None(Ns, const CauseTotals&, const CopyRates&, const DeviceWork&) { return {}; }
 
-// What the pageable bytes would cost from pinned memory. Not the GPU-side rate of the pageable
-// copies: CUPTI's record covers the DMA from the driver's staging buffer (22 us for 1 MiB on an
-// H200, whose cudaMemcpy blocked 194 us), not the staging.
-Saving PageableAtPinnedRate(Ns, const CauseTotals& acc, const CopyRates& rates) {
+// Communication overlapped with compute (gradients all-reduced in buckets on their own stream
+// while the backward pass goes on, as DDP does) hides up to the compute it can run beside. What
+// the rank waited for a slower rank stays: only fixing that rank removes it.
+Saving OverlapWithCompute(Ns idle_ns, const CauseTotals&, const CopyRates&, const DeviceWork& w) {
+  const Ns wait = std::clamp<Ns>(w.collective_wait_ns, 0, idle_ns);
+  return {.ns = std::min(idle_ns - wait, w.compute_ns),
+          .basis = {.method = SavingMethod::kOverlapWithCompute, .wait_ns = wait}};
+}
+
+// A batch grown as far as device memory allows (at most kMaxBatchGrowth; only until the kernels
+// below the SM count fill the SMs when the memory use is unknown): each launch does that many
+// times the work, so the launch gaps per sample shrink by that factor, and those kernels run at
+// most full (their time per sample shrinks to their fill of the SMs). Without grid sizes or an
+// SM count: half of the gaps.
+Saving FillTheDevice(Ns idle_ns, const CauseTotals& t, const CopyRates& r, const DeviceWork& w) {
+  const double fill = w.small_kernel_fill;
+  if (fill <= 0) return Half(idle_ns, t, r, w);
+  double growth = w.memory_headroom > 0 ? std::min(w.memory_headroom, kMaxBatchGrowth)
+                                        : std::min(1 / fill, kMaxBatchGrowth);
+  growth = std::max(growth, 1.0);
+  const double kernels_kept = std::max(fill, 1 / growth);
+  return {.ns = static_cast<Ns>(static_cast<double>(idle_ns) * (1 - 1 / growth)),
+          .busy_ns = static_cast<Ns>(static_cast<double>(w.small_kernel_ns) * (1 - kernels_kept)),
+          .basis = {.method = SavingMethod::kFillTheDevice, .batch_growth = growth}};
+}
+
+// The fix: copies from pinned memory, issued ahead on their own stream so they overlap compute.
+// The copies then take the pageable bytes' time at the pinned bandwidth (and the pinned copies
+// theirs), and only what compute cannot cover stays exposed. Not the GPU-side rate of the
+// pageable copies: CUPTI's record covers the DMA from the driver's staging buffer (22 us for
+// 1 MiB on an H200, whose cudaMemcpy blocked 194 us), not the staging.
+Saving PageableAtPinnedRate(Ns idle_ns, const CauseTotals& acc, const CopyRates& rates,
+                            const DeviceWork& w) {
   const double pinned = rates.pinned.BytesPerNs();
   const double rate = pinned > 0 ? pinned : kDefaultPinnedBytesPerNs;
-  Ns pinned_ns = static_cast<Ns>(acc.pageable_bytes / rate);
-  return {std::max<Ns>(0, acc.pageable_ns - pinned_ns),
-          {.method = SavingMethod::kPageableAtPinnedRate,
-           .rate_bytes_per_ns = rate,
-           .rate_source = pinned > 0 ? RateSource::kPinnedCopies : RateSource::kAssumed}};
+  const Ns pageable_at_pinned = static_cast<Ns>(acc.pageable_bytes / rate);
+  const Ns copies =
+      std::min(acc.pageable_ns, pageable_at_pinned) + std::max<Ns>(0, idle_ns - acc.pageable_ns);
+  const Ns exposed = std::max<Ns>(0, copies - w.compute_ns);
+  return {.ns = std::max<Ns>(0, idle_ns - exposed),
+          .basis = {.method = SavingMethod::kPageableAtPinnedRate,
+                    .rate_bytes_per_ns = rate,
+                    .rate_source = pinned > 0 ? RateSource::kPinnedCopies : RateSource::kAssumed}};
 }
 
 // An asynchronous checkpoint keeps the snapshot: the one measured before the writes, or the one
 // their bytes need (a device-to-host copy into pinned memory), whichever is longer.
-Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRates& rates) {
+Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRates& rates,
+                               const DeviceWork&) {
   double rate = rates.d2h_pinned.BytesPerNs();
   RateSource source = RateSource::kPinnedDeviceToHostCopies;
   if (rate <= 0) {
@@ -51,18 +85,18 @@ Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRat
   // The bytes are a sum of shares of events (bytes in proportion to the time credited): the
   // report gives the nearest whole byte.
   const uint64_t bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)));
-  return {std::max<Ns>(0, idle_ns - snapshot),
-          {.method = SavingMethod::kCheckpointMinusSnapshot,
-           .rate_bytes_per_ns = rate,
-           .rate_source = source,
-           .bytes = bytes,
-           .snapshot_ns = acc.snapshot_ns}};
+  return {.ns = std::max<Ns>(0, idle_ns - snapshot),
+          .basis = {.method = SavingMethod::kCheckpointMinusSnapshot,
+                    .rate_bytes_per_ns = rate,
+                    .rate_source = source,
+                    .bytes = bytes,
+                    .snapshot_ns = acc.snapshot_ns}};
 }
 
 // In the order of enum Cause.
 constexpr std::array<Rule, kCauseCount> kSavingRules = {
     PageableAtPinnedRate,     // host_gpu_transfer
-    Half,                     // communication
+    OverlapWithCompute,       // communication
     CheckpointMinusSnapshot,  // checkpointing
     All,                      // intermediate_upload: moved to a background thread
     All,                      // data_loading: if loading runs ahead of compute
@@ -70,13 +104,13 @@ constexpr std::array<Rule, kCauseCount> kSavingRules = {
     All,                      // library_installation: a prebuilt environment
     All,                      // interactive: run as a batch job
     All,                      // synchronization: if the synchronization is not needed
-    Half,                     // small_batch
+    FillTheDevice,            // small_batch
     Half,                     // insufficient_memory
     Half,                     // launch_bound
     None,                     // startup: no specific fix
     All,                      // tail: release the GPU after the last kernel
     None,                     // unknown: no specific fix
-    All,                      // unused_gpus: not needed
+    All,                      // unused_gpus: not needed (JobSaving: their share of the work)
     All,                      // no_gpu_work: not needed
 };
 
@@ -97,8 +131,16 @@ void CopyRates::Add(const GpuRecord& r) {
   }
 }
 
-Saving EstimateSaving(Cause cause, Ns idle_ns, const CauseTotals& totals, const CopyRates& rates) {
-  return kSavingRules[Index(cause)](idle_ns, totals, rates);
+Saving EstimateSaving(Cause cause, Ns idle_ns, const CauseTotals& totals, const CopyRates& rates,
+                      const DeviceWork& work) {
+  return kSavingRules[Index(cause)](idle_ns, totals, rates, work);
+}
+
+void JobSaving::AddDevice(const Saving& s) {
+  gpu_ns_ += s.ns;
+  const Ns shrink = s.ns + s.busy_ns;
+  job_ns_ = devices_ == 0 ? shrink : std::min(job_ns_, shrink);
+  ++devices_;
 }
 
 }  // namespace idlescope

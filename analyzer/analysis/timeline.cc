@@ -40,7 +40,11 @@ void DeviceTimeline::AddActivity(const GpuRecord& record) {
       stats_.duration_log2[std::min<size_t>(bucket, stats_.duration_log2.size() - 1)]++;
       if (record.grid > 0) {
         ++stats_.with_grid;
-        if (sm_count_ > 0 && record.grid < sm_count_) ++stats_.below_sm_count;
+        if (sm_count_ > 0 && record.grid < sm_count_) {
+          ++stats_.below_sm_count;
+          stats_.below_sm_ns += dur;
+          stats_.below_sm_blocks += record.grid;
+        }
       }
       compute_.Add(start, end);
       return;

@@ -35,11 +35,13 @@ struct GapEvent {
 
 // Kernel statistics for the launch-bound / batch-size diagnosis.
 struct KernelStats {
-  uint64_t kernels = 0;         // compute kernels
-  uint64_t nccl_kernels = 0;    // communication kernels
-  Ns kernel_ns = 0;             // sum of compute kernel durations
-  uint64_t below_sm_count = 0;  // compute kernels with fewer blocks than the device has SMs
-  uint64_t with_grid = 0;       // compute kernels whose grid size is known
+  uint64_t kernels = 0;          // compute kernels
+  uint64_t nccl_kernels = 0;     // communication kernels
+  Ns kernel_ns = 0;              // sum of compute kernel durations
+  uint64_t below_sm_count = 0;   // compute kernels with fewer blocks than the device has SMs
+  uint64_t with_grid = 0;        // compute kernels whose grid size is known
+  Ns below_sm_ns = 0;            // sum of the durations of the kernels below the SM count
+  uint64_t below_sm_blocks = 0;  // and of their blocks
   // Compute kernel durations by power of two of nanoseconds (bucket b: [2^b, 2^(b+1)) ns).
   std::array<uint64_t, 48> duration_log2{};
   // Approximate median kernel duration (the lower bound of the median's bucket, times 1.5).

@@ -72,14 +72,20 @@ struct Finding {
   StringId api = 0;  // a name: the function of a CUDA call, a device
 };
 
-// How an estimated saving was computed (docs/attribution.md, "Estimated savings").
+// How an estimated saving was computed (docs/attribution.md, "The numbers").
 enum class SavingMethod : uint8_t {
   kNone,                     // no estimate: the cause has no specific fix (startup, unknown)
   kAll,                      // all of the idle time: the fix takes the work off the GPU's path
-  kHalf,                     // half of it: a heuristic (communication, short launch gaps)
-  kPageableAtPinnedRate,     // pageable copy time minus the same bytes at the pinned bandwidth
+  kHalf,                     // half of it: a heuristic (launch-bound and memory-bound short gaps)
+  kPageableAtPinnedRate,     // copies from pinned memory (the pageable bytes at the pinned
+                             // bandwidth), overlapped with compute: what compute cannot hide stays
   kCheckpointMinusSnapshot,  // blocked checkpoint time minus the snapshot an asynchronous
                              // checkpoint keeps
+  kOverlapWithCompute,       // communication overlapped with compute: up to the compute time,
+                             // less the waits for slower ranks
+  kFillTheDevice,            // a batch batch_growth times larger (as memory allows)
+  kSpreadOverDevices,        // unused GPUs: released (GPU time), or given their share of the work
+                             // (the job's time)
 };
 
 // Where the bandwidth of a saving came from.
@@ -97,6 +103,10 @@ struct SavingBasis {
   RateSource rate_source = RateSource::kNone;
   uint64_t bytes = 0;  // kCheckpointMinusSnapshot: the bytes written, whose snapshot is kept
   Ns snapshot_ns = 0;  // kCheckpointMinusSnapshot: snapshot copies measured before the writes
+  Ns wait_ns = 0;      // kOverlapWithCompute: waits for slower ranks, which overlap cannot hide
+  double batch_growth = 0;       // kFillTheDevice: the factor the batch grows by
+  uint32_t used_devices = 0;     // kSpreadOverDevices: devices that ran kernels
+  uint32_t visible_devices = 0;  // kSpreadOverDevices: those and the unused visible ones
 };
 
 }  // namespace idlescope

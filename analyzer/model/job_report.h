@@ -44,10 +44,11 @@ struct EvidenceItem {
 
 struct CauseReport {
   Cause cause = Cause::kUnknown;
-  Ns ns = 0;          // device-seconds of idle attributed (summed over devices)
-  double share = 0;   // ns / job GPU time
-  Ns saving_ns = 0;   // estimated idle time removed by the fix
-  SavingBasis basis;  // how saving_ns was computed
+  Ns ns = 0;             // device-seconds of idle attributed (summed over devices)
+  double share = 0;      // ns / job GPU time
+  Ns saving_ns = 0;      // estimated GPU time the fix frees (idle, summed over devices)
+  Ns job_saving_ns = 0;  // estimated time by which the job would end sooner
+  SavingBasis basis;     // how they were computed
   std::vector<EvidenceItem> stacks;
   std::vector<EvidenceItem> objects;
   std::vector<EvidenceItem> directories;  // files grouped by directory, when there are many

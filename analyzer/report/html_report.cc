@@ -173,8 +173,8 @@ void CauseChart(const JobReport& r, std::string& out) {
   CatTo(&out, "<h2 id=\"causes\">Idle GPU time by cause</h2>\n<p class=\"sub\">GPU time ",
         Seconds(r.gpu_time), " (job span x devices), idle ", Seconds(r.idle_ns),
         "</p>\n<table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
-        "<th class=\"n\">share</th><th class=\"n\">est. saving</th><th>paper "
-        "category</th></tr>\n");
+        "<th class=\"n\">share</th><th class=\"n\">est. saving</th><th class=\"n\">job "
+        "sooner</th><th>paper category</th></tr>\n");
   Ns largest = r.causes.empty() ? 1 : std::max<Ns>(1, r.causes.front().ns);
   for (const CauseReport& c : r.causes) {
     const CauseInfo& info = InfoOf(c.cause);
@@ -183,8 +183,8 @@ void CauseChart(const JobReport& r, std::string& out) {
         "\"></span><a href=\"#cause-", info.name, "\">", info.name, "</a></td><td>",
         HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause), 320),
         "</td><td class=\"n\">", Seconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
-        "</td><td class=\"n\">", Seconds(c.saving_ns), "</td><td>", HtmlEscape(info.paper_category),
-        "</td></tr>\n");
+        "</td><td class=\"n\">", Seconds(c.saving_ns), "</td><td class=\"n\">",
+        Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
   }
   out += "</table>\n";
 }
@@ -254,8 +254,9 @@ void Findings(const JobReport& r, std::string& out) {
       out += "</table>\n";
     }
     CatTo(&out, "<div class=\"fix\"><b>fix:</b> ", HtmlEscape(info.fix),
-          "<br><b>estimated saving:</b> ", Seconds(c.saving_ns), " (",
-          HtmlEscape(SavingBasisText(c.cause, c.basis)), ")</div>\n</div>\n");
+          "<br><b>estimated saving:</b> ", Seconds(c.saving_ns), " of GPU time, the job ",
+          Seconds(c.job_saving_ns), " sooner (", HtmlEscape(SavingBasisText(c.cause, c.basis)),
+          ")</div>\n</div>\n");
   }
 }
 

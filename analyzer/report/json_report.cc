@@ -94,6 +94,12 @@ std::string_view SavingMethodName(SavingMethod m) {
       return "pageable_at_pinned_rate";
     case SavingMethod::kCheckpointMinusSnapshot:
       return "checkpoint_minus_snapshot";
+    case SavingMethod::kOverlapWithCompute:
+      return "overlap_with_compute";
+    case SavingMethod::kFillTheDevice:
+      return "fill_the_device";
+    case SavingMethod::kSpreadOverDevices:
+      return "spread_over_devices";
   }
   return "none";
 }
@@ -206,6 +212,15 @@ void WriteSaving(JsonWriter& j, const SavingBasis& b) {
     j.Uint("written_bytes", b.bytes);
     j.Int("snapshot_ns", b.snapshot_ns);
   }
+  if (b.method == SavingMethod::kOverlapWithCompute) j.Int("wait_ns", b.wait_ns);
+  if (b.method == SavingMethod::kFillTheDevice) {
+    j.Key("batch_growth");
+    j.Fixed(b.batch_growth, 2);
+  }
+  if (b.method == SavingMethod::kSpreadOverDevices) {
+    j.Uint("used_devices", b.used_devices);
+    j.Uint("visible_devices", b.visible_devices);
+  }
   j.EndObject();
 }
 
@@ -298,6 +313,7 @@ void WriteCauses(JsonWriter& j, const JobReport& r) {
     j.Int("idle_ns", c.ns);
     j.Ratio("share_fraction", c.share);
     j.Int("saving_ns", c.saving_ns);
+    j.Int("job_saving_ns", c.job_saving_ns);
     WriteSaving(j, c.basis);
     j.Key("findings");
     j.BeginArray();

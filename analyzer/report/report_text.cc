@@ -145,7 +145,8 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
   switch (b.method) {
     case SavingMethod::kPageableAtPinnedRate:
       return absl::StrFormat(
-          "pageable copy time minus the same bytes at the pinned bandwidth (%.2f GB/s, %s)",
+          "the copies from pinned memory at %.2f GB/s (%s), overlapped with compute: what "
+          "compute cannot hide stays",
           b.rate_bytes_per_ns,
           b.rate_source == RateSource::kAssumed ? "assumed: no large pinned copy in the trace"
                                                 : "measured on the GPU");
@@ -165,10 +166,29 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
       return text;
     }
     case SavingMethod::kHalf:
-      return cause == Cause::kCommunication
-                 ? "half of exposed communication, hidden by overlapping it with compute "
-                   "(heuristic)"
-                 : "doubling the work per kernel halves the launch gaps per sample";
+      return cause == Cause::kLaunchBound
+                 ? "half of the launch gaps, with fewer launches (fused kernels, CUDA graphs): "
+                   "a heuristic"
+                 : "doubling the work per kernel halves the launch gaps per sample (heuristic)";
+    case SavingMethod::kOverlapWithCompute: {
+      std::string text =
+          "the communication hidden by overlapping it with compute (gradients all-reduced in "
+          "buckets during the backward pass), up to the compute time";
+      if (b.wait_ns > 0) {
+        absl::StrAppendFormat(&text, "; not the %s waiting for slower ranks", Seconds(b.wait_ns));
+      }
+      return text;
+    }
+    case SavingMethod::kFillTheDevice:
+      return absl::StrFormat(
+          "a %.1fx larger batch (as device memory allows): %.1fx fewer launch gaps per sample, "
+          "and kernels that fill the SMs",
+          b.batch_growth, b.batch_growth);
+    case SavingMethod::kSpreadOverDevices:
+      return absl::StrFormat(
+          "GPU time: the unused GPUs released; the job's time: its work spread over all %d "
+          "visible GPUs instead of %d",
+          b.visible_devices, b.used_devices);
     case SavingMethod::kAll:
       switch (cause) {
         case Cause::kDataLoading:

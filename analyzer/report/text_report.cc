@@ -65,8 +65,8 @@ std::string FormatTextReport(const JobReport& r) {
 
   absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n",
                         Seconds(r.gpu_time), Seconds(r.idle_ns));
-  absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
-                        "EST. SAVING", "PAPER CATEGORY");
+  absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
+                        "EST. SAVING", "JOB SOONER", "PAPER CATEGORY");
   size_t omitted = 0;
   Ns omitted_ns = 0;
   for (const CauseReport& c : r.causes) {
@@ -76,8 +76,9 @@ std::string FormatTextReport(const JobReport& r) {
       continue;
     }
     const CauseInfo& info = InfoOf(c.cause);
-    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s  %s\n", info.name, Seconds(c.ns),
-                          Percent(c.share), Seconds(c.saving_ns), info.paper_category);
+    absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s %12s  %s\n", info.name, Seconds(c.ns),
+                          Percent(c.share), Seconds(c.saving_ns), Seconds(c.job_saving_ns),
+                          info.paper_category);
   }
   if (omitted > 0) {
     absl::StrAppendFormat(&out,
@@ -112,7 +113,8 @@ std::string FormatTextReport(const JobReport& r) {
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
-    absl::StrAppendFormat(&out, "    estimated saving: %s (%s)\n", Seconds(c.saving_ns),
+    absl::StrAppendFormat(&out, "    estimated saving: %s of GPU time, the job %s sooner (%s)\n",
+                          Seconds(c.saving_ns), Seconds(c.job_saving_ns),
                           SavingBasisText(c.cause, c.basis));
   }
   out += '\n';

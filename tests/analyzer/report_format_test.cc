@@ -120,8 +120,22 @@ TEST(ReportText, SavingBasisSaysTheRateAndWhereItCameFrom) {
                        .rate_bytes_per_ns = 12,
                        .rate_source = RateSource::kAssumed};
   EXPECT_EQ(SavingBasisText(Cause::kHostGpuTransfer, transfer),
-            "pageable copy time minus the same bytes at the pinned bandwidth (12.00 GB/s, "
-            "assumed: no large pinned copy in the trace)");
+            "the copies from pinned memory at 12.00 GB/s (assumed: no large pinned copy in the "
+            "trace), overlapped with compute: what compute cannot hide stays");
+  EXPECT_EQ(SavingBasisText(Cause::kCommunication,
+                            {.method = SavingMethod::kOverlapWithCompute, .wait_ns = Ms(20)}),
+            "the communication hidden by overlapping it with compute (gradients all-reduced in "
+            "buckets during the backward pass), up to the compute time; not the 0.020 s waiting "
+            "for slower ranks");
+  EXPECT_EQ(SavingBasisText(Cause::kSmallBatch,
+                            {.method = SavingMethod::kFillTheDevice, .batch_growth = 8}),
+            "a 8.0x larger batch (as device memory allows): 8.0x fewer launch gaps per sample, "
+            "and kernels that fill the SMs");
+  EXPECT_EQ(SavingBasisText(Cause::kUnusedGpus, {.method = SavingMethod::kSpreadOverDevices,
+                                                 .used_devices = 1,
+                                                 .visible_devices = 4}),
+            "GPU time: the unused GPUs released; the job's time: its work spread over all 4 "
+            "visible GPUs instead of 1");
   EXPECT_EQ(SavingBasisText(Cause::kStartup, {}), "no estimate: no specific fix");
   EXPECT_EQ(SavingBasisText(Cause::kDataLoading, {.method = SavingMethod::kAll}),
             "all of it, if loading runs ahead of compute (enough workers, prefetching)");

@@ -34,37 +34,43 @@ TEST(Savings, CopyRatesComeFromLargeGpuCopiesOnly) {
   EXPECT_EQ(CopyRates{}.pinned.BytesPerNs(), 0);
 }
 
-TEST(Savings, PageableCopiesSaveTheirTimeMinusThePinnedTime) {
+TEST(Savings, PageableCopiesSaveTheirTimeMinusThePinnedTimeThatComputeCannotHide) {
   CauseTotals t;
   t.pageable_ns = Ms(100);
   t.pageable_bytes = 600e6;
-  Saving s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, {});
+  Saving s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, {}, {});
   EXPECT_EQ(s.basis.method, SavingMethod::kPageableAtPinnedRate);
   EXPECT_EQ(s.basis.rate_source, RateSource::kAssumed);
   EXPECT_EQ(s.ns, Ms(50));  // 600 MB at the assumed 12 GB/s take 50 ms
   CopyRates rates;
   rates.Add(Copy(COPY_H2D, MEM_PINNED, 24'000'000'000, 1000));  // 24 GB/s
-  s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, rates);
+  s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, rates, {});
   EXPECT_EQ(s.basis.rate_source, RateSource::kPinnedCopies);
   EXPECT_EQ(s.ns, Ms(75));
+  // Overlapped with compute, the copies hide behind it: 25 ms of pinned-rate pageable bytes and
+  // 50 ms of pinned copies behind 60 ms of compute leave 15 ms exposed.
+  s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, rates, {.compute_ns = Ms(60)});
+  EXPECT_EQ(s.ns, Ms(135));
+  s = EstimateSaving(Cause::kHostGpuTransfer, Ms(150), t, rates, {.compute_ns = Ms(600)});
+  EXPECT_EQ(s.ns, Ms(150));
 }
 
 TEST(Savings, CheckpointsKeepTheirSnapshot) {
   CauseTotals t;
   t.bytes = 600e6;
-  Saving s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {});
+  Saving s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {}, {});
   EXPECT_EQ(s.basis.method, SavingMethod::kCheckpointMinusSnapshot);
   EXPECT_EQ(s.basis.rate_source, RateSource::kAssumed);
   EXPECT_EQ(s.basis.bytes, 600'000'000u);
   EXPECT_EQ(s.ns, Ms(50));
   t.snapshot_ns = Ms(80);  // a measured snapshot longer than the bytes need
-  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {});
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, {}, {});
   EXPECT_EQ(s.ns, Ms(20));
   EXPECT_EQ(s.basis.snapshot_ns, Ms(80));
   CopyRates rates;
   rates.Add(Copy(COPY_D2H, MEM_PAGEABLE, 1'200'000'000, 50));  // 24 GB/s, not pinned
   t.snapshot_ns = 0;
-  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates);
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
   EXPECT_EQ(s.basis.rate_source, RateSource::kDeviceToHostCopies);
   EXPECT_EQ(s.ns, Ms(75));
 }
@@ -74,21 +80,77 @@ TEST(Savings, EveryOtherCauseIsAllHalfOrNothing) {
   for (Cause c : {Cause::kDataLoading, Cause::kIntermediateUpload, Cause::kExternalDownload,
                   Cause::kLibraryInstallation, Cause::kInteractive, Cause::kSynchronization,
                   Cause::kTail, Cause::kUnusedGpus, Cause::kNoGpuWork}) {
-    Saving s = EstimateSaving(c, Ms(100), t, {});
+    Saving s = EstimateSaving(c, Ms(100), t, {}, {});
     EXPECT_EQ(s.basis.method, SavingMethod::kAll) << InfoOf(c).name;
     EXPECT_EQ(s.ns, Ms(100));
   }
-  for (Cause c : {Cause::kCommunication, Cause::kSmallBatch, Cause::kInsufficientMemory,
-                  Cause::kLaunchBound}) {
-    Saving s = EstimateSaving(c, Ms(100), t, {});
+  // Short gaps of a device whose kernels' grids are unknown, or that is memory- or launch-bound.
+  for (Cause c : {Cause::kSmallBatch, Cause::kInsufficientMemory, Cause::kLaunchBound}) {
+    Saving s = EstimateSaving(c, Ms(100), t, {}, {});
     EXPECT_EQ(s.basis.method, SavingMethod::kHalf) << InfoOf(c).name;
     EXPECT_EQ(s.ns, Ms(50));
+    EXPECT_EQ(s.busy_ns, 0);
   }
   for (Cause c : {Cause::kStartup, Cause::kUnknown}) {
-    Saving s = EstimateSaving(c, Ms(100), t, {});
+    Saving s = EstimateSaving(c, Ms(100), t, {}, {});
     EXPECT_EQ(s.basis.method, SavingMethod::kNone);
     EXPECT_EQ(s.ns, 0);
   }
+}
+
+TEST(Savings, OverlapHidesCommunicationUpToTheComputeButNotTheWaitsForSlowerRanks) {
+  const CauseTotals t;
+  Saving s = EstimateSaving(Cause::kCommunication, Ms(100), t, {}, {.compute_ns = Ms(300)});
+  EXPECT_EQ(s.basis.method, SavingMethod::kOverlapWithCompute);
+  EXPECT_EQ(s.ns, Ms(100));  // compute enough to hide it all
+  s = EstimateSaving(Cause::kCommunication, Ms(100), t, {}, {.compute_ns = Ms(30)});
+  EXPECT_EQ(s.ns, Ms(30));  // only as much as there is compute to run beside
+  s = EstimateSaving(Cause::kCommunication, Ms(100), t, {},
+                     {.compute_ns = Ms(300), .collective_wait_ns = Ms(70)});
+  EXPECT_EQ(s.ns, Ms(30));  // the wait for a slower rank stays
+  EXPECT_EQ(s.basis.wait_ns, Ms(70));
+  s = EstimateSaving(Cause::kCommunication, Ms(100), t, {},
+                     {.compute_ns = Ms(300), .collective_wait_ns = Ms(700)});
+  EXPECT_EQ(s.ns, 0);
+  EXPECT_EQ(s.basis.wait_ns, Ms(100));
+}
+
+TEST(Savings, ALargerBatchAsMemoryAllowsAmortizesLaunchesAndFillsTheSms) {
+  const CauseTotals t;
+  // Memory for a 10x batch, kernels of a quarter of the SMs: 100 ms of launch gaps lose 90%,
+  // 40 ms of such kernels run full (a quarter of their time per sample stays).
+  DeviceWork w{.small_kernel_ns = Ms(40), .small_kernel_fill = 0.25, .memory_headroom = 10};
+  Saving s = EstimateSaving(Cause::kSmallBatch, Ms(100), t, {}, w);
+  EXPECT_EQ(s.basis.method, SavingMethod::kFillTheDevice);
+  EXPECT_DOUBLE_EQ(s.basis.batch_growth, 10);
+  EXPECT_EQ(s.ns, Ms(90));
+  EXPECT_EQ(s.busy_ns, Ms(30));
+  w.memory_headroom = 2;  // memory for only twice the batch: the kernels fill half the SMs
+  s = EstimateSaving(Cause::kSmallBatch, Ms(100), t, {}, w);
+  EXPECT_DOUBLE_EQ(s.basis.batch_growth, 2);
+  EXPECT_EQ(s.ns, Ms(50));
+  EXPECT_EQ(s.busy_ns, Ms(20));
+  w.memory_headroom = 1000;  // claimed at most kMaxBatchGrowth
+  s = EstimateSaving(Cause::kSmallBatch, Ms(100), t, {}, w);
+  EXPECT_DOUBLE_EQ(s.basis.batch_growth, kMaxBatchGrowth);
+  w.memory_headroom = 0;  // memory use unknown: only until the SMs are full
+  s = EstimateSaving(Cause::kSmallBatch, Ms(100), t, {}, w);
+  EXPECT_DOUBLE_EQ(s.basis.batch_growth, 4);
+  EXPECT_EQ(s.ns, Ms(75));
+  EXPECT_EQ(s.busy_ns, Ms(30));
+}
+
+TEST(Savings, TheJobEndsWhenItsLastDeviceDoes) {
+  JobSaving none;
+  EXPECT_EQ(none.job_ns(), 0);
+  JobSaving j;
+  j.AddDevice({.ns = Ms(100)});
+  j.AddDevice({.ns = Ms(80), .busy_ns = Ms(10)});
+  EXPECT_EQ(j.gpu_ns(), Ms(180));
+  EXPECT_EQ(j.job_ns(), Ms(90));  // the second device's timeline shrinks least
+  j.AddDevice({});                // a device the cause took nothing from keeps the job's end
+  EXPECT_EQ(j.gpu_ns(), Ms(180));
+  EXPECT_EQ(j.job_ns(), 0);
 }
 
 TEST(ReportAssembly, ShortGapsFollowThePapersBatchSizeAndMemoryRule) {
