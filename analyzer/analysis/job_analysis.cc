@@ -109,7 +109,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     case CUDA_LAUNCH_SUMMARY:
     case CUDA_GRAPH_LAUNCH:
       // A launch ends the thread's run of copies: what follows is training, not a snapshot.
-      snapshots_.EndRun(e.process, e.tid);
+      if (snapshots_.EndRun(e.process, e.tid, &snapshot_copies_)) {
+        for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, e.tid, copy);
+      }
       if (e.device >= 0) {
         devices_[Device(e.process, static_cast<uint32_t>(e.device))].launches +=
             e.type == CUDA_LAUNCH_SUMMARY ? std::max<uint64_t>(e.count, 1) : 1;
@@ -171,8 +173,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.directory = directories_.Of(e);
   // Code and system paths returned above: what is left is data unless it is a model file.
   candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
-  if (snapshots_.Note(candidate, &snapshot_copies_)) {
-    for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, e.tid, copy);
+  uint32_t copy_tid = 0;
+  if (snapshots_.Note(candidate, &snapshot_copies_, &copy_tid)) {
+    for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, copy_tid, copy);
   }
   AddCandidate(candidate);
 }

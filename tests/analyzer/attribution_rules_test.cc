@@ -136,8 +136,26 @@ TEST(AttributionRules, DeviceToHostCopyBeforeAModelWriteIsCheckpointSnapshot) {
   EXPECT_EQ(c->saving_ns, Ms(50));
 }
 
+TEST(AttributionRules, AnAsynchronousCheckpointsSnapshotIsCheckpointing) {
+  // The training thread copies 256 MiB to the host and launches again; a writer thread writes
+  // them to the model file.
+  OneGap s;
+  s.job.CopyToHost(s.p, kTid, 100, 150);
+  s.job.Launch(s.p, kTid, 150);
+  s.job.Io(s.p, kTid + 1, FILE_WRITE, 160, 180, "/ckpt/model.pt", FS_LOCAL, 128 << 20);
+  s.job.Io(s.p, kTid + 1, FILE_WRITE, 180, 195, "/ckpt/model.pt", FS_LOCAL, 128 << 20);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(85));  // the snapshot (50) and the writes (35)
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  const Finding* f = FindFinding(*c, FindingKind::kSnapshotCopies);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ns, Ms(50));
+}
+
 TEST(AttributionRules, DeviceToHostCopyIsNoSnapshotOnAnotherThreadAfterALaunchOrBeforeOtherFiles) {
-  {  // the write is another thread's
+  {  // the write is another thread's, of fewer bytes than half the copy's
     OneGap s;
     s.job.CopyToHost(s.p, kTid, 100, 150);
     s.job.Io(s.p, kTid + 1, FILE_WRITE, 150, 200, "/ckpt/model.pt");

@@ -136,8 +136,11 @@ CUresult EngineImpl::MemAlloc(int dev, size_t bytes, MemKind kind, void** out) {
     }
   }
   // Device memory is ordinary host memory here, reserved lazily, so data round-trips exactly.
+  // Pinned host memory is resident from the start, as page-locked memory is (a first copy into
+  // it would otherwise pay the page faults: 50 ms for 64 MiB on a small VM).
+  const int populate = kind == MemKind::kPinned ? MAP_POPULATE : 0;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
   std::lock_guard<std::mutex> lk(mu_);
   if (p == MAP_FAILED) {
     if (on_device) devices_[dev]->used -= bytes;
