@@ -47,6 +47,7 @@
 namespace idlescope {
 namespace {
 
+using namespace std::string_view_literals;
 using Ns = int64_t;
 constexpr Ns kUs = 1000;
 constexpr Ns kMs = 1000 * kUs;
@@ -55,7 +56,8 @@ constexpr uint64_t kGiB = 1ull << 30;
 
 const std::set<std::string> kKnownCauses = {
     "pageable", "pinned",   "checkpoint", "upload",     "dataload", "remote", "nccl", "straggler",
-    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none", "nogpu"};
+    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none", "nogpu",
+    "prompt",   "popen",    "readback",   "asyncckpt",  "mpi",      "crowded"};
 
 // One trace file being written: framing, interning and batching.
 class TraceFile {
@@ -315,7 +317,7 @@ struct Options {
 };
 
 Header MakeHeader(uint32_t pid, uint32_t ppid, int rank, int world, Ns start,
-                  const std::vector<std::string>& cmdline) {
+                  const std::vector<std::string>& cmdline, bool mpi = false) {
   Header h;
   h.set_magic("IDLESCOPE");
   h.set_format_version(1);
@@ -329,6 +331,7 @@ Header MakeHeader(uint32_t pid, uint32_t ppid, int rank, int world, Ns start,
     h.set_local_rank(rank);
     h.set_world_size(world);
   }
+  if (rank >= 0 && mpi) h.set_rank_variable("OMPI_COMM_WORLD_RANK");
   h.mutable_clock()->set_monotonic_ns(static_cast<uint64_t>(start));
   h.mutable_clock()->set_realtime_ns(static_cast<uint64_t>(start) + 1'700'000'000ull * kS);
   h.set_origin(ppid > 1 ? ORIGIN_FORK : ORIGIN_PRELOAD);
@@ -356,8 +359,10 @@ DeviceInfo RankDevice(const Options& o, int rank) {
   info.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
   info.set_sm_count(132);
   info.set_total_memory(80 * kGiB);
-  info.set_uuid("GPU-0000000" + std::to_string(rank));
-  info.set_visible_devices(static_cast<uint32_t>(o.Has("unused") ? o.ranks + 1 : o.ranks));
+  // crowded: every rank on the host's first GPU (no set_device(local_rank)), the others unused.
+  info.set_uuid("GPU-0000000" + std::to_string(o.Has("crowded") ? 0 : rank));
+  info.set_visible_devices(
+      static_cast<uint32_t>(o.Has("unused") || o.Has("crowded") ? o.ranks + 1 : o.ranks));
   return info;
 }
 
@@ -372,8 +377,10 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
   const uint32_t tid = pid;
   const Ns t0 = 1000 * kS;
   const std::string dir = o.out + "/";
-  TraceFile file(dir + "gen-node0-" + std::to_string(pid) + ".idlescope",
-                 MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}), o.format);
+  TraceFile file(
+      dir + "gen-node0-" + std::to_string(pid) + ".idlescope",
+      MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}, o.Has("mpi")),
+      o.format);
   std::unique_ptr<TraceFile> worker;
   const bool dataload = o.Has("dataload") || o.Has("remote");
   if (dataload) {
@@ -467,6 +474,13 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
     }
   }
   const uint64_t stack_log = file.Stack({"main", "train", "log_metrics", "write"});
+  const uint64_t stack_prompt = file.Stack({"main", "train", "input", "fgets"});
+  const uint64_t stack_popen = file.Stack({"main", "train", "install_extra", "popen"});
+  const uint64_t stack_popen_read = file.Stack({"main", "train", "install_extra", "fgets"});
+  const uint64_t stack_async_save = file.Stack({"main", "train", "save_async", "cudaMemcpy"});
+  const uint64_t stack_writer =
+      file.Stack({"start_thread", "writer_loop", "write_checkpoint", "fwrite"});
+  const uint64_t stack_readback = file.Stack({"main", "train", "train_step", "loss.item"});
   const uint64_t stack_sync = file.Stack({"main", "train", "train_step", "Tensor.item"});
   const uint64_t stack_nccl = file.Stack({"main", "train", "allreduce_grads", "all_reduce"});
   const uint64_t stack_dl = file.Stack({"main", "from_pretrained", "hf_hub_download", "recv"});
@@ -490,8 +504,7 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
     Event* spawn = file.AddEvent(tid, PROC_SPAWN, begin, 300 * kUs);
     spawn->set_child_pid(3000 + static_cast<uint32_t>(rank));
     spawn->set_path(file.String("/usr/bin/python3"));
-    spawn->set_argv(
-        file.String(std::string("python3\0-m\0pip\0install\0-r\0requirements.txt", 45)));
+    spawn->set_argv(file.String(std::string("python3\0-m\0pip\0install\0-r\0requirements.txt"sv)));
     TraceFile pip(
         dir + "gen-node0-" + std::to_string(3000 + rank) + ".idlescope",
         MakeHeader(3000 + static_cast<uint32_t>(rank), pid, -1, o.ranks, begin,
@@ -651,7 +664,107 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       s->set_stack(stack_sync);
       now += len;
     }
+    // 5b. loss.item() into pinned memory, then CPU work (metrics, logging) before the next
+    // step's launches: the device runs dry while the host computes.
+    if (o.Has("readback")) {
+      Ns wait = std::max<Ns>(gpu_free - now, 0) + 20 * kUs;
+      Event* c = file.AddEvent(tid, CUDA_MEMCPY, now, wait);
+      c->set_api(api_memcpy);
+      c->set_stack(stack_readback);
+      c->set_bytes(4);
+      c->set_device(0);
+      c->set_copy_kind(COPY_D2H);
+      c->set_host_mem(MEM_PINNED);
+      c->set_correlation(correlation);
+      GpuActivity* a = file.AddGpu(GPU_MEMCPY, now + wait - 10 * kUs, 5 * kUs);
+      a->set_bytes(4);
+      a->set_copy_kind(COPY_D2H);
+      a->set_src_kind(MEM_DEVICE);
+      a->set_dst_kind(MEM_PINNED);
+      a->set_correlation(correlation++);
+      a->set_stream(1);
+      now += wait + jitter(4 * kMs, 0.1);  // host work, no traced call
+      gpu_free = now;
+    }
     // 6. Periodic extras.
+    // A prompt answered at the terminal (input(): fgets on stdin, a pty).
+    if (o.Has("prompt") && step % 25 == 0) {
+      now = std::max(now, gpu_free);
+      Ns len = jitter(300 * kMs, 0.2);
+      Event* r = file.AddEvent(tid, FILE_READ, now, len);
+      r->set_api(file.String("fgets"));
+      r->set_path(file.String("/dev/pts/0"));
+      r->set_fd(0);
+      r->set_fs_type(FS_DEVICE);
+      r->set_bytes(2);
+      r->set_stack(stack_prompt);
+      now += len;
+    }
+    // An installer run mid-job through popen("pip install ..."), its output read from the pipe;
+    // the shell it started is traced as a child.
+    if (o.Has("popen") && step == 30) {
+      now = std::max(now, gpu_free);
+      Event* spawn = file.AddEvent(tid, PROC_SPAWN, now, 400 * kUs);
+      spawn->set_path(file.String("/bin/sh"));
+      spawn->set_argv(file.String(std::string("sh\0-c\0pip install wandb"sv)));
+      spawn->set_stack(stack_popen);
+      const uint32_t sh = 4000 + static_cast<uint32_t>(rank);
+      const Ns len = 600 * kMs;
+      TraceFile child(
+          dir + "gen-node0-" + std::to_string(sh) + ".idlescope",
+          MakeHeader(sh, pid, -1, o.ranks, now + 200 * kUs, {"/bin/sh", "-c", "pip install wandb"}),
+          o.format);
+      for (int i = 0; i < 6; ++i) {
+        Event* recv = child.AddEvent(sh, NET_RECV, now + 1 * kMs + i * (len / 6), len / 8);
+        recv->set_path(child.String("151.101.0.223:443"));
+        recv->set_net_scope(NET_PUBLIC);
+        recv->set_bytes(4 << 20);
+      }
+      child.Finish(now + len + 2 * kMs, true);
+      Event* r = file.AddEvent(tid, FILE_READ, now + 500 * kUs, len);
+      r->set_api(file.String("fgets"));
+      r->set_path(file.String("pipe:[77001]"));
+      r->set_fd(19);
+      r->set_fs_type(FS_PIPE);
+      r->set_bytes(4096);
+      r->set_stack(stack_popen_read);
+      now += len + 3 * kMs;
+    }
+    // An asynchronous checkpoint: the snapshot copied on the training thread, written by a
+    // writer thread while training goes on.
+    if (o.Has("asyncckpt") && step % 40 == 0) {
+      now = std::max(now, gpu_free);
+      const uint64_t bytes = 1400ull << 20;
+      const Ns copy = jitter(60 * kMs, 0.1);
+      Event* c = file.AddEvent(tid, CUDA_MEMCPY, now, copy);
+      c->set_api(api_memcpy);
+      c->set_stack(stack_async_save);
+      c->set_bytes(bytes);
+      c->set_device(0);
+      c->set_copy_kind(COPY_D2H);
+      c->set_host_mem(MEM_PINNED);
+      c->set_correlation(correlation);
+      GpuActivity* a = file.AddGpu(GPU_MEMCPY, now + 100 * kUs, copy - 200 * kUs);
+      a->set_bytes(bytes);
+      a->set_copy_kind(COPY_D2H);
+      a->set_src_kind(MEM_DEVICE);
+      a->set_dst_kind(MEM_PINNED);
+      a->set_correlation(correlation++);
+      a->set_stream(1);
+      now += copy;
+      gpu_free = now;
+      char path[64];
+      std::snprintf(path, sizeof(path), "/ckpt/step%06d/model.safetensors", step);
+      for (int i = 0; i < 4; ++i) {
+        Event* w = file.AddEvent(tid + 7, FILE_WRITE, now + 1 * kMs + i * 50 * kMs, 45 * kMs);
+        w->set_path(file.String(path));
+        w->set_fs_type(FS_LOCAL);
+        w->set_bytes(bytes / 4);
+        w->set_count(88);
+        w->set_fd(29);
+        w->set_stack(stack_writer);
+      }
+    }
     if (o.Has("checkpoint") && step % 40 == 0) {
       now = std::max(now, gpu_free);
       char path[64];
@@ -698,9 +811,10 @@ uint64_t ReplicateRank(const Options& o, int from, int rank, const RankLayout& l
   const Ns t0 = 1000 * kS;
   const uint32_t pid = 1000 + static_cast<uint32_t>(rank);
   {
-    TraceFile file(RankPath(o, pid),
-                   MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}),
-                   o.format);
+    TraceFile file(
+        RankPath(o, pid),
+        MakeHeader(pid, 1, rank, o.ranks, t0, {"/usr/bin/python3", "train.py"}, o.Has("mpi")),
+        o.format);
     file.AddDevice(RankDevice(o, rank));
     file.AppendFile(RankPath(o, 1000 + static_cast<uint32_t>(from)), layout.rank_rest);
   }
