@@ -32,6 +32,7 @@ void CauseTotals::Add(const CauseTotals& from) {
   snapshot_ns += from.snapshot_ns;
   preprocess_ns += from.preprocess_ns;
   exposed_ns += from.exposed_ns;
+  tail_ns += from.tail_ns;
   bytes += from.bytes;
   for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
   stacks.Merge(from.stacks);
@@ -235,6 +236,9 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       top_gaps_.back() = std::move(record);
       std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
     }
+  }
+  if (kind == GapKind::kTail) {
+    for (int c = 0; c < kCauseCount; ++c) d.causes[c].tail_ns += open.cause_ns[c];
   }
   open = OpenGap{};
   ++d.gap_serial;

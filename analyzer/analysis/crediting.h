@@ -42,6 +42,7 @@ struct CauseTotals {
   Ns snapshot_ns = 0;         // checkpointing: device-to-host snapshot copies before the write
   Ns preprocess_ns = 0;       // data_loading: launching-thread CPU time in gaps with its data reads
   Ns exposed_ns = 0;  // synchronization: launching-thread CPU time after the sync that opened a gap
+  Ns tail_ns = 0;     // in the device's tail gap (after its last kernel)
   double bytes = 0;   // bytes of the credited events, in proportion to the time credited
   std::array<Ns, 11> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;

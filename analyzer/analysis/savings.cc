@@ -68,7 +68,9 @@ Saving PageableAtPinnedRate(Ns idle_ns, const CauseTotals& acc, const CopyRates&
 }
 
 // An asynchronous checkpoint keeps the snapshot: the one measured before the writes, or the one
-// their bytes need (a device-to-host copy into pinned memory), whichever is longer.
+// their bytes need (a device-to-host copy into pinned memory), whichever is longer. It hides the
+// writes behind the training that follows: a checkpoint after the last kernel (the device's tail
+// gap) has nothing to hide behind, the job waits for it before it exits.
 Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRates& rates,
                                const DeviceWork&) {
   double rate = rates.d2h_pinned.BytesPerNs();
@@ -85,12 +87,14 @@ Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRat
   // The bytes are a sum of shares of events (bytes in proportion to the time credited): the
   // report gives the nearest whole byte.
   const uint64_t bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)));
-  return {.ns = std::max<Ns>(0, idle_ns - snapshot),
+  const Ns hidden = idle_ns - std::clamp<Ns>(acc.tail_ns, 0, idle_ns);
+  return {.ns = std::max<Ns>(0, hidden - snapshot),
           .basis = {.method = SavingMethod::kCheckpointMinusSnapshot,
                     .rate_bytes_per_ns = rate,
                     .rate_source = source,
                     .bytes = bytes,
-                    .snapshot_ns = acc.snapshot_ns}};
+                    .snapshot_ns = acc.snapshot_ns,
+                    .tail_ns = idle_ns - hidden}};
 }
 
 // In the order of enum Cause.

@@ -211,6 +211,7 @@ void WriteSaving(JsonWriter& j, const SavingBasis& b) {
   if (b.method == SavingMethod::kCheckpointMinusSnapshot) {
     j.Uint("written_bytes", b.bytes);
     j.Int("snapshot_ns", b.snapshot_ns);
+    j.Int("tail_ns", b.tail_ns);
   }
   if (b.method == SavingMethod::kOverlapWithCompute) j.Int("wait_ns", b.wait_ns);
   if (b.method == SavingMethod::kFillTheDevice) {

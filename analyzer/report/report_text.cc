@@ -163,6 +163,10 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
       if (b.snapshot_ns > 0) {
         absl::StrAppendFormat(&text, " (snapshot copies measured: %s)", Seconds(b.snapshot_ns));
       }
+      if (b.tail_ns > 0) {
+        absl::StrAppendFormat(&text, "; not the %s after the last kernel, which the job waits for",
+                              Seconds(b.tail_ns));
+      }
       return text;
     }
     case SavingMethod::kHalf:

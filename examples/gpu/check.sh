@@ -4,6 +4,9 @@
 # example bare and under `idlescope run`, and prints one table:
 #   example, expected cause, found cause (the report's largest other than startup and tail),
 #   match, overhead (traced/bare wall)
+# then, per pair whose twins both ran, the top cause's predicted saving (`job_saving_ns`) against
+# the measured one (bad span - fixed span; tests/e2e/predictions.py does the same on simgpu, with
+# the median of 3 runs and a 25% bound)
 # Reports (text and JSON) and logs go under $OUT (./out when unset). Meant to finish in a few
 # minutes; each run is capped by --run-timeout.
 #
@@ -184,6 +187,33 @@ done
     printf '  %-22s %s; %s\n' "$(basename "$f" .diff.txt)" \
       "$(grep -m1 '^speedup:' "$f" | sed 's/ (wall time.*//')" "$(grep -m1 '^largest change:' "$f")"
   done
+  echo
+  echo "Predicted saving (the bad twin's top cause: job_saving_ns) vs measured (bad span - fixed span), one run each:"
+  python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def report(name):
+    try:
+        with open(os.path.join(out, name, "report.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+print("  %-24s %-22s %10s %10s %6s  %s" % ("PAIR", "TOP CAUSE", "PREDICTED", "MEASURED", "RATIO",
+                                          "BASIS"))
+for name in sorted(os.listdir(out)):
+    bad, fixed = report(name), report(name + ".fixed")
+    if name.endswith(".fixed") or bad is None or fixed is None:
+        continue
+    causes = [c for c in bad.get("causes", []) if c["cause"] not in ("startup", "tail")]
+    if not causes:
+        continue
+    top = causes[0]
+    predicted = int(top.get("job_saving_ns", 0)) / 1e9
+    measured = (int(bad["job"]["span_ns"]) - int(fixed["job"]["span_ns"])) / 1e9
+    ratio = "%.2f" % (predicted / measured) if measured > 0 else "-"
+    print("  %-24s %-22s %9.3fs %9.3fs %6s  %s" % (name, top["cause"], predicted, measured, ratio,
+                                                 top.get("saving", {}).get("method", "")))
+PY
   echo
   echo "mode: $([ $simgpu = 1 ] && echo "simgpu (1 simulated GPU, 2 for allreduce/unused_gpus)" || echo "GPU ($gpus visible)"); torch CUDA: $torch_cuda; reports under $out"
 } | tee "$out/table.txt"

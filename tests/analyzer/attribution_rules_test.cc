@@ -108,6 +108,27 @@ TEST(AttributionRules, CheckpointSavingUsesTheGpuSideDeviceToHostBandwidth) {
   EXPECT_EQ(c->saving_ns, Ms(50));  // 100 ms blocked - 50 ms snapshot
 }
 
+TEST(AttributionRules, AFinalCheckpointAfterTheLastKernelSavesNothing) {
+  // Kernels until 100 ms, a checkpoint write mid-job (150-250) and one after the last kernel
+  // (1100-1300): asynchronous, the first hides behind the training after it, the second has none.
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 150);
+  job.Kernel(p, 250, 1100);
+  job.Io(p, kTid, FILE_WRITE, 150, 250, "/ckpt/model.pt", FS_LOCAL, 1 << 20);
+  job.Io(p, kTid, FILE_WRITE, 1100, 1300, "/ckpt/final.pt", FS_LOCAL, 1 << 20);
+  job.End(p, 1300);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ns, Ms(300));
+  EXPECT_EQ(c->basis.tail_ns, Ms(200));
+  EXPECT_NEAR(static_cast<double>(c->job_saving_ns), static_cast<double>(Ms(100)),
+              static_cast<double>(Ms(1)));  // less the 1 MiB's snapshot at 12 GB/s (87 us)
+}
+
 // torch.save on the training thread: the weights are copied to the host, then written. The copy
 // is the checkpoint's (its snapshot), not a data transfer of the training loop.
 TEST(AttributionRules, DeviceToHostCopyBeforeAModelWriteIsCheckpointSnapshot) {

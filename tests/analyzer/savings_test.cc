@@ -73,6 +73,10 @@ TEST(Savings, CheckpointsKeepTheirSnapshot) {
   s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
   EXPECT_EQ(s.basis.rate_source, RateSource::kDeviceToHostCopies);
   EXPECT_EQ(s.ns, Ms(75));
+  t.tail_ns = Ms(40);  // a final checkpoint after the last kernel: the job waits for it anyway
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
+  EXPECT_EQ(s.ns, Ms(35));
+  EXPECT_EQ(s.basis.tail_ns, Ms(40));
 }
 
 TEST(Savings, EveryOtherCauseIsAllHalfOrNothing) {
