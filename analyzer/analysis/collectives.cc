@@ -6,12 +6,12 @@
 namespace idlescope {
 
 void Collectives::Note(uint64_t comm, uint64_t seq, int32_t nranks, int32_t nccl_rank,
-                       int32_t job_rank, Ns arrival) {
+                       int32_t job_rank, Ns arrival, uint32_t process, uint32_t tid) {
   if (comm == 0 || seq == 0 || nranks < 2 || nccl_rank < 0) return;
   Group& group = groups_[{comm, seq}];
   group.nranks = nranks;
   group.last_arrival = std::max(group.last_arrival, arrival);
-  group.members.push_back({job_rank >= 0 ? job_rank : nccl_rank, arrival});
+  group.members.push_back({job_rank >= 0 ? job_rank : nccl_rank, arrival, process, tid});
   if (static_cast<int32_t>(group.members.size()) >= group.nranks) {
     Resolve(comm, seq, group);
     groups_.erase({comm, seq});
@@ -38,7 +38,14 @@ void Collectives::Resolve(uint64_t comm, uint64_t seq, const Group& group) {
     Ns wait = std::max<Ns>(last->arrival - std::max(m.arrival, floor), 0);
     s.waited_for_ns += wait;
     s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
-    if (wait > 0) waited_[m.rank] += wait;
+    if (wait > 0) {
+      waited_[m.rank] += wait;
+      waits_.push_back({.waiter = m.rank,
+                        .last = last->rank,
+                        .last_process = last->process,
+                        .last_tid = last->tid,
+                        .when = {last->arrival - wait, last->arrival}});
+    }
   }
   if (previous == last_resolved_.end()) {
     last_resolved_.emplace(comm, std::make_pair(seq, last->arrival));

@@ -1,6 +1,7 @@
 #include "analyzer/analysis/job_analysis.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "analyzer/analysis/event_classes.h"
@@ -127,7 +128,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       devices_.Free(e.process, e.ptr);
       return;
     case NCCL_COLLECTIVE:
-      collectives_.Note(e.comm, e.seq, e.nranks, e.rank, p.info.rank, e.start);
+      collectives_.Note(e.comm, e.seq, e.nranks, e.rank, p.info.rank, e.start, e.process, e.tid);
+      for (const CollectiveWait& wait : collectives_.waits()) blame_.Wait(wait);
+      collectives_.waits().clear();
       break;
     case PROC_FORK:
     case PROC_EXEC:
@@ -177,6 +180,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   if (snapshots_.Note(candidate, &snapshot_copies_, &copy_tid)) {
     for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, copy_tid, copy);
   }
+  blame_.Note(p.info.rank, candidate);
   AddCandidate(candidate);
 }
 
@@ -198,6 +202,7 @@ void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   if (r.kind == GPU_KERNEL && r.nccl) {
     candidate.cause = Cause::kCommunication;
     candidate.event_class = EventClass::kNccl;
+    blame_.NoteNcclKernel(processes_[r.process].info.rank, candidate.when);
   } else if (r.kind == GPU_MEMCPY || r.kind == GPU_MEMSET || r.kind == GPU_PEER_COPY) {
     candidate.cause = Cause::kHostGpuTransfer;
     candidate.pageable = r.src_kind == MEM_PAGEABLE || r.dst_kind == MEM_PAGEABLE;
@@ -238,6 +243,7 @@ void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval co
   // Its time not yet attributed: the candidate itself is still held. Its time already
   // attributed: the credited slices move (the late-events mechanism for credited time).
   window_.MarkSnapshot(process, tid, copy);
+  blame_.MarkSnapshot(processes_[process].info.rank, process, tid, copy);
   for (uint32_t device : processes_[process].devices) {
     crediting_.ReclassifySnapshot(device, process, tid, copy);
   }
@@ -256,6 +262,7 @@ void JobAnalysis::Step(Ns t) {
   HandleGapEvents();
   if (window_.WantsPrune()) Prune();
   collectives_.Expire(t);
+  blame_.Resolve(t);
 }
 
 void JobAnalysis::HandleGapEvents() {
@@ -355,6 +362,7 @@ JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
   for (uint32_t d = 0; d < devices_.size(); ++d) devices_[d].timeline.Finish(job_end, &gap_events_);
   HandleGapEvents();
   collectives_.Finish();
+  blame_.Resolve(std::numeric_limits<Ns>::max());
   return idlescope::BuildReport({.options = options_,
                                  .job_start = job_start_,
                                  .job_end = job_end,
@@ -363,6 +371,7 @@ JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
                                  .crediting = crediting_,
                                  .host_activity = host_activity_,
                                  .collectives = collectives_,
+                                 .blame = blame_,
                                  .startup = startup_,
                                  .copy_rates = copy_rates_,
                                  .directories = directories_,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analyzer/analysis/attribution.h"
+#include "analyzer/analysis/blame.h"
 #include "analyzer/analysis/candidate_windows.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
@@ -94,6 +95,7 @@ class JobAnalysis : public RecordSink {
   SnapshotRuns snapshots_;
   HostActivity host_activity_;
   Collectives collectives_;
+  RankBlame blame_;
   Startup startup_;
   CopyRates copy_rates_;
   DirectoryNames directories_;

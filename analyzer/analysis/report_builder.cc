@@ -106,8 +106,10 @@ void DeviceSavings(const AnalysisResults& in, const JobDevice& d, const DeviceRe
     work.memory_headroom = static_cast<double>(r.total_memory) / static_cast<double>(r.peak_memory);
   }
   for (int c = 0; c < kCauseCount; ++c) {
-    job.savings[c].AddDevice(
-        EstimateSaving(static_cast<Cause>(c), r.cause_ns[c], totals[c], in.copy_rates, work));
+    Saving s = EstimateSaving(static_cast<Cause>(c), r.cause_ns[c], totals[c], in.copy_rates, work);
+    // The rank's waits for other ranks doing this: fixing it there removes them here.
+    if (d.rank >= 0) s.ns += in.blame.WaitedFor(d.rank, static_cast<Cause>(c));
+    job.savings[c].AddDevice(s);
   }
   // The job's work, for the bases: sums, the kernels' mean fill, the least headroom.
   DeviceWork& w = job.work;
@@ -248,6 +250,50 @@ class EvidenceOf {
   EvidenceResolver& evidence_;
 };
 
+// Blame across ranks: for each straggler finding's rank, what its activity explains of the others'
+// waits, by cause (heaviest first, at least 1 ms), then the waits none of it covers.
+std::vector<Finding> BlameFindings(const AnalysisResults& in,
+                                   const std::vector<Finding>& stragglers, EvidenceOf& of) {
+  constexpr Ns kMinBlameNs = 1'000'000;
+  std::vector<Finding> out;
+  auto waiting = [](Finding f, const absl::btree_set<int32_t>& waiters) {
+    f.count = waiters.size();
+    if (!waiters.empty()) {
+      f.first_rank = *waiters.begin();
+      f.last_rank = *waiters.rbegin();
+    }
+    return f;
+  };
+  for (const Finding& s : stragglers) {
+    auto it = in.blame.stragglers().find(s.rank);
+    if (it == in.blame.stragglers().end()) continue;
+    const RankBlame::Straggler& b = it->second;
+    std::vector<Finding> causes;
+    for (int c = 0; c < kCauseCount; ++c) {
+      const RankBlame::Blamed& blamed = b.causes[c];
+      if (blamed.ns < kMinBlameNs) continue;
+      Finding f{.kind = FindingKind::kBlamedActivity, .ns = blamed.ns, .rank = s.rank};
+      f.cause = static_cast<Cause>(c);
+      for (const auto& [key, weight] : blamed.stacks.Top(1))
+        f.stack = of.Stack(key.process, key.id);
+      for (const auto& [key, weight] : blamed.objects.Top(1)) {
+        f.object = of.String(key.process, key.id);
+      }
+      causes.push_back(waiting(f, blamed.waiters));
+    }
+    std::sort(causes.begin(), causes.end(), [](const Finding& a, const Finding& b) {
+      return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;
+    });
+    out.insert(out.end(), causes.begin(), causes.end());
+    if (b.unexplained_ns >= kMinBlameNs) {
+      out.push_back(
+          waiting({.kind = FindingKind::kBlamedCompute, .ns = b.unexplained_ns, .rank = s.rank},
+                  b.waiters));
+    }
+  }
+  return out;
+}
+
 void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResolver& evidence,
                   EvidenceOf& of, JobReport& report) {
   const size_t top = in.options.top_evidence;
@@ -313,11 +359,13 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
                             .api = evidence.Intern(s.device)});
     }
   }
-  // Communication: the rank(s) the others waited for.
-  for (const Finding& f : in.collectives.Stragglers(3)) {
-    for (CauseReport& c : report.causes) {
-      if (c.cause == Cause::kCommunication) c.findings.push_back(f);
-    }
+  // Communication: the rank(s) the others waited for, and what they were doing meanwhile.
+  std::vector<Finding> stragglers = in.collectives.Stragglers(3);
+  std::vector<Finding> blamed = BlameFindings(in, stragglers, of);
+  for (CauseReport& c : report.causes) {
+    if (c.cause != Cause::kCommunication) continue;
+    c.findings.insert(c.findings.end(), stragglers.begin(), stragglers.end());
+    c.findings.insert(c.findings.end(), blamed.begin(), blamed.end());
   }
   std::sort(report.causes.begin(), report.causes.end(), [](const auto& a, const auto& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.cause < b.cause;

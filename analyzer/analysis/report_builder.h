@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analyzer/analysis/blame.h"
 #include "analyzer/analysis/candidate_window.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
@@ -33,6 +34,7 @@ struct AnalysisResults {
   const Crediting& crediting;
   const HostActivity& host_activity;
   const Collectives& collectives;
+  const RankBlame& blame;
   const Startup& startup;
   const CopyRates& copy_rates;
   const DirectoryNames& directories;

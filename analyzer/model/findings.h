@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/report_symbols.h"
 #include "analyzer/model/vocabulary.h"
@@ -27,6 +28,11 @@ enum class FindingKind : uint8_t {
   kStragglerRank,       // rank: the rank the others waited for; count: collectives it arrived
                         // last at, of_count: of the matched collectives; ns: the other ranks'
                         // summed wait for it; other_ns: the longest such wait
+  kBlamedActivity,      // rank: the last arriver; cause: what it was doing (its candidates'
+                        // cause); ns: the other ranks' wait that covers; count: the waiting
+                        // ranks, first_rank..last_rank their range; stack, object: its evidence
+  kBlamedCompute,       // rank, ns, count, first_rank, last_rank: the waits none of the last
+                        // arriver's host activity covers (its own GPU work, or untraced)
   // data_loading
   kRemoteReads,            // ns: reading remote filesystems (NFS, FUSE, ...)
   kWorkerQueueWaits,       // ns: waiting on worker processes or sockets
@@ -70,6 +76,11 @@ struct Finding {
   NcclOp nccl_op = NCCL_OP_UNSPECIFIED;
   HostActivityKind activity = HostActivityKind::kReads;
   StringId api = 0;  // a name: the function of a CUDA call, a device
+  Cause cause = Cause::kUnknown;
+  int32_t first_rank = -1;
+  int32_t last_rank = -1;
+  StackId stack = 0;
+  StringId object = 0;
 };
 
 // How an estimated saving was computed (docs/attribution.md, "The numbers").

@@ -31,6 +31,7 @@ struct FindingFields {
   bool nccl_op = false;
   bool activity = false;
   std::string_view api = {};
+  bool blame = false;  // first/last waiting rank; kBlamedActivity: the cause and its evidence
 };
 
 // In the order of enum FindingKind.
@@ -47,6 +48,16 @@ constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
      .count = "last_arrivals",
      .of_count = "matched_collectives",
      .rank = true},
+    {.kind = "blamed_activity",
+     .ns = "waited_ns",
+     .count = "waiting_ranks",
+     .rank = true,
+     .blame = true},
+    {.kind = "blamed_compute",
+     .ns = "waited_ns",
+     .count = "waiting_ranks",
+     .rank = true,
+     .blame = true},
     {.kind = "remote_reads", .ns = "idle_ns"},
     {.kind = "worker_queue_waits", .ns = "idle_ns"},
     {.kind = "launcher_preprocessing", .ns = "idle_ns"},
@@ -196,6 +207,20 @@ void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols)
   if (names.nccl_op) j.String("op", NcclOpName(f.nccl_op));
   if (names.activity) j.String("activity", HostActivityKindName(f.activity));
   if (!names.api.empty()) OptionalString(j, names.api, symbols.String(f.api));
+  if (names.blame) {
+    j.Int("first_waiting_rank", f.first_rank);
+    j.Int("last_waiting_rank", f.last_rank);
+  }
+  if (f.kind == FindingKind::kBlamedActivity) {
+    j.String("activity_cause", InfoOf(f.cause).name);
+    j.Key("stack_id");
+    if (f.stack != 0) {
+      j.Uint(f.stack);
+    } else {
+      j.Null();
+    }
+    OptionalString(j, "object", symbols.String(f.object));
+  }
   j.EndObject();
 }
 

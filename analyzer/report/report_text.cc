@@ -74,6 +74,32 @@ std::string FindingText(const Finding& f, const JobReport& report) {
           "rank %d arrived last at %d of %d matched collectives; the other ranks waited %s for "
           "it (longest %s)",
           f.rank, f.count, f.of_count, Seconds(f.ns), Seconds(f.other_ns));
+    case FindingKind::kBlamedActivity:
+    case FindingKind::kBlamedCompute: {
+      std::string waiters =
+          f.count == 1 ? absl::StrFormat("rank %d's GPU", f.first_rank)
+          : static_cast<int64_t>(f.count) == f.last_rank - f.first_rank + 1
+              ? absl::StrFormat("ranks %d-%d's GPUs", f.first_rank, f.last_rank)
+              : absl::StrFormat("%d ranks' GPUs (%d to %d)", f.count, f.first_rank, f.last_rank);
+      if (f.kind == FindingKind::kBlamedCompute) {
+        return absl::StrFormat(
+            "%s waited %s in NCCL kernels for rank %d while it ran no traced host call (its own "
+            "GPU work, or untraced CPU work, made it late)",
+            waiters, Seconds(f.ns), f.rank);
+      }
+      std::string text =
+          absl::StrFormat("%s waited %s in NCCL kernels for rank %d, which was in %s", waiters,
+                          Seconds(f.ns), f.rank, InfoOf(f.cause).name);
+      if (f.stack != 0) {
+        absl::StrAppend(
+            &text, " at ",
+            EvidenceLabel({.kind = EvidenceKind::kStack, .id = f.stack}, report.symbols));
+      }
+      if (f.object != 0) {
+        absl::StrAppend(&text, " (", std::string(report.symbols.String(f.object)), ")");
+      }
+      return text;
+    }
     case FindingKind::kRemoteReads:
       return absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)", Seconds(f.ns));
     case FindingKind::kWorkerQueueWaits:

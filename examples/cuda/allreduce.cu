@@ -3,7 +3,11 @@
 // runs the forward and backward kernels, then all-reduces the whole gradient on the compute
 // stream before the optimizer: the GPU computes nothing while the gradients cross the network.
 // With --slow-rank R --delay-ms D rank R spends D ms more per step loading its batch, and every
-// other rank waits for it inside the all-reduce (a straggler).
+// other rank waits for it inside the all-reduce (a straggler). With --checkpoint-rank R --every N
+// rank R saves a synchronous checkpoint (copy to the host, write, fsync: what torch.save on the
+// training thread does) every N steps, and the other ranks wait for it in the next all-reduce;
+// --async-checkpoint is that job's fix: rank R only copies the snapshot, a background thread
+// writes it.
 //
 // Fix (--fixed): gradients in buckets, each all-reduced on a communication stream as soon as its
 // backward kernel is done, so communication overlaps the rest of the backward pass (DDP's
@@ -19,6 +23,8 @@
 //
 //   allreduce [--fixed] [--ranks 2] [--steps 200] [--grad-mb 1] [--act-mb 108] [--forward 2]
 //             [--backward 8] [--iters 512] [--slow-rank R --delay-ms D]
+//             [--checkpoint-rank R --every N [--model-mb 64] [--dir checkpoints]
+//             [--async-checkpoint]]
 #include <limits.h>
 #include <nccl.h>
 #include <signal.h>
@@ -26,8 +32,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "checkpoint_io.h"
 #include "train_common.h"
 
 using example::Flags;
@@ -56,6 +65,11 @@ struct Options {
   int iters = 512;
   int slow_rank = -1;
   double delay_ms = 0;
+  int checkpoint_rank = -1;
+  int every = 20;
+  double model_mb = 64;
+  std::string dir = "checkpoints";
+  bool async_checkpoint = false;
 };
 
 int EnvInt(const char* name, int def) {
@@ -213,6 +227,21 @@ int run_rank(const Options& o) {
   for (cudaEvent_t& e : reduced) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   float* h_loss = nullptr;
   CUDA_CHECK(cudaMallocHost(&h_loss, sizeof(float)));
+  // The checkpointing rank's parameters, their host snapshot and (fixed) background writer.
+  const bool checkpoints = rank == o.checkpoint_rank;
+  const size_t param_bytes = static_cast<size_t>(o.model_mb * 1024 * 1024);
+  float* d_params = nullptr;
+  void* h_snapshot = nullptr;
+  std::optional<example::AsyncCheckpointWriter> writer;
+  std::string checkpoint_path;
+  if (checkpoints) {
+    CUDA_CHECK(cudaMalloc(&d_params, param_bytes));
+    CUDA_CHECK(cudaMemset(d_params, 0, param_bytes));
+    CUDA_CHECK(cudaMallocHost(&h_snapshot, param_bytes));
+    mkdir(o.dir.c_str(), 0755);
+    checkpoint_path = example::CheckpointPath(o.dir);
+    if (o.async_checkpoint) writer.emplace(h_snapshot, param_bytes);
+  }
 
   CUDA_CHECK(cudaStreamSynchronize(compute));
   double t0 = example::NowSeconds();
@@ -235,6 +264,16 @@ int run_rank(const Options& o) {
       optimizer_step_bucket(model, b, buckets, grads + b * bucket_floats, bucket_floats, compute,
                             step);
     }
+    // The checkpointing rank saves every --every steps; the others meet it at the next
+    // all-reduce.
+    if (checkpoints && (step + 1) % o.every == 0) {
+      CUDA_CHECK(cudaStreamSynchronize(compute));
+      if (writer) {
+        writer->save_checkpoint_async(d_params, checkpoint_path, step + 1);
+      } else {
+        example::save_checkpoint_sync(d_params, h_snapshot, param_bytes, checkpoint_path, step + 1);
+      }
+    }
     // The loss is read back every 50 steps.
     if ((step + 1) % 50 == 0) {
       CUDA_CHECK(
@@ -244,8 +283,11 @@ int run_rank(const Options& o) {
   }
   CUDA_CHECK(cudaStreamSynchronize(compute));
   CUDA_CHECK(cudaStreamSynchronize(comm_stream));
+  if (writer) writer->Drain();
   double seconds = example::NowSeconds() - t0;
-  if (rank == 0) example::PrintSummary("allreduce", o.fixed, o.steps, seconds);
+  if (rank == 0) {
+    example::PrintSummary("allreduce", o.fixed || o.async_checkpoint, o.steps, seconds);
+  }
   if (rank == o.slow_rank) printf("rank %d was slow by %.1f ms per step\n", rank, o.delay_ms);
 
   NCCL_CHECK(ncclCommDestroy(comm));
@@ -254,6 +296,11 @@ int run_rank(const Options& o) {
   CUDA_CHECK(cudaStreamDestroy(compute));
   CUDA_CHECK(cudaStreamDestroy(comm_stream));
   CUDA_CHECK(cudaFreeHost(h_loss));
+  writer.reset();
+  if (checkpoints) {
+    CUDA_CHECK(cudaFreeHost(h_snapshot));
+    CUDA_CHECK(cudaFree(d_params));
+  }
   CUDA_CHECK(cudaFree(grads));
   model.Free();
   return 0;
@@ -267,6 +314,8 @@ int main(int argc, char** argv) {
     printf(
         "usage: allreduce [--fixed] [--ranks N] [--steps N] [--grad-mb MB] [--act-mb MB]\n"
         "                 [--forward N] [--backward N] [--iters N] [--slow-rank R --delay-ms D]\n"
+        "                 [--checkpoint-rank R --every N [--model-mb MB] [--dir D]\n"
+        "                 [--async-checkpoint]]\n"
         "  bad: one all-reduce of all gradients after the backward pass; --fixed: bucketed\n"
         "  all-reduces overlapped with the backward pass. Without RANK set, starts --ranks\n"
         "  processes (one GPU each).\n");
@@ -283,7 +332,13 @@ int main(int argc, char** argv) {
   o.iters = static_cast<int>(flags.Int("iters", o.iters));
   o.slow_rank = static_cast<int>(flags.Int("slow-rank", o.slow_rank));
   o.delay_ms = flags.Double("delay-ms", o.delay_ms);
-  EXAMPLE_CHECK(o.ranks >= 1 && o.ranks <= 64 && o.steps > 0 && o.grad_mb > 0 && o.backward > 0,
+  o.checkpoint_rank = static_cast<int>(flags.Int("checkpoint-rank", o.checkpoint_rank));
+  o.every = static_cast<int>(flags.Int("every", o.every));
+  o.model_mb = flags.Double("model-mb", o.model_mb);
+  o.dir = flags.Str("dir", o.dir.c_str());
+  o.async_checkpoint = flags.Has("async-checkpoint");
+  EXAMPLE_CHECK(o.ranks >= 1 && o.ranks <= 64 && o.steps > 0 && o.grad_mb > 0 && o.backward > 0 &&
+                    o.every > 0 && o.model_mb > 0,
                 "bad sizes");
   if (getenv("RANK") == nullptr) return launch_ranks(o, argv);
   return run_rank(o);

@@ -410,6 +410,80 @@ def RunStraggler(opts, workdir):
                           (100 * STRAGGLER["min_share_of_idle"]))
 
 
+# Four ranks of the allreduce example; rank 3 saves a synchronous checkpoint every 20 steps and the
+# other ranks wait for it at the next all-reduce. The fixed twin checkpoints asynchronously
+# (--async-checkpoint). The bad twin's communication cause must blame rank 3's checkpointing,
+# with its stack or file, for ranks 0-2's waits; the fixed twin must cut the waits blamed on rank
+# 3's checkpoint (its writes and its snapshot copies) by at least 80%; `idlescope diff` must show
+# communication reduced.
+RANK_CHECKPOINT = dict(
+    args=["--ranks", "4", "--grad-mb", "1", "--steps", "100", "--checkpoint-rank", "3",
+          "--every", "20", "--dir", "checkpoints"],
+    env={"SIMGPU_DEVICES": "4"},
+    rank=3,
+    evidence=["write_checkpoint_file", "model.pt"],
+)
+
+
+def Blamed(report, rank):
+    """The communication cause's blame findings for `rank`: {cause or "compute": finding}."""
+    entry = CauseEntry(report, "communication") or {}
+    out = {}
+    for f in entry.get("findings", []):
+        if f.get("rank") != rank:
+            continue
+        if f.get("kind") == "blamed_activity":
+            out[f["activity_cause"]] = f
+        elif f.get("kind") == "blamed_compute":
+            out["compute"] = f
+    return out
+
+
+def RunRankCheckpoint(opts, workdir):
+    spec = RANK_CHECKPOINT
+    bad_dir, bad_wall = RunTraced(opts, "allreduce", "bad", spec["args"], spec["env"], workdir)
+    fixed_dir, fixed_wall = RunTraced(opts, "allreduce", "fixed",
+                                      spec["args"] + ["--async-checkpoint"], spec["env"], workdir)
+    bad, fixed = Report(opts, bad_dir), Report(opts, fixed_dir)
+    rank = spec["rank"]
+    checkpoint_causes = ("checkpointing", "host_gpu_transfer")  # its writes and its snapshots
+    print("figures for allreduce, 4 ranks, rank %d checkpointing (bad: synchronous, fixed: "
+          "asynchronous)" % rank)
+    sums = {}
+    for twin, report in (("bad", bad), ("fixed", fixed)):
+        blamed = Blamed(report, rank)
+        for cause, f in sorted(blamed.items()):
+            print("  %s: ranks %d-%d (%d) waited %s for rank %d, which was in %s%s" %
+                  (twin, f["first_waiting_rank"], f["last_waiting_rank"], f["waiting_ranks"],
+                   Seconds(int(f["waited_ns"])), rank, cause,
+                   (": " + StackText(report, f.get("stack_id")) + " " + str(f.get("object") or ""))
+                   if cause != "compute" else ""))
+        sums[twin] = sum(int(f["waited_ns"]) for c, f in blamed.items() if c in checkpoint_causes)
+        total = sum(int(f["waited_ns"]) for f in blamed.values())
+        print("  %s: waits for rank %d %s in all, %s of them blamed on its checkpoint; "
+              "communication %s, job span %s, wall %.3f s" %
+              (twin, rank, Seconds(total), Seconds(sums[twin]),
+               Seconds(CauseNs(report, "communication")), Seconds(int(report["job"]["span_ns"])),
+               bad_wall if twin == "bad" else fixed_wall))
+    entry = Blamed(bad, rank).get("checkpointing")
+    if entry is None:
+        raise PairFailure("bad twin: no wait blamed on rank %d's checkpointing" % rank)
+    if entry["waiting_ranks"] != 3 or entry["first_waiting_rank"] != 0 or \
+            entry["last_waiting_rank"] != 2:
+        raise PairFailure("bad twin: the waiting ranks are not 0-2: %s" % entry)
+    text = StackText(bad, entry.get("stack_id")) + " " + str(entry.get("object") or "")
+    if not any(e in text for e in spec["evidence"]):
+        raise PairFailure("bad twin: the blamed checkpointing names none of %s: %s" %
+                          (spec["evidence"], text))
+    reduction = 1 - sums["fixed"] / sums["bad"] if sums["bad"] > 0 else 0
+    print("  waits blamed on rank %d's checkpoint reduced by %.1f%%" % (rank, 100 * reduction))
+    if reduction < MIN_REDUCTION:
+        raise PairFailure("fixed twin: the waits blamed on rank %d's checkpoint reduced by %.1f%%, "
+                          "expected at least %.0f%%" % (rank, 100 * reduction,
+                                                        100 * MIN_REDUCTION))
+    CheckDiff(opts, bad_dir, fixed_dir, "communication")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idlescope", required=True, help="build/bin/idlescope")
@@ -418,7 +492,8 @@ def main():
     parser.add_argument("--work", required=True, help="scratch directory for this pair")
     parser.add_argument("--attempts", type=int, default=3)
     parser.add_argument("--run-timeout", type=float, default=60)
-    parser.add_argument("pair", choices=sorted(list(PAIRS) + ["mixed", "straggler"]))
+    parser.add_argument("pair",
+                        choices=sorted(list(PAIRS) + ["mixed", "straggler", "rank_checkpoint"]))
     opts = parser.parse_args()
 
     os.makedirs(opts.work, exist_ok=True)
@@ -432,6 +507,8 @@ def main():
                 RunMixed(opts, opts.work)
             elif opts.pair == "straggler":
                 RunStraggler(opts, opts.work)
+            elif opts.pair == "rank_checkpoint":
+                RunRankCheckpoint(opts, opts.work)
             else:
                 RunPair(opts, opts.pair, PAIRS[opts.pair], opts.work)
         except (PairFailure, subprocess.TimeoutExpired) as e:

@@ -1,0 +1,85 @@
+// Blame across ranks on its own (analysis/blame.h): the last arriver's candidates and the waiting
+// ranks' NCCL kernels go in, the waits by the last arriver's activity come out.
+#include "analyzer/analysis/blame.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/analyzer/job_builder.h"
+
+namespace idlescope::testing {
+namespace {
+
+constexpr uint32_t kLastProcess = 3, kLastTid = 300;
+
+Candidate Activity(Cause cause, double start_ms, double end_ms, uint32_t tid = kLastTid) {
+  Candidate c;
+  c.process = kLastProcess;
+  c.tid = tid;
+  c.cause = cause;
+  c.when = {Ms(start_ms), Ms(end_ms)};
+  c.stack = 17;
+  c.object = 23;
+  return c;
+}
+
+CollectiveWait WaitFor(int32_t waiter, double start_ms, double end_ms) {
+  return {.waiter = waiter,
+          .last = 3,
+          .last_process = kLastProcess,
+          .last_tid = kLastTid,
+          .when = {Ms(start_ms), Ms(end_ms)}};
+}
+
+TEST(RankBlame, AWaitIsTheLastArriversActivityWhereTheWaitersGpuSatInNccl) {
+  RankBlame blame;
+  blame.Note(3, Activity(Cause::kCheckpointing, 100, 180));  // rank 3 writes a checkpoint
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});                // rank 0's all-reduce kernel waits
+  blame.NoteNcclKernel(1, {Ms(150), Ms(200)});               // rank 1's GPU got there later
+  blame.Wait(WaitFor(0, 90, 200));
+  blame.Wait(WaitFor(1, 90, 200));
+  blame.Resolve(Ms(1000));
+  const RankBlame::Straggler& s = blame.stragglers().at(3);
+  const RankBlame::Blamed& b = s.causes[Index(Cause::kCheckpointing)];
+  EXPECT_EQ(b.ns, Ms(80 + 30));  // rank 0: 100-180; rank 1: 150-180
+  EXPECT_EQ(b.waiters.size(), 2u);
+  EXPECT_EQ(s.unexplained_ns, Ms(30 + 20));  // 90-100, 180-200; 180-200
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kCheckpointing), Ms(80));
+  EXPECT_EQ(blame.WaitedFor(1, Cause::kCheckpointing), Ms(30));
+  ASSERT_EQ(b.stacks.Top(1).size(), 1u);
+  EXPECT_EQ(b.stacks.Top(1)[0].first, (EvidenceKey{kLastProcess, 17}));
+}
+
+TEST(RankBlame, NoBlameForAnotherThreadsWorkAGpuThatWasBusyOrAWaitForItsOwnGpu) {
+  RankBlame blame;
+  // A background writer thread of rank 3 writes during the wait: it did not delay the call.
+  blame.Note(3, Activity(Cause::kCheckpointing, 100, 180, kLastTid + 1));
+  // Rank 3's calling thread waits for its own GPU: its kernels made it late.
+  blame.Note(3, Activity(Cause::kSynchronization, 180, 200));
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
+  blame.Wait(WaitFor(0, 90, 200));
+  // Rank 1's host ran ahead, its GPU was computing: no NCCL kernel in the wait, no wait.
+  blame.NoteNcclKernel(1, {Ms(300), Ms(310)});
+  blame.Wait(WaitFor(1, 90, 200));
+  blame.Resolve(Ms(1000));
+  const RankBlame::Straggler& s = blame.stragglers().at(3);
+  for (int c = 0; c < kCauseCount; ++c) EXPECT_EQ(s.causes[c].ns, 0) << c;
+  EXPECT_EQ(s.unexplained_ns, Ms(110));
+  EXPECT_EQ(s.waiters.size(), 1u);
+}
+
+TEST(RankBlame, WaitsResolveOnceTheAnalysisPassedThemAndSnapshotsTurnCheckpointing) {
+  RankBlame blame;
+  Candidate copy = Activity(Cause::kHostGpuTransfer, 100, 120);
+  blame.Note(3, copy);
+  blame.MarkSnapshot(3, kLastProcess, kLastTid, copy.when);  // its checkpoint write followed
+  blame.Wait(WaitFor(0, 90, 200));
+  blame.Resolve(Ms(150));  // rank 0's GPU records of the wait may still come
+  EXPECT_TRUE(blame.stragglers().empty());
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
+  blame.Resolve(Ms(201));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kCheckpointing), Ms(20));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kHostGpuTransfer), 0);
+}
+
+}  // namespace
+}  // namespace idlescope::testing
