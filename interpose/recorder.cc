@@ -64,6 +64,7 @@ __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
 __thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread bool t_own_fd_table __attribute__((tls_model("initial-exec"))) = false;
+__thread uint32_t t_launch_device __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace detail
 
 namespace internal {
@@ -500,9 +501,10 @@ bool LockForFlush(std::mutex& mu) {
         return false;
       }
     }
-    // A sleep, not a spin: the holder may be preempted (two cores, loaded).
+    // A sleep, not a spin: the holder may be preempted (two cores, loaded). The system call, not
+    // libc's nanosleep: that is our hook (hooks/wait.cc), and a program thread may flush here.
     timespec pause{0, 50'000};
-    nanosleep(&pause, nullptr);
+    syscall(SYS_nanosleep, &pause, nullptr);
   }
   return true;
 }
@@ -1351,6 +1353,7 @@ void ForkChild() {
   g_writer_running.store(false, std::memory_order_relaxed);  // threads do not survive fork
   t_ring_failed = false;           // the parent's other threads' rings are freed below
   detail::t_pending_open = false;  // the parent writes this thread's pending event, not the child
+  detail::t_launch_device = 0;     // the child has no CUDA context: it feeds no GPU
   bool was_active = detail::g_recorder_active.load(std::memory_order_relaxed);
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   if (!was_active || g_shutdown_started.load()) return;
@@ -1571,6 +1574,9 @@ using namespace internal;  // NOLINT: the public API below is the internal one's
 // Public API (recorder.h).
 
 void Record(const RawEvent& event) {
+  if (event.type < 32 && (detail::kDeviceWorkTypes >> event.type & 1u) != 0) {
+    detail::t_launch_device = event.u.cuda.device + 1;
+  }
   Ring* r = t_ring;
   if (__builtin_expect(r == nullptr, 0)) {
     r = ClaimRing();

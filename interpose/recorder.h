@@ -45,6 +45,7 @@ enum Type : uint8_t {
   kFileSync = 33,
   kFileRename = 34,
   kFileClose = 35,
+  kWait = 36,
   kNetConnect = 40,
   kNetRecv = 41,
   kNetSend = 42,
@@ -101,8 +102,9 @@ struct RawEvent {
       uint64_t offset;
       uint32_t path;  // InternString id
       int32_t fd;
-      uint8_t fs_type;    // FsType
-      uint8_t net_scope;  // NetScope
+      uint8_t fs_type;         // FsType
+      uint8_t net_scope;       // NetScope
+      uint32_t launch_device;  // WAIT: Event.launch_device + 1 (0: absent), see LaunchDevice()
     } io;
     struct Proc {
       uint32_t child_pid;
@@ -227,6 +229,22 @@ extern __thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-ex
 // event is counted as dropped. Never changes errno. This thread's pending event, if any, is
 // appended first (it started earlier) and thereby closed.
 void Record(const RawEvent& event);
+
+namespace detail {
+// The device of this thread's last recorded call that issued or waited for device work, plus 1
+// (0: none yet). Set by Record(); cleared in a fork()ed child (its thread has no CUDA context).
+extern __thread uint32_t t_launch_device __attribute__((tls_model("initial-exec")));
+// The event types whose calls issue or wait for device work on their RawEvent::Cuda::device (the
+// analyzer's launching threads are the threads that make them; NCCL calls carry no device).
+constexpr uint32_t kDeviceWorkTypes = 1u << ev::kCudaMemcpy | 1u << ev::kCudaMemset |
+                                      1u << ev::kCudaSync | 1u << ev::kCudaLaunch |
+                                      1u << ev::kCudaGraphLaunch | 1u << ev::kCudaLaunchSummary;
+}  // namespace detail
+
+// What a WAIT event says of its thread (proto Event.launch_device): the device of the thread's
+// last call that issued or waited for device work, plus 1; 0 when it made none (a helper thread, a
+// DataLoader worker, a launcher: its waits never explain a GPU's idle time by themselves).
+inline uint32_t LaunchDevice() { return detail::t_launch_device; }
 
 // Pending event: one event per thread that a hook keeps growing before it is complete (the I/O
 // bursts of hooks/io_record.cc merge thousands of write() calls into one event). The recorder

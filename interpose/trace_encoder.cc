@@ -14,7 +14,7 @@ std::string_view FixedString(const char* s, size_t cap) {
 bool IsCuda(uint8_t type) { return type >= ev::kCudaMemcpy && type <= ev::kCudaLaunchSummary; }
 bool IsNccl(uint8_t type) { return type >= ev::kNcclCollective && type <= ev::kNcclCommDestroy; }
 bool IsIo(uint8_t type) {
-  return (type >= ev::kFileOpen && type <= ev::kFileClose) ||
+  return (type >= ev::kFileOpen && type <= ev::kWait) ||
          (type >= ev::kNetConnect && type <= ev::kNetSend) || type == ev::kMark;
 }
 bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kThreadStart; }
@@ -195,6 +195,7 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
   if (cuda && refs.correlation_delta) b.S64(33, *refs.correlation_delta);
   b.OptU64(35, refs.comm_id);
   b.OptU64(36, refs.parent_comm_id);
+  if (e.type == ev::kWait && e.u.io.launch_device != 0) b.U64(37, e.u.io.launch_device - 1);
 }
 
 void EncodeLaunchSite(wire::Buffer& b, const LaunchSite& m) {

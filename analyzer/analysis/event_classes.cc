@@ -121,6 +121,18 @@ bool IsRemoteFs(FsType fs) {
   return fs == FS_NFS || fs == FS_FUSE || fs == FS_CIFS || fs == FS_LUSTRE || fs == FS_OTHER_REMOTE;
 }
 
+bool IsTerminalEvent(const HostEvent& event) {
+  return event.path.starts_with("/dev/pts/") || event.path.starts_with("/dev/tty") ||
+         (event.fd == 0 && event.fs_type == FS_DEVICE);
+}
+
+bool IsIdleWait(const HostEvent& event) {
+  if (event.type != WAIT || IsTerminalEvent(event)) return false;
+  if (event.fd < 0) return true;  // a sleep, a signal wait, a poll or select given no descriptor
+  // Pipes only, or connected sockets only (they have a peer address): the read that follows.
+  return !(event.fs_type == FS_PIPE || (event.fs_type == FS_SOCKET && !event.path.empty()));
+}
+
 EventClassification ClassifyHostEvent(const HostEvent& event) {
   auto is = [](EventClass c, Cause cause) { return EventClassification{c, cause}; };
   switch (event.type) {
@@ -163,10 +175,7 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       return is(EventClass::kUploadWrite, Cause::kIntermediateUpload);
     case FILE_READ:
       // stdin or a terminal: the job waits for a person (the paper's interactive jobs).
-      if (event.path.starts_with("/dev/pts/") || event.path.starts_with("/dev/tty") ||
-          (event.fd == 0 && event.fs_type == FS_DEVICE)) {
-        return is(EventClass::kTerminalRead, Cause::kInteractive);
-      }
+      if (IsTerminalEvent(event)) return is(EventClass::kTerminalRead, Cause::kInteractive);
       if (event.fs_type == FS_PIPE || event.fs_type == FS_SOCKET) {
         return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
       }
@@ -185,6 +194,25 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       }
       // Loopback and unix sockets lead to another process of the job, like a pipe.
       return is(EventClass::kIpcWrite, Cause::kUnknown);
+    case WAIT:
+      // On a terminal: waiting for a person, on any thread, like its read (GNU readline, hence pdb
+      // and input(), select()s stdin before reading it).
+      if (IsTerminalEvent(event)) return is(EventClass::kTerminalRead, Cause::kInteractive);
+      // Any other wait says something about a GPU only on a thread that feeds one. A helper
+      // thread's or another process's waits are for their own work: a library's loop, a launcher's
+      // monitor, an idle DataLoader worker polling its index queue, a thread waiting on a long
+      // poll of a tracker's server.
+      if (event.device < 0) return {};
+      // The thread idles, holding the GPU doing nothing (a script's sleep, a notebook's kernel
+      // between cells, a server between requests): the paper's interactive job.
+      if (IsIdleWait(event)) return is(EventClass::kIdleWait, Cause::kInteractive);
+      // Waiting to read pipes or connected sockets (poll before read: multiprocessing queues and
+      // so DataLoader workers' results, subprocess output, Python sockets with a timeout): that
+      // read's.
+      if (event.fs_type == FS_SOCKET && event.net_scope == NET_PUBLIC) {
+        return is(EventClass::kDownload, Cause::kExternalDownload);
+      }
+      return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
     case PROC_EXEC:
     case PROC_SPAWN:
       if (IsInstallerCommand(event.path, event.argv)) {

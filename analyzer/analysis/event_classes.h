@@ -39,6 +39,15 @@ bool IsInstallerCommand(std::string_view program, std::string_view argv);
 // Remote filesystems (the paper's "remote data reading").
 bool IsRemoteFs(FsType fs);
 
+// A read of, or a wait on, stdin or a terminal (/dev/pts/N, /dev/tty*): the job waits for a
+// person.
+bool IsTerminalEvent(const HostEvent& event);
+
+// A WAIT that is its thread idling, not a read in waiting: a sleep, a signal wait, an epoll event
+// loop, a listening socket's accept, a poll/select on a mix of descriptors or on descriptors that
+// are neither a terminal, pipes nor connected sockets (docs/attribution.md, "Waits").
+bool IsIdleWait(const HostEvent& event);
+
 // What one host event says about a gap it overlaps. kNone: the event does not explain idle time
 // (launches, allocations, opens, marks).
 enum class EventClass : uint8_t {
@@ -52,10 +61,13 @@ enum class EventClass : uint8_t {
   kPeerSend,         // sends/writes to cluster-local (private) addresses: gloo, stores, PS
   kReadLocal,        // reads of local files
   kReadRemote,       // reads of remote filesystem files
-  kReadWorkerQueue,  // reads of pipes/sockets: waiting for DataLoader workers
+  kReadWorkerQueue,  // reads of pipes/sockets (a launching thread's waits on them too): waiting
+                     // for DataLoader workers
   kDownload,         // NET_* with a public address
   kInstaller,        // exec/spawn of a package installer
-  kTerminalRead,     // reads of stdin or a terminal: waiting for a person
+  kTerminalRead,     // reads of stdin or a terminal, and waits on one: waiting for a person
+  kIdleWait,         // a launching thread's idle waits (IsIdleWait: a sleep, an event loop):
+                     // waiting for nothing
   kSync,             // cudaDeviceSynchronize & co
 };
 

@@ -83,6 +83,12 @@ std::optional<HostActivityKind> ActivityKindOf(const HostEvent& e, EventClass ev
     case NET_SEND:
       return e.net_scope == NET_PRIVATE || e.net_scope == NET_PUBLIC ? HostActivityKind::kNetwork
                                                                      : HostActivityKind::kIpc;
+    case WAIT:
+      // A wait on a terminal, pipes or sockets is the read it waits for; any other is idling.
+      if (IsTerminalEvent(e)) return HostActivityKind::kTerminal;
+      if (IsIdleWait(e)) return HostActivityKind::kIdleWaits;
+      return e.net_scope == NET_PRIVATE || e.net_scope == NET_PUBLIC ? HostActivityKind::kNetwork
+                                                                     : HostActivityKind::kIpc;
     default:
       return std::nullopt;
   }
@@ -92,6 +98,12 @@ void HostActivity::Note(const HostEvent& e, EventClass event_class, bool main_th
   std::optional<HostActivityKind> activity = ActivityKindOf(e, event_class);
   if (!activity) return;
   const HostActivityKind kind = *activity;
+  // A wait (but on a terminal) counts where it keeps a GPU or a process waiting: on a thread that
+  // feeds a GPU, or a main thread (a job that only sleeps). Every library's helper threads wait
+  // in their loops.
+  if (e.type == WAIT && kind != HostActivityKind::kTerminal && e.device < 0 && !main_thread) {
+    return;
+  }
   Ns ns = std::max<Ns>(e.end - e.start, 0);
   uint64_t calls = std::max<uint64_t>(e.count, 1);
   if (kind == HostActivityKind::kReads) {
@@ -106,7 +118,9 @@ void HostActivity::Note(const HostEvent& e, EventClass event_class, bool main_th
   table.bytes += e.bytes;
   table.count += calls;
   if (main_thread) table.main_ns += ns;
-  Table::Weight& w = table.Item({e.process, e.path_id});
+  // Idle waits by the call (nanosleep, epoll_wait), the others by what they name (a file, a peer).
+  Table::Weight& w =
+      table.Item({e.process, kind == HostActivityKind::kIdleWaits ? e.api_id : e.path_id});
   w.ns += ns;
   w.bytes += e.bytes;
   w.count += calls;
@@ -256,7 +270,16 @@ void PointAtHostActivity(const HostActivityReport& host, size_t top, CauseReport
   };
   std::vector<Heavy> heavy;
   std::vector<const HostActivityGroup*> groups;
-  for (const HostActivityGroup& g : host.groups) groups.push_back(&g);
+  // Pipes and sockets only say "waiting for another process", idle waits "waiting": they are
+  // evidence only when nothing else is.
+  auto waiting_only = [](const HostActivityGroup& g) {
+    return g.kind == HostActivityKind::kIpc || g.kind == HostActivityKind::kIdleWaits;
+  };
+  bool something_else = false;
+  for (const HostActivityGroup& g : host.groups) {
+    groups.push_back(&g);
+    something_else = something_else || !waiting_only(g);
+  }
   std::stable_sort(groups.begin(), groups.end(),
                    [](const auto* a, const auto* b) { return a->ns > b->ns; });
   for (const HostActivityGroup* g : groups) {
@@ -264,9 +287,7 @@ void PointAtHostActivity(const HostActivityReport& host, size_t top, CauseReport
         .kind = FindingKind::kHostActivity, .ns = g->ns, .bytes = g->bytes, .count = g->count};
     f.activity = g->kind;
     r.findings.push_back(f);
-    // Pipes and sockets only say "waiting for another process": they are evidence only when
-    // nothing else is.
-    if (g->kind == HostActivityKind::kIpc && groups.size() > 1) continue;
+    if (waiting_only(*g) && something_else) continue;
     for (const HostActivityItem& item : g->items) heavy.push_back({g, &item});
   }
   if (!host.workers.empty()) {

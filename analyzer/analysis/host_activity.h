@@ -1,9 +1,9 @@
 // Host activity (docs/attribution.md, "Host activity"): what the job's threads and processes
 // spent blocked time in, whether or not a GPU was involved: per kind (checkpoint writes, other
-// writes, reads, pipes and sockets, network, terminal, programs) exact totals, and per item (a
-// file, an address, a command line) the heaviest ones in bounded tables (1024 per kind; when full
-// the lighter half is forgotten and the kind is marked approximate). Also the job's worker
-// processes and their file reads. It is the whole account of a job that ran no kernel:
+// writes, reads, pipes and sockets, network, terminal, programs, idle waits) exact totals, and per
+// item (a file, an address, a command line) the heaviest ones in bounded tables (1024 per kind;
+// when full the lighter half is forgotten and the kind is marked approximate). Also the job's
+// worker processes and their file reads. It is the whole account of a job that ran no kernel:
 // PointAtHostActivity turns it into that job's no_gpu_work findings and evidence.
 #pragma once
 

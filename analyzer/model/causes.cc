@@ -28,8 +28,9 @@ constexpr std::array<CauseInfo, kCauseCount> kCauseInfo = {{
      "Use a prebuilt environment or container image instead of installing packages at job "
      "start."},
     {"interactive", "job", "Interactive job",
-     "The job waited for input from a person (input(), a breakpoint, a prompt): run it as a batch "
-     "job, and release the GPU while waiting."},
+     "The job waited for input from a person (input(), a breakpoint, a prompt), or idled holding "
+     "the GPU (a sleep, a notebook or server waiting in its event loop): run it as a batch job, "
+     "and release the GPU while waiting."},
     {"synchronization", "model", "Inappropriate batch size / API misuse (explicit sync)",
      "Remove host-device synchronizations from the training loop (.item(), .cpu(), print of a "
      "tensor, cudaDeviceSynchronize); use events or stream waits where ordering is needed."},

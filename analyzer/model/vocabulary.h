@@ -41,11 +41,12 @@ enum class HostActivityKind : uint8_t {
   kNetwork,           // cluster-local and public addresses: downloads, uploads
   kTerminal,          // reads of stdin or a terminal
   kPrograms,          // exec'd and spawned programs (installers)
+  kIdleWaits,         // sleeps, signal waits, event loops of GPU-feeding and main threads
 };
-inline constexpr int kHostActivityKindCount = static_cast<int>(HostActivityKind::kPrograms) + 1;
+inline constexpr int kHostActivityKindCount = static_cast<int>(HostActivityKind::kIdleWaits) + 1;
 
 // Stable identifiers (JSON, text): "checkpoint_writes", "writes", "reads", "pipes_sockets",
-// "network", "terminal", "programs".
+// "network", "terminal", "programs", "idle_waits".
 constexpr std::string_view HostActivityKindName(HostActivityKind kind) {
   switch (kind) {
     case HostActivityKind::kCheckpointWrites:
@@ -62,6 +63,8 @@ constexpr std::string_view HostActivityKindName(HostActivityKind kind) {
       return "terminal";
     case HostActivityKind::kPrograms:
       return "programs";
+    case HostActivityKind::kIdleWaits:
+      return "idle_waits";
   }
   return "?";
 }

@@ -51,6 +51,7 @@ bool NeedsStrings(EventType type) {
     case NET_CONNECT:
     case NET_RECV:
     case NET_SEND:
+    case WAIT:
     case PROC_EXEC:
     case PROC_SPAWN:
       return true;
@@ -62,10 +63,14 @@ bool NeedsStrings(EventType type) {
 // The device an event names, -1 for none. A CUDA call's is Event.device, the device current on
 // its thread. The recorder writes no device for NCCL calls, so theirs (0 on the wire, which is
 // also a real ordinal) is their stream's: a rank driving device 1 would otherwise seem to launch
-// on device 0 with every collective, and explain that device's gaps.
+// on device 0 with every collective, and explain that device's gaps. A WAIT's is the device its
+// thread last gave work to (Event.launch_device; none: the thread feeds no GPU).
 int32_t DeviceOf(const Event& ev, const InternedData& interned) {
   if (ev.type() >= CUDA_MEMCPY && ev.type() <= CUDA_LAUNCH_SUMMARY) {
     return static_cast<int32_t>(ev.device());
+  }
+  if (ev.type() == WAIT) {
+    return ev.has_launch_device() ? static_cast<int32_t>(ev.launch_device()) : -1;
   }
   if (ev.type() >= NCCL_COLLECTIVE && ev.type() <= NCCL_COMM_DESTROY && ev.stream() != 0) {
     const InternedStream* stream = interned.FindStream(ev.stream());

@@ -110,6 +110,8 @@ std::string_view EventClassName(EventClass c) {
       return "package installer";
     case EventClass::kTerminalRead:
       return "terminal read";
+    case EventClass::kIdleWait:
+      return "idle wait (sleep, event loop)";
     case EventClass::kSync:
       return "CUDA synchronization";
     case EventClass::kNone:

@@ -2,8 +2,9 @@
 // Data-parallel training on 2-4 ranks, one process per GPU as torchrun starts them. Each step
 // runs the forward and backward kernels, then all-reduces the whole gradient on the compute
 // stream before the optimizer: the GPU computes nothing while the gradients cross the network.
-// With --slow-rank R --delay-ms D rank R spends D ms more per step loading its batch, and every
-// other rank waits for it inside the all-reduce (a straggler). With --checkpoint-rank R --every N
+// With --slow-rank R --delay-ms D rank R sleeps D ms more per step (a stand-in for a slow batch;
+// the report names a sleep as an idle wait), and every other rank waits for it inside the
+// all-reduce (a straggler). With --checkpoint-rank R --every N
 // rank R saves a synchronous checkpoint (copy to the host, write, fsync: what torch.save on the
 // training thread does) every N steps, and the other ranks wait for it in the next all-reduce;
 // --async-checkpoint is that job's fix: rank R only copies the snapshot, a background thread

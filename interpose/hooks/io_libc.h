@@ -1,4 +1,4 @@
-// The real libc functions behind the file I/O, network and process hooks (list: io.def).
+// The real libc functions behind the file I/O, network, wait and process hooks (list: io.def).
 //
 // Resolved with FindRealSymbol (interpose/real_symbol.h) on first use, all at once. dlsym may
 // allocate (dlerror state); that is safe here because none of these hooks is an allocator, and a
@@ -6,12 +6,18 @@
 // synchronously.
 #pragma once
 
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 

@@ -12,6 +12,7 @@
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/hooks/net_address.h"
+#include "interpose/hooks/wait.h"
 #include "interpose/recorder.h"
 
 using idlescope::Family;
@@ -49,11 +50,27 @@ ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   return r;
 }
 
-// accept: a new socket whose number may be a closed file's: forget the old entry, the first
-// I/O resolves the peer.
-int AfterAccept(int fd) {
-  if (fd >= 0) ForgetFd(fd);
-  return fd;
+// accept: a new socket whose number may be a closed file's: forget the old entry (also when not
+// recording), the first I/O resolves the peer. A long accept is a wait on the listening socket
+// (hooks/wait.h: a server waiting for its clients).
+template <typename Call>
+int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
+  HookGuard guard(Family::kNet);
+  if (!guard.active()) {
+    int r = call();
+    if (r >= 0) ForgetFd(r);
+    return r;
+  }
+  uint64_t t0 = idlescope::io::CallTicks();
+  int r = call();
+  uint64_t t1 = idlescope::io::CallTicks();
+  int err = errno;
+  if (r >= 0) ForgetFd(r);
+  if (idlescope::io::LongWait(t0, t1)) {
+    idlescope::io::RecordFdWait(api, fd, t0, t1, r < 0 ? -err : 0);
+  }
+  errno = err;
+  return r;
 }
 
 }  // namespace
@@ -91,11 +108,11 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
 }
 
 IDLESCOPE_HOOK int accept(int fd, struct sockaddr* addr, socklen_t* len) {
-  return AfterAccept(Libc().accept(fd, addr, len));
+  return AcceptHook(NET_API("accept"), fd, [&] { return Libc().accept(fd, addr, len); });
 }
 
 IDLESCOPE_HOOK int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
-  return AfterAccept(Libc().accept4(fd, addr, len, flags));
+  return AcceptHook(NET_API("accept4"), fd, [&] { return Libc().accept4(fd, addr, len, flags); });
 }
 
 // recv/recvfrom/recvmsg and send/sendto/sendmsg: generated from io.def.

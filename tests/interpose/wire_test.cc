@@ -446,6 +446,44 @@ std::vector<EventCase> EventCases() {
     e.set_net_scope(idlescope::NET_PUBLIC);
     cases.push_back(c);
   }
+  {  // long waits: a poll of a terminal by a thread that launched on device 0 (written although
+     // 0), a sleep by a thread that feeds no GPU (launch_device absent, no descriptor)
+    EventCase c{};
+    c.raw.dur = 2'500'000;
+    c.raw.count = 1;
+    c.raw.api = 21;
+    c.raw.stack = 22;
+    c.raw.result = -4;  // -EINTR
+    c.raw.type = ev::kWait;
+    c.raw.u.io.path = 23;
+    c.raw.u.io.fs_type = 10;
+    c.raw.u.io.launch_device = 1;
+    auto& e = c.expected;
+    e.set_type(idlescope::WAIT);
+    e.set_dur(2'500'000);
+    e.set_api(21);
+    e.set_stack(22);
+    e.set_result(-4);
+    e.set_path(23);
+    e.set_count(1);
+    e.set_fs_type(idlescope::FS_DEVICE);
+    e.set_launch_device(0);
+    cases.push_back(c);
+    EventCase s{};
+    s.raw.dur = 300'000'000;
+    s.raw.count = 1;
+    s.raw.api = 24;
+    s.raw.type = ev::kWait;
+    s.raw.u.io.fd = -1;
+    s.refs.ts_delta = 7;
+    s.expected.set_type(idlescope::WAIT);
+    s.expected.set_ts(7);
+    s.expected.set_dur(300'000'000);
+    s.expected.set_api(24);
+    s.expected.set_count(1);
+    s.expected.set_fd(-1);
+    cases.push_back(s);
+  }
   {  // posix_spawn
     EventCase c{};
     c.raw.dur = 3;

@@ -140,7 +140,10 @@ std::vector<std::string> CurrentEnv() {
 int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
               const std::vector<std::string>& extra_env) {
   std::vector<std::string> env = CurrentEnv();
-  env.push_back(std::string("LD_PRELOAD=") + IDLESCOPE_PRELOAD_LIB);
+  // IDLESCOPE_TEST_PRELOAD_LIB: another build of the library (a test shown to fail before a fix).
+  const char* lib = getenv("IDLESCOPE_TEST_PRELOAD_LIB");
+  env.push_back(std::string("LD_PRELOAD=") +
+                (lib != nullptr && *lib != '\0' ? lib : IDLESCOPE_PRELOAD_LIB));
   env.push_back("IDLESCOPE_OUT=" + out_dir);
   env.push_back("IDLESCOPE_QUIET=1");
   for (const auto& e : extra_env) env.push_back(e);

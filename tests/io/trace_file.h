@@ -41,7 +41,8 @@ std::vector<TraceFile> ReadTraceDir(const std::string& dir);
 // A fresh empty directory under `base` (default: TMPDIR or /tmp).
 std::string MakeTempDir(const std::string& base = "");
 
-// Runs argv[0] with the current environment plus LD_PRELOAD=<preload library> and
+// Runs argv[0] with the current environment plus LD_PRELOAD=<preload library> (or
+// $IDLESCOPE_TEST_PRELOAD_LIB: another build, to show a test fails before its fix) and
 // IDLESCOPE_OUT=out_dir (and `extra_env`); returns the exit status (or 128+signal).
 int RunTraced(const std::vector<std::string>& argv, const std::string& out_dir,
               const std::vector<std::string>& extra_env = {});
