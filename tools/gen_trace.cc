@@ -55,9 +55,10 @@ constexpr Ns kS = 1000 * kMs;
 constexpr uint64_t kGiB = 1ull << 30;
 
 const std::set<std::string> kKnownCauses = {
-    "pageable", "pinned",   "checkpoint", "upload",     "dataload", "remote", "nccl", "straggler",
-    "sync",     "download", "install",    "smallbatch", "tail",     "unused", "none", "nogpu",
-    "prompt",   "popen",    "readback",   "asyncckpt",  "mpi",      "crowded"};
+    "pageable", "pinned",    "checkpoint", "upload",   "dataload", "remote",
+    "nccl",     "straggler", "sync",       "download", "install",  "smallbatch",
+    "tail",     "unused",    "none",       "nogpu",    "prompt",   "popen",
+    "readback", "asyncckpt", "mpi",        "crowded",  "idlewait"};
 
 // One trace file being written: framing, interning and batching.
 class TraceFile {
@@ -475,6 +476,8 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
   }
   const uint64_t stack_log = file.Stack({"main", "train", "log_metrics", "write"});
   const uint64_t stack_prompt = file.Stack({"main", "train", "input", "fgets"});
+  const uint64_t stack_readline = file.Stack({"main", "train", "input", "rl_getc", "select"});
+  const uint64_t stack_sleep = file.Stack({"main", "train", "wait_for_file", "nanosleep"});
   const uint64_t stack_popen = file.Stack({"main", "train", "install_extra", "popen"});
   const uint64_t stack_popen_read = file.Stack({"main", "train", "install_extra", "fgets"});
   const uint64_t stack_async_save = file.Stack({"main", "train", "save_async", "cudaMemcpy"});
@@ -687,9 +690,22 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       gpu_free = now;
     }
     // 6. Periodic extras.
-    // A prompt answered at the terminal (input(): fgets on stdin, a pty).
+    // A prompt answered at the terminal (input(): fgets on stdin, a pty); with idlewait, as GNU
+    // readline does: it waits in select() on the terminal, then reads the line.
     if (o.Has("prompt") && step % 25 == 0) {
       now = std::max(now, gpu_free);
+      if (o.Has("idlewait")) {
+        Ns wait = jitter(250 * kMs, 0.2);
+        Event* w = file.AddEvent(tid, WAIT, now, wait);
+        w->set_api(file.String("select"));
+        w->set_path(file.String("/dev/pts/0"));
+        w->set_fd(0);
+        w->set_fs_type(FS_DEVICE);
+        w->set_count(1);
+        w->set_launch_device(0);
+        w->set_stack(stack_readline);
+        now += wait;
+      }
       Ns len = jitter(300 * kMs, 0.2);
       Event* r = file.AddEvent(tid, FILE_READ, now, len);
       r->set_api(file.String("fgets"));
@@ -698,6 +714,19 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       r->set_fs_type(FS_DEVICE);
       r->set_bytes(2);
       r->set_stack(stack_prompt);
+      now += len;
+    }
+    // A sleep on the training thread holding the GPU (waiting for a file to appear, a barrier
+    // by polling).
+    if (o.Has("idlewait") && step == 35) {
+      now = std::max(now, gpu_free);
+      Ns len = 200 * kMs;
+      Event* w = file.AddEvent(tid, WAIT, now, len);
+      w->set_api(file.String("nanosleep"));
+      w->set_fd(-1);
+      w->set_count(1);
+      w->set_launch_device(0);
+      w->set_stack(stack_sleep);
       now += len;
     }
     // An installer run mid-job through popen("pip install ..."), its output read from the pipe;
