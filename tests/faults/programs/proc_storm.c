@@ -116,7 +116,10 @@ static void CallEach(int first, const char* path, int pause_us) {
         break;
       }
       case 11: {
-        int d = dup2(fd, 200 + first % 50);
+        // Onto a number far above the ~200 the 64 threads and a child hold: a lower one could be
+        // another thread's (or, in a child, its own) socket, which the close below would close
+        // under it (a send then died of SIGPIPE, bare or traced, depending on the fd layout).
+        int d = dup2(fd, 900 + first % 50);
         if (d >= 0) close(d);
         break;
       }
