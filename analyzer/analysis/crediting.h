@@ -94,6 +94,13 @@ class Crediting {
   // `may_become_snapshot`: the candidate's credit is remembered for ReclassifySnapshot.
   void Credit(uint32_t device, const Candidate* candidate, Interval slice,
               bool may_become_snapshot);
+  // Candidate `c` explains `slice` of a gap of `device` shorter than min_gap (no open gap: the
+  // totals and the observer see it, the longest gaps do not).
+  void CreditShortGap(uint32_t device, const Candidate& c, Interval slice,
+                      bool may_become_snapshot) {
+    CreditCause(devices_[device], c, slice, false, may_become_snapshot);
+    Observe(device, slice, c.cause, &c);
+  }
   // A launching thread of `device` read a data file in its open gap: between kernels, the rest
   // of that gap is the thread's preprocessing of its data (DataLoader(num_workers=0)).
   void NoteLauncherRead(uint32_t device) { devices_[device].open.launcher_read = true; }

@@ -19,6 +19,26 @@ bool IsBlockingCall(const Candidate& c) {
          (c.event_class == EventClass::kCopyPageable || c.event_class == EventClass::kCopyPinned);
 }
 
+// Host work of a launching thread that is not the launch path itself: in a gap shorter than
+// min_gap, the time it blocks the thread is its cause's, not the launch gaps' (a per-step
+// pageable copy of 0.1 ms, a small read or write). Syncs and pinned copies wait for the device,
+// which is idle in the gap: their part of it is the return to the host, launch latency.
+bool IsBlockingHostWork(EventClass c) {
+  switch (c) {
+    case EventClass::kCopyPageable:
+    case EventClass::kCheckpointWrite:
+    case EventClass::kUploadWrite:
+    case EventClass::kReadLocal:
+    case EventClass::kReadRemote:
+    case EventClass::kReadWorkerQueue:
+    case EventClass::kDownload:
+    case EventClass::kTerminalRead:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Calls of a thread that name the device it feeds: its launching threads.
 bool IsLaunchEvent(EventType type) {
   switch (type) {
@@ -269,6 +289,8 @@ void JobAnalysis::HandleGapEvents() {
   for (const GapEvent& event : gap_events_) {
     if (event.type == GapEvent::kPiece) {
       Attribute(event.device, event.piece);
+    } else if (event.type == GapEvent::kShort) {
+      AttributeShort(event.device, event.gap);
     } else {
       crediting_.CloseGap(event.device, event.gap, event.kind);
     }
@@ -324,6 +346,30 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
     crediting_.Credit(device, winner, slice.when,
                       winner != nullptr && snapshots_.MayBecomeSnapshot(*winner));
   }
+}
+
+void JobAnalysis::AttributeShort(uint32_t device, Interval gap) {
+  ranked_.clear();
+  auto consider = [&](const Candidate& c) {
+    if (c.gpu_side || !IsBlockingHostWork(c.event_class)) return;
+    if (c.when.end <= gap.start || c.when.start >= gap.end) return;
+    if (!devices_[device].launcher_threads.contains(ThreadKey(c.process, c.tid))) return;
+    ranked_.push_back({&c, Tier::kLaunchingThread});
+  };
+  slots_.clear();
+  for (uint32_t process : devices_[device].processes) {
+    slots_.push_back(CandidateWindows::SlotOf(process));
+  }
+  window_.ForEachReaching(slots_, gap, consider);
+  if (ranked_.empty()) return;
+  Ns explained = 0;
+  for (const Slice& slice : ResolveSlices(gap, ranked_)) {
+    if (slice.winner < 0) continue;
+    const Candidate& winner = *ranked_[slice.winner].candidate;
+    crediting_.CreditShortGap(device, winner, slice.when, snapshots_.MayBecomeSnapshot(winner));
+    explained += slice.when.length();
+  }
+  devices_[device].timeline.ExplainShortGapTime(explained);
 }
 
 void JobAnalysis::Prune() {

@@ -78,6 +78,8 @@ class JobAnalysis : public RecordSink {
   void Step(Ns t);
   void HandleGapEvents();
   void Attribute(uint32_t device, Interval piece);
+  // A gap shorter than min_gap: the launching threads' blocking host work in it.
+  void AttributeShort(uint32_t device, Interval gap);
   // The tier in which candidate `c` can explain `device`'s idle time; false when it cannot
   // (docs/attribution.md, "Tiers and precedence").
   bool TierFor(const Candidate& c, uint32_t device, Tier* tier) const;

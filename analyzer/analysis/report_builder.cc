@@ -160,8 +160,9 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
       const std::array<CauseTotals, kCauseCount>& totals = in.crediting.totals(index);
       for (int c = 0; c < kCauseCount; ++c) r.cause_ns[c] = totals[c].ns;
       Cause short_cause = ShortGapCause(r.compute_util, r.peak_memory, r.total_memory);
-      r.cause_ns[Index(short_cause)] += t.short_gap_ns();
-      job.causes[Index(short_cause)].ns += t.short_gap_ns();
+      Ns short_ns = t.short_gap_ns() - t.short_explained_ns();  // the rest is in the totals
+      r.cause_ns[Index(short_cause)] += short_ns;
+      job.causes[Index(short_cause)].ns += short_ns;
       for (int c = 0; c < kCauseCount; ++c) job.causes[c].Add(totals[c]);
       DeviceSavings(in, d, r, totals, job);
       const KernelStats& k = t.kernel_stats();

@@ -71,6 +71,7 @@ void DeviceTimeline::CloseGap(Ns end, GapKind kind, std::vector<GapEvent>* out) 
   if (gap.length() < min_gap_ && kind != GapKind::kWhole) {
     short_gap_ns_ += gap.length();
     ++short_gaps_;
+    out->push_back(GapEvent{GapEvent::kShort, device_, {}, gap});
     return;
   }
   ++long_gaps_;

@@ -26,10 +26,12 @@ namespace idlescope {
 // and idle), then once more when it ends (kClose: the whole gap, and what kind it turned out to
 // be). Pieces of one gap are contiguous and cover it exactly.
 struct GapEvent {
-  enum Type : uint8_t { kPiece, kClose } type = kPiece;
+  // kShort: a gap shorter than min_gap closed (summed as a whole; only the launching threads'
+  // blocking host work in it is attributed on its own).
+  enum Type : uint8_t { kPiece, kClose, kShort } type = kPiece;
   uint32_t device = 0;
   Interval piece;                   // kPiece: the final idle slice
-  Interval gap;                     // kClose: the whole gap; kPiece: {gap start, piece end}
+  Interval gap;                     // kClose, kShort: the whole gap; kPiece: {gap start, piece end}
   GapKind kind = GapKind::kMiddle;  // kClose only
 };
 
@@ -79,6 +81,10 @@ class DeviceTimeline {
   Ns any_kernel_ns() const { return any_ns_; }
   Ns short_gap_ns() const { return short_gap_ns_; }
   uint64_t short_gaps() const { return short_gaps_; }
+  // Part of the short gaps was attributed to blocking host work that filled it; the rest is the
+  // short-gap cause's.
+  void ExplainShortGapTime(Ns ns) { short_explained_ns_ += ns; }
+  Ns short_explained_ns() const { return short_explained_ns_; }
   uint64_t long_gaps() const { return long_gaps_; }
   bool ran_kernels() const { return stats_.kernels > 0; }
   Ns first_kernel() const { return first_busy_; }
@@ -105,6 +111,7 @@ class DeviceTimeline {
   Ns last_busy_end_;
   Ns sliced_until_;
   Ns short_gap_ns_ = 0;
+  Ns short_explained_ns_ = 0;
   uint64_t short_gaps_ = 0;
   uint64_t long_gaps_ = 0;
   KernelStats stats_;

@@ -982,11 +982,48 @@ TEST(AttributionConservation, CausesPlusComputeCoverTheSpan) {
 
 TEST(AttributionConservation, GapsBelowMinGapAreNotSliced) {
   OneGap s(AnalysisOptions{.min_gap = Ms(150)});  // the 100 ms gap is "short"
-  s.job.Copy(s.p, kTid, 100, 200, MEM_PAGEABLE);
+  s.job.Kernel(s.p, 150, 160);                    // it is two short gaps: 100-150, 160-200
   JobReport r = s.job.Finish();
-  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  EXPECT_EQ(r.devices[0].short_gap_ns, Ms(90));
+  EXPECT_EQ(r.devices[0].short_gaps, 2u);
+  EXPECT_EQ(r.devices[0].long_gaps, 0u);
+  EXPECT_EQ(CauseNs(r, Cause::kLaunchBound), Ms(90));  // U 91%: as a whole
+}
+
+// A short gap's time in the launching thread's blocking host work (a per-step pageable copy) is
+// that work's cause; the rest stays the short gaps' cause.
+TEST(AttributionConservation, BlockingHostWorkInAShortGapIsItsCause) {
+  OneGap s(AnalysisOptions{.min_gap = Ms(150)});
+  s.job.Copy(s.p, kTid, 120, 180, MEM_PAGEABLE);
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(60));
   EXPECT_EQ(r.devices[0].short_gap_ns, Ms(100));
   EXPECT_EQ(r.devices[0].long_gaps, 0u);
+  Ns rest = 0;
+  for (Cause c : {Cause::kSmallBatch, Cause::kLaunchBound, Cause::kInsufficientMemory}) {
+    rest += CauseNs(r, c);
+  }
+  EXPECT_EQ(rest, Ms(40));
+  const CauseReport* c = FindCause(r, Cause::kHostGpuTransfer);
+  ASSERT_NE(c, nullptr);
+  const Finding* f = FindFinding(*c, FindingKind::kPageableCopies);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ns, Ms(60));
+}
+
+// Close cases: a sync or a pinned read-back waits for the device, idle in the gap (what is left
+// of it is launch latency); a read by a thread that launches nothing does not block launches.
+TEST(AttributionConservation, SyncsPinnedCopiesAndOtherThreadsInAShortGapAreNot) {
+  OneGap s(AnalysisOptions{.min_gap = Ms(150)});
+  s.job.Sync(s.p, kTid, 90, 130);
+  s.job.Copy(s.p, kTid, 130, 150, MEM_PINNED);
+  s.job.Io(s.p, kTid + 1, FILE_READ, 150, 190, "/data/a");
+  JobReport r = s.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kSmallBatch) + CauseNs(r, Cause::kLaunchBound), Ms(100));
 }
 
 }  // namespace
