@@ -5,6 +5,7 @@
 //   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
 //             [--causes pageable,checkpoint,...] [--format 1|2] [--python]
 //             [--duration-s S] [--kernel-us U] [--jobs J] [--short-lived N]
+//   gen_trace --out DIR --hosts H --ranks R [--clock-error-ms E] [--end-jitter-us J] [--seed S]
 //
 // Scale (benchmarks of many ranks): --duration-s gives every rank S seconds of job time instead
 // of a share of --events; --kernel-us sets the compute kernels' length (the event rate: about two
@@ -314,6 +315,9 @@ struct Options {
   uint32_t format = kTraceFormatVersion;
   std::set<std::string> causes;
   bool python = false;  // stacks with Python frames (a PyTorch script, train.py)
+  int hosts = 0;        // >= 2: the multi-host clock job (WriteMultiHostJob)
+  double clock_error_ms = 50;
+  double end_jitter_us = 20;
   bool Has(const char* cause) const { return causes.count(cause) > 0; }
 };
 
@@ -880,6 +884,131 @@ uint64_t WriteShortLived(const Options& o, int n) {
   return events;
 }
 
+// --hosts H: a job of --ranks R ranks on H hosts (ranks split evenly, in order), for the clock
+// alignment across hosts. Each host has its own CLOCK_MONOTONIC (a different boot time) and a
+// CLOCK_REALTIME that is wrong by up to --clock-error-ms (NTP), so the headers' REALTIME snapshots
+// place its events that far off. A step: every rank computes (a kernel launched on its stream,
+// of a length shared by the ranks plus a little of its own), calls an all-reduce on the same
+// stream, and the collective's NCCL kernel ends when the last rank arrived plus the transfer, on
+// every rank within --end-jitter-us. Prints, per host, the error of its REALTIME clock against
+// the first host's: what the alignment must find ("clock gen-node1 -12345678").
+int WriteMultiHostJob(const Options& o) {
+  const int per_host = (o.ranks + o.hosts - 1) / o.hosts;
+  std::mt19937_64 shared(o.seed * 7919 + 1);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::vector<Ns> boot(static_cast<size_t>(o.hosts)), error(static_cast<size_t>(o.hosts));
+  for (int h = 0; h < o.hosts; ++h) {
+    boot[h] = static_cast<Ns>(1000 + 37 * h) * kS + static_cast<Ns>(unit(shared) * 1e9);
+    error[h] = static_cast<Ns>(unit(shared) * o.clock_error_ms * 1e6);
+  }
+  const int steps = o.duration_s > 0 ? static_cast<int>(o.duration_s * 1e3 / 12) : 200;
+  // The schedule every rank shares (true time): step compute lengths, the transfer.
+  std::vector<Ns> compute(static_cast<size_t>(steps)), transfer(static_cast<size_t>(steps));
+  for (int i = 0; i < steps; ++i) {
+    compute[i] = static_cast<Ns>((8 + 2 * unit(shared)) * 1e6);
+    transfer[i] = static_cast<Ns>((2 + 0.5 * unit(shared)) * 1e6);
+  }
+  std::vector<std::mt19937_64> own;
+  for (int r = 0; r < o.ranks; ++r) own.emplace_back(o.seed * 1000 + static_cast<uint64_t>(r));
+  auto own_unit = [&](int r) { return unit(own[static_cast<size_t>(r)]); };
+  // Arrivals and ends per step and rank (true time), then each rank's file.
+  const Ns t0 = 5 * kS;
+  std::vector<std::vector<Ns>> arrival(static_cast<size_t>(o.ranks),
+                                       std::vector<Ns>(static_cast<size_t>(steps)));
+  std::vector<std::vector<Ns>> end = arrival;
+  std::vector<Ns> step_start(static_cast<size_t>(steps));
+  Ns now = t0 + 200 * kMs;
+  for (int i = 0; i < steps; ++i) {
+    step_start[i] = now;
+    Ns last = 0;
+    for (int r = 0; r < o.ranks; ++r) {
+      arrival[r][i] = now + compute[i] + static_cast<Ns>(own_unit(r) * 0.3e6);
+      last = std::max(last, arrival[r][i]);
+    }
+    const Ns done = last + transfer[i];
+    for (int r = 0; r < o.ranks; ++r) {
+      end[r][i] = done + static_cast<Ns>(own_unit(r) * o.end_jitter_us * 1e3);
+    }
+    now = done + o.end_jitter_us * 1000 + 200 * kUs;
+  }
+  uint64_t events = 0;
+  for (int r = 0; r < o.ranks; ++r) {
+    const int h = r / per_host;
+    const int local = r % per_host;  // its own device of its host
+    const std::string host = "gen-node" + std::to_string(h);
+    // Host h's monotonic time of true time t: t + boot[h]; its REALTIME: t + epoch + error[h].
+    const Ns shift = boot[h];
+    const uint32_t pid = 1000 + static_cast<uint32_t>(r);
+    Header header = MakeHeader(pid, 1, r, o.ranks, t0 + shift, {"python", "train.py"});
+    header.set_host(host);
+    header.set_boot_id("0b0b0b0b-gen-boot-" + std::to_string(h));
+    header.set_local_rank(local);
+    header.mutable_clock()->set_realtime_ns(
+        static_cast<uint64_t>(t0 + 1'700'000'000ll * kS + error[h]));
+    TraceFile file(o.out + "/" + host + "-" + std::to_string(pid) + ".idlescope", header, o.format);
+    DeviceInfo device;
+    device.set_device(local);
+    device.set_name("NVIDIA H100 80GB HBM3 (synthetic)");
+    device.set_sm_count(132);
+    device.set_total_memory(80ull << 30);
+    device.set_visible_devices(static_cast<uint32_t>(per_host));
+    file.AddDevice(device);
+    const uint64_t api_launch = file.String("cudaLaunchKernel");
+    const uint64_t api_nccl = file.String("ncclAllReduce");
+    const uint64_t kernel = file.String("void gemm_kernel<float>(float const*, float*, int)");
+    const uint64_t nccl_kernel =
+        file.String("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+    uint64_t correlation = 1;
+    for (int i = 0; i < steps; ++i) {
+      const Ns start = step_start[i] + shift;
+      Event* l = file.AddEvent(pid, CUDA_LAUNCH, start, 5 * kUs);
+      l->set_async(true);
+      l->set_api(api_launch);
+      l->set_device(local);
+      l->set_stream(1);
+      l->set_correlation(correlation);
+      GpuActivity* k =
+          file.AddGpu(GPU_KERNEL, start + 10 * kUs, arrival[r][i] + shift - start - 20 * kUs);
+      k->set_device(local);
+      k->set_stream(13);
+      k->set_correlation(correlation++);
+      k->set_name(kernel);
+      k->set_grid(4096);
+      k->set_block(256);
+      const Ns call = arrival[r][i] + shift - 30 * kUs;
+      Event* c = file.AddEvent(pid, NCCL_COLLECTIVE, call, 25 * kUs);
+      c->set_async(true);
+      c->set_api(api_nccl);
+      c->set_device(local);
+      c->set_stream(1);
+      c->set_nccl_op(NCCL_ALL_REDUCE);
+      c->set_comm(0x5eed);
+      c->set_seq(static_cast<uint64_t>(i) + 1);
+      c->set_rank(r);
+      c->set_nranks(o.ranks);
+      c->set_bytes(100 << 20);
+      c->set_count(25 << 20);
+      const Ns kstart = arrival[r][i] + shift;
+      GpuActivity* a = file.AddGpu(GPU_KERNEL, kstart, end[r][i] + shift - kstart);
+      a->set_device(local);
+      a->set_nccl(true);
+      a->set_stream(13);
+      a->set_name(nccl_kernel);
+      a->set_grid(32);
+      a->set_block(640);
+      file.MaybeFlush(end[r][i] + shift, false);
+    }
+    file.Finish(end[r][steps - 1] + shift + 5 * kMs, true);
+    events += file.events() + file.gpu_records();
+  }
+  for (int h = 0; h < o.hosts; ++h) {
+    std::printf("clock gen-node%d %lld\n", h, static_cast<long long>(error[h] - error[0]));
+  }
+  std::fprintf(stderr, "gen_trace: %llu events for %d ranks on %d hosts in %s\n",
+               static_cast<unsigned long long>(events), o.ranks, o.hosts, o.out.c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -915,6 +1044,12 @@ int Main(int argc, char** argv) {
       o.format = static_cast<uint32_t>(std::atoi(next()));
     } else if (arg == "--python") {
       o.python = true;
+    } else if (arg == "--hosts") {
+      o.hosts = std::atoi(next());
+    } else if (arg == "--clock-error-ms") {
+      o.clock_error_ms = std::atof(next());
+    } else if (arg == "--end-jitter-us") {
+      o.end_jitter_us = std::atof(next());
     } else if (arg == "--causes") {
       std::string list = next();
       size_t pos = 0;
@@ -935,7 +1070,9 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
                    "[--seed S] [--causes a,b,...] [--format 1|2] [--python] [--duration-s S] "
-                   "[--kernel-us U] [--jobs J] [--short-lived N] [--replicate]\ncauses:");
+                   "[--kernel-us U] [--jobs J] [--short-lived N] [--replicate]\n"
+                   "       gen_trace --out DIR --hosts H --ranks R [--clock-error-ms E] "
+                   "[--end-jitter-us J]\ncauses:");
       for (const std::string& c : kKnownCauses) std::fprintf(stderr, " %s", c.c_str());
       std::fprintf(stderr, "\n");
       return 2;
@@ -949,6 +1086,13 @@ int Main(int argc, char** argv) {
     return 2;
   }
   mkdir(o.out.c_str(), 0755);
+  if (o.hosts > 0) {
+    if (o.hosts < 2 || o.ranks < o.hosts) {
+      std::fprintf(stderr, "gen_trace: --hosts H needs H >= 2 and --ranks >= H\n");
+      return 2;
+    }
+    return WriteMultiHostJob(o);
+  }
   // Ranks are independent: job j writes ranks j, j + J, ... and reports its events in a pipe.
   // With --replicate, rank 0 and the last rank (the straggler's) are generated first, one per
   // job, and the other ranks are then copied from rank 0.

@@ -425,7 +425,8 @@ JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
                                  .gpu_records = gpu_records_,
                                  .forgotten_candidates = window_.forgotten(),
                                  .warnings = warnings_,
-                                 .files = files_},
+                                 .files = files_,
+                                 .clocks = clocks_},
                                 symbols);
 }
 

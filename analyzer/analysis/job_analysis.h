@@ -55,6 +55,7 @@ class JobAnalysis : public RecordSink {
   void AdvanceTo(Ns t) override;
   void AddWarning(const ReportWarning& warning) override;
   void AddFile(const FileReport& file) override;
+  void AddHostClock(const HostClock& clock) override { clocks_.push_back(clock); }
 
   // Sees every credited slice from now on (analysis/crediting.h); nullptr: none.
   void SetSliceObserver(SliceObserver* observer) { crediting_.SetObserver(observer); }
@@ -109,6 +110,7 @@ class JobAnalysis : public RecordSink {
   uint64_t gpu_records_ = 0;
   std::vector<ReportWarning> warnings_;
   std::vector<FileReport> files_;
+  std::vector<HostClock> clocks_;
 };
 
 }  // namespace idlescope

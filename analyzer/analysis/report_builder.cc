@@ -499,6 +499,7 @@ JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
   report.events = in.host_events;
   report.gpu_activities = in.gpu_records;
   report.files = in.files;
+  report.clocks = in.clocks;
   report.host_activity = in.host_activity.Build(in.processes, evidence);
   for (uint32_t i = 0; i < in.processes.size(); ++i) {
     const ProcessInfo& info = in.processes[i].info;

@@ -43,6 +43,7 @@ struct AnalysisResults {
   uint64_t forgotten_candidates;
   const std::vector<ReportWarning>& warnings;  // the reader's
   const std::vector<FileReport>& files;
+  const std::vector<HostClock>& clocks;
 };
 
 JobReport BuildReport(const AnalysisResults& results, const SymbolSource& symbols);

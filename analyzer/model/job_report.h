@@ -112,6 +112,22 @@ struct FileReport {
   bool footer = false;
 };
 
+// How one host's clock was placed on the job's time line (read/clock_alignment.h).
+enum class ClockMethod : uint8_t {
+  kReference,    // the first file's host: the others are aligned to it
+  kCollectives,  // from the ends of collectives it shares with another host
+  kRealtime,     // its header's CLOCK_REALTIME snapshot only (no shared collective found)
+};
+
+struct HostClock {
+  std::string host;
+  ClockMethod method = ClockMethod::kRealtime;
+  std::string via;           // kCollectives: the host it was aligned against
+  Ns correction_ns = 0;      // how far its REALTIME snapshot placed it ahead of the reference
+  uint64_t collectives = 0;  // shared collectives the correction comes from
+  Ns residual_ns = 0;        // median |difference - correction| over them: the skew that is left
+};
+
 struct HostActivityItem {
   StringId what = 0;  // file path, address, or program with its arguments (0: unnamed)
   Ns ns = 0;          // blocked time in its calls
@@ -173,6 +189,7 @@ struct JobReport {
   std::vector<GapReport> top_gaps;  // longest first
   HostActivityReport host_activity;
   std::vector<FileReport> files;
+  std::vector<HostClock> clocks;  // jobs on more than one host: how each host was aligned
   std::vector<ReportWarning> warnings;
   ReportSymbols symbols;  // the strings and stacks the ids above refer to
 };

@@ -33,6 +33,8 @@ class RecordSink {
   virtual void AdvanceTo(Ns /*t*/) {}
   virtual void AddWarning(const ReportWarning& /*warning*/) {}
   virtual void AddFile(const FileReport& /*file*/) {}
+  // Jobs on several hosts, before any process: how each host's clock was aligned.
+  virtual void AddHostClock(const HostClock& /*clock*/) {}
 };
 
 // Hands every record to each of its sinks, in the order they were given.
@@ -63,6 +65,9 @@ class TeeSink : public RecordSink {
   }
   void AddFile(const FileReport& file) override {
     for (RecordSink* s : sinks_) s->AddFile(file);
+  }
+  void AddHostClock(const HostClock& clock) override {
+    for (RecordSink* s : sinks_) s->AddHostClock(clock);
   }
 
  private:

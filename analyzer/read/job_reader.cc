@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/read/clock_alignment.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
@@ -150,6 +151,10 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
       static_cast<Ns>(first.clock().realtime_ns()) - static_cast<Ns>(first.clock().monotonic_ns());
   // Every file's tables first: the files point into them while the packets stream.
   symbols_.ForProcess(static_cast<uint32_t>(files_.size() - 1));
+  // Hosts (boot ids) in the order their first file comes; host 0 is the reference.
+  absl::flat_hash_map<std::string, uint32_t> host_of_boot;
+  std::vector<std::string> host_names;
+  std::vector<uint32_t> file_host;
   for (auto& file : files_) {
     const Header& h = file->reader->header();
     auto [it, inserted] = offset_by_boot.try_emplace(h.boot_id(), 0);
@@ -158,6 +163,25 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
                    static_cast<Ns>(h.clock().monotonic_ns()) - reference;
     }
     file->offset = it->second;
+    auto [host, new_host] =
+        host_of_boot.try_emplace(h.boot_id(), static_cast<uint32_t>(host_names.size()));
+    if (new_host) host_names.push_back(h.host().empty() ? h.boot_id() : h.host());
+    file_host.push_back(host->second);
+  }
+  if (host_names.size() > 1 && options.align_clocks) {
+    std::vector<std::vector<CollectiveEnd>> ends(files_.size());
+    for (size_t i = 0; i < files_.size(); ++i) {
+      ends[i] = CollectiveEnds(*files_[i]);
+      for (CollectiveEnd& e : ends[i]) e.end += files_[i]->offset;
+    }
+    HostAlignment alignment = AlignHosts(host_names, file_host, ends);
+    for (size_t i = 0; i < files_.size(); ++i) {
+      files_[i]->offset -= alignment.correction[file_host[i]];
+    }
+    for (const HostClock& clock : alignment.clocks) sink.AddHostClock(clock);
+  }
+  for (auto& file : files_) {
+    const Header& h = file->reader->header();
     ProcessInfo info;
     info.pid = h.pid();
     info.ppid = h.ppid();
@@ -301,6 +325,31 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     report.footer = s.footer_seen;
     sink.AddFile(report);
   }
+}
+
+std::vector<CollectiveEnd> JobReader::CollectiveEnds(const File& f) {
+  CollectiveEndCollector collector;
+  absl::StatusOr<std::unique_ptr<TraceFileReader>> reader =
+      TraceFileReader::Open(f.reader->path(), kMinChunkBytes);
+  if (!reader.ok()) return {};
+  Packet packet;
+  while (!collector.Full() && (*reader)->stats().bytes_read < kAlignmentReadBytes &&
+         (*reader)->Next(&packet)) {
+    if (packet.has_events()) {
+      uint64_t t = 0;
+      for (const Event& ev : packet.events().events()) {
+        t += static_cast<uint64_t>(ev.ts());
+        collector.AddEvent(ev, static_cast<Ns>(t));
+      }
+    } else if (packet.has_gpu()) {
+      uint64_t t = 0;
+      for (const GpuActivity& a : packet.gpu().activities()) {
+        t += static_cast<uint64_t>(a.start());
+        collector.AddActivity(a, static_cast<Ns>(t));
+      }
+    }
+  }
+  return collector.Finish();
 }
 
 void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {

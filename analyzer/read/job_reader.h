@@ -30,11 +30,16 @@
 
 namespace idlescope {
 
+struct CollectiveEnd;
+
 struct ReadOptions {
   Ns reorder_window = 2'000'000'000;  // 2 s
   // Files held open at once; 0: the soft RLIMIT_NOFILE less a reserve for the rest of the
   // process (at least 8).
   size_t max_open_files = 0;
+  // Jobs on several hosts: refine the hosts' REALTIME alignment from the ends of the collectives
+  // they share (read/clock_alignment.h).
+  bool align_clocks = true;
 };
 
 struct ReadStats {
@@ -73,6 +78,8 @@ class JobReader {
   struct File;
   JobReader();
   void Process(File& file, const Packet& packet, RecordSink& sink);
+  // The collective ends of the start of `file` (a reader of its own), in its file's time.
+  static std::vector<CollectiveEnd> CollectiveEnds(const File& file);
 
   // Parse scratch of every file's reader (TraceFileReader::ShareScratch); declared before the
   // files, which use it until they are destroyed.

@@ -628,6 +628,22 @@ std::string FormatJsonReport(const JobReport& r) {
   }
   j.EndArray();
 
+  j.Key("clocks");
+  j.BeginArray();
+  for (const HostClock& c : r.clocks) {
+    j.BeginObject();
+    j.String("host", c.host);
+    j.String("method", c.method == ClockMethod::kReference     ? "reference"
+                       : c.method == ClockMethod::kCollectives ? "collectives"
+                                                               : "realtime");
+    j.String("via", c.via);
+    j.Int("correction_ns", c.correction_ns);
+    j.Uint("collectives", c.collectives);
+    j.Int("residual_ns", c.residual_ns);
+    j.EndObject();
+  }
+  j.EndArray();
+
   WriteWarnings(j, r);
   WriteStacks(j, r);
   j.EndObject();

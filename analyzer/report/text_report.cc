@@ -63,6 +63,30 @@ std::string FormatTextReport(const JobReport& r) {
     out += '\n';
   }
 
+  if (!r.clocks.empty()) {
+    absl::StrAppendFormat(&out, "Host clocks (aligned to %s)\n  %-24s %-12s %12s %12s %10s  %s\n",
+                          r.clocks[0].host, "HOST", "METHOD", "CORRECTION", "COLLECTIVES",
+                          "RESIDUAL", "VIA");
+    for (const HostClock& c : r.clocks) {
+      const char* method = c.method == ClockMethod::kReference     ? "reference"
+                           : c.method == ClockMethod::kCollectives ? "collectives"
+                                                                   : "realtime";
+      bool measured = c.method == ClockMethod::kCollectives;
+      absl::StrAppendFormat(
+          &out, "  %-24s %-12s %12s %12s %10s  %s\n", c.host, method,
+          measured ? absl::StrFormat("%+.3f ms", static_cast<double>(c.correction_ns) / 1e6) : "-",
+          measured ? absl::StrCat(c.collectives) : "-",
+          measured ? absl::StrFormat("%.1f us", static_cast<double>(c.residual_ns) / 1e3) : "-",
+          c.via.empty() ? "-" : c.via);
+    }
+    absl::StrAppendFormat(&out,
+                          "  correction: how far the host's CLOCK_REALTIME snapshot placed it "
+                          "ahead of %s, taken off; residual: the median skew left over the "
+                          "collectives it was aligned on; realtime: no collective shared, the "
+                          "snapshot alone (NTP: milliseconds)\n\n",
+                          r.clocks[0].host);
+  }
+
   absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n",
                         Seconds(r.gpu_time), Seconds(r.idle_ns));
   absl::StrAppendFormat(&out, "  %-22s %12s %7s %12s %12s  %s\n", "CAUSE", "IDLE", "SHARE",
