@@ -405,8 +405,11 @@ JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
   Start();
   const Ns job_end = processes_.JobEnd(job_start_);
   window_.Merge();
-  for (uint32_t d = 0; d < devices_.size(); ++d) devices_[d].timeline.Finish(job_end, &gap_events_);
-  HandleGapEvents();
+  // Device by device: a device's last seal may close every gap still in the reorder window.
+  for (uint32_t d = 0; d < devices_.size(); ++d) {
+    devices_[d].timeline.Finish(job_end, &gap_events_);
+    HandleGapEvents();
+  }
   collectives_.Finish();
   blame_.Resolve(std::numeric_limits<Ns>::max());
   return idlescope::BuildReport({.options = options_,
