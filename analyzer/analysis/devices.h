@@ -28,6 +28,10 @@ struct JobDevice {
   absl::flat_hash_set<uint64_t> launcher_threads;  // ThreadKey(process, tid)
   uint64_t launches = 0;                           // kernel launches seen on the host side
   absl::flat_hash_set<uint32_t> processes;         // that called it
+  // When its launching threads were in blocking host work (IsBlockingHostWork): a short gap
+  // looks for its candidates only when one of these overlaps it (most gaps: none). Those ending
+  // before the timeline's attributed_until() are dropped.
+  std::deque<Interval> blocking_host_work;
 
   JobDevice(uint32_t index, Ns job_start, Ns min_gap) : timeline(index, job_start, min_gap) {}
 };

@@ -1,6 +1,7 @@
 #include "analyzer/analysis/job_analysis.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -251,6 +252,18 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
   } else {
     for (uint32_t d : processes_[c.process].devices) reclaim(d);
   }
+  if (!c.gpu_side && IsBlockingHostWork(c.event_class)) {
+    for (uint32_t d : processes_[c.process].devices) {
+      if (!devices_[d].launcher_threads.contains(ThreadKey(c.process, c.tid))) continue;
+      std::deque<Interval>& q = devices_[d].blocking_host_work;
+      const Ns done = devices_[d].timeline.attributed_until();
+      while (!q.empty() && q.front().end <= done) q.pop_front();
+      // Kept by start (host events come nearly in time order: from the back).
+      auto at = q.end();
+      while (at != q.begin() && std::prev(at)->start > c.when.start) --at;
+      q.insert(at, c.when);
+    }
+  }
   size_t slot = CandidateWindows::kShared;
   if (c.event_class != EventClass::kInstaller) {
     int64_t owner = processes_[c.process].window_owner;
@@ -349,6 +362,18 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
 }
 
 void JobAnalysis::AttributeShort(uint32_t device, Interval gap) {
+  // Short gaps come in time order: what ended before this one is of no use to the next ones.
+  std::deque<Interval>& blocking = devices_[device].blocking_host_work;
+  while (!blocking.empty() && blocking.front().end <= gap.start) blocking.pop_front();
+  bool overlaps = false;
+  for (const Interval& b : blocking) {  // by start: host events run ahead of the GPU's
+    if (b.start >= gap.end) break;
+    if (b.end > gap.start) {
+      overlaps = true;
+      break;
+    }
+  }
+  if (!overlaps) return;
   ranked_.clear();
   auto consider = [&](const Candidate& c) {
     if (c.gpu_side || !IsBlockingHostWork(c.event_class)) return;

@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
     }
     // Opened again when the merge reaches it: a job may have more files than fds.
     (*reader)->Suspend();
-    (*reader)->ShareScratch(&job->scratch_events_, &job->scratch_gpu_);
+    (*reader)->ShareBatchPool(&job->batch_pool_);
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     job->files_.push_back(std::move(file));

@@ -27,6 +27,7 @@
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
 #include "analyzer/read/job_symbols.h"
+#include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
 
@@ -81,10 +82,9 @@ class JobReader {
   // The collective ends of the start of `file` (a reader of its own), in its file's time.
   static std::vector<CollectiveEnd> CollectiveEnds(const File& file);
 
-  // Parse scratch of every file's reader (TraceFileReader::ShareScratch); declared before the
-  // files, which use it until they are destroyed.
-  EventBatch scratch_events_;
-  GpuBatch scratch_gpu_;
+  // The batches every file's reader reuses (TraceFileReader::ShareBatchPool); declared before
+  // the files, which use it until they are destroyed.
+  BatchPool batch_pool_;
   std::vector<std::unique_ptr<File>> files_;
   std::vector<std::pair<std::string, std::string>> skipped_;  // path, why
   ReadStats stats_;

@@ -180,8 +180,7 @@ void TraceFileReader::Release() {
   fd_ = -1;
   std::vector<char>().swap(buf_);
   // libprotobuf keeps the cleared elements of a repeated field for reuse: a batch's worth.
-  own_events_ = EventBatch();
-  own_gpu_ = GpuBatch();
+  own_pool_ = BatchPool();
 }
 
 bool TraceFileReader::Resume() {
@@ -457,6 +456,19 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
   return false;
 }
 
+namespace {
+
+template <typename Batch>
+void Keep(std::vector<std::unique_ptr<Batch>>* kept, Batch* batch) {
+  if (kept->size() < BatchPool::kMaxKept) {
+    kept->emplace_back(batch);
+  } else {
+    delete batch;
+  }
+}
+
+}  // namespace
+
 bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packet) {
   // A Packet that is one batch: the tag of Packet.events (0x1a) or Packet.gpu (0x22), a varint
   // length, the batch to the end.
@@ -472,13 +484,19 @@ bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packe
         const int size = static_cast<int>(batch_length);
         if (!UnknownFieldsOf(*packet).empty()) packet->Clear();
         if (tag == 0x1a) {
-          if (!events_->ParseFromArray(data + at, size)) return false;
-          packet->mutable_events()->Swap(events_);
-        } else {
-          if (!gpu_->ParseFromArray(data + at, size)) return false;
-          packet->mutable_gpu()->Swap(gpu_);
+          if (packet->has_gpu()) Keep(&pool_->gpu, packet->release_gpu());
+          if (!packet->has_events() && !pool_->events.empty()) {
+            packet->set_allocated_events(pool_->events.back().release());
+            pool_->events.pop_back();
+          }
+          return packet->mutable_events()->ParseFromArray(data + at, size);
         }
-        return true;
+        if (packet->has_events()) Keep(&pool_->events, packet->release_events());
+        if (!packet->has_gpu() && !pool_->gpu.empty()) {
+          packet->set_allocated_gpu(pool_->gpu.back().release());
+          pool_->gpu.pop_back();
+        }
+        return packet->mutable_gpu()->ParseFromArray(data + at, size);
       }
     }
   }

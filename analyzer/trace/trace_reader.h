@@ -78,6 +78,14 @@ struct TraceReadStats {
   std::string TailDescription() const;
 };
 
+// Event and GPU batch messages not held by a packet, kept with the messages they contain for the
+// next batch of their kind (TraceFileReader::ParsePacket).
+struct BatchPool {
+  static constexpr size_t kMaxKept = 128;  // per kind: more are freed
+  std::vector<std::unique_ptr<EventBatch>> events;
+  std::vector<std::unique_ptr<GpuBatch>> gpu;
+};
+
 class TraceFileReader {
  public:
   // Default read size; packets larger than this grow the buffer up to the packet's size.
@@ -108,13 +116,9 @@ class TraceFileReader {
   void Suspend();
   bool suspended() const { return fd_ < 0 && !done_; }
 
-  // Parses into `events` and `gpu` (nullptr: its own), shared by the readers of a job, which read
-  // one file at a time: then only the packet each file's caller holds stays decoded, not also the
-  // previous one's messages kept for reuse. They must outlive the reader's reads.
-  void ShareScratch(EventBatch* events, GpuBatch* gpu) {
-    events_ = events != nullptr ? events : &own_events_;
-    gpu_ = gpu != nullptr ? gpu : &own_gpu_;
-  }
+  // Batch messages kept for reuse, shared by the readers of a job (nullptr: the reader's own).
+  // It must outlive the reader's reads.
+  void ShareBatchPool(BatchPool* pool) { pool_ = pool != nullptr ? pool : &own_pool_; }
   bool done() const { return done_; }
 
   const Header& header() const { return header_; }
@@ -142,10 +146,10 @@ class TraceFileReader {
   // Reads the next framed packet into `packet`; false (with stats_.tail set) when none.
   bool ReadPacket(Packet* packet);
   // Parses one packet's bytes into `packet`. Event and GPU batches (nearly every packet) are
-  // parsed into events_ / gpu_ and swapped into `packet`: libprotobuf frees a oneof member when
-  // it clears its message, so parsing into `packet` would allocate every Event (and every v2
-  // run) of every batch anew; this way the message objects go back and forth between the reader
-  // and the caller's packet and are reused.
+  // parsed into the batch `packet` holds, whose cleared messages libprotobuf reuses. A batch of
+  // the other kind is not cleared through the oneof (libprotobuf would free it with every Event
+  // it keeps, and allocate them all again for the next batch of that kind): it is released into
+  // the pool, and a batch of the right kind taken from it.
   bool ParsePacket(const char* data, size_t length, Packet* packet);
   void StopAt(TailProblem problem, std::string detail);
 
@@ -162,10 +166,8 @@ class TraceFileReader {
   ino_t ino_ = 0;
   uint64_t last_packet_offset_ = 0;
   Header header_;
-  EventBatch own_events_;
-  GpuBatch own_gpu_;
-  EventBatch* events_ = &own_events_;
-  GpuBatch* gpu_ = &own_gpu_;
+  BatchPool own_pool_;
+  BatchPool* pool_ = &own_pool_;
   FormatExpander expander_{kTraceFormatV1};
   TraceReadStats stats_;
 };
