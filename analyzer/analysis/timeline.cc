@@ -27,7 +27,6 @@ void DeviceTimeline::AddActivity(const GpuRecord& record) {
   Ns end = std::max(record.end, start);
   switch (record.kind) {
     case GPU_KERNEL: {
-      any_.Add(start, end);
       if (record.nccl) {
         ++stats_.nccl_kernels;
         comm_.Add(start, end);
@@ -92,11 +91,30 @@ void DeviceTimeline::OnComputeBusy(const Interval& busy, std::vector<GapEvent>* 
   sliced_until_ = last_busy_end_;
 }
 
-void DeviceTimeline::Advance(Ns until, std::vector<GapEvent>* out) {
-  compute_.Seal(until, [&](const Interval& busy) { OnComputeBusy(busy, out); });
-  comm_.Seal(until, [&](const Interval& iv) { comm_ns_ += iv.length(); });
+void DeviceTimeline::SealBands(Ns until, std::vector<GapEvent>* out) {
+  // Any kernel, NCCL included, is the union of the compute and comm bands: their sum less their
+  // overlap, found as both are sealed up to the same time (each comes out in time order).
+  comm_sealed_.clear();
+  comm_.Seal(until, [&](const Interval& iv) {
+    comm_ns_ += iv.length();
+    any_ns_ += iv.length();
+    comm_sealed_.push_back(iv);
+  });
+  size_t next = 0;
+  compute_.Seal(until, [&](const Interval& busy) {
+    any_ns_ += busy.length();
+    while (next < comm_sealed_.size() && comm_sealed_[next].end <= busy.start) ++next;
+    for (size_t k = next; k < comm_sealed_.size() && comm_sealed_[k].start < busy.end; ++k) {
+      any_ns_ -=
+          std::min(busy.end, comm_sealed_[k].end) - std::max(busy.start, comm_sealed_[k].start);
+    }
+    OnComputeBusy(busy, out);
+  });
   transfer_.Seal(until, [&](const Interval& iv) { transfer_ns_ += iv.length(); });
-  any_.Seal(until, [&](const Interval& iv) { any_ns_ += iv.length(); });
+}
+
+void DeviceTimeline::Advance(Ns until, std::vector<GapEvent>* out) {
+  SealBands(until, out);
   // An open gap that is already long enough is handed out piece by piece, so that the evidence
   // for it need not be kept until it ends.
   if (until > last_busy_end_ && until - last_busy_end_ >= min_gap_ && until > sliced_until_) {
@@ -109,10 +127,7 @@ void DeviceTimeline::Advance(Ns until, std::vector<GapEvent>* out) {
 void DeviceTimeline::Finish(Ns job_end, std::vector<GapEvent>* out) {
   // Work reported after the job end (clock noise) is clipped: seal at the end, drop the rest.
   job_end = std::max(job_end, job_start_);
-  compute_.Seal(job_end, [&](const Interval& busy) { OnComputeBusy(busy, out); });
-  comm_.Seal(job_end, [&](const Interval& iv) { comm_ns_ += iv.length(); });
-  transfer_.Seal(job_end, [&](const Interval& iv) { transfer_ns_ += iv.length(); });
-  any_.Seal(job_end, [&](const Interval& iv) { any_ns_ += iv.length(); });
+  SealBands(job_end, out);
   if (job_end > last_busy_end_)
     CloseGap(job_end, had_busy_ ? GapKind::kTail : GapKind::kWhole, out);
   sliced_until_ = std::max(sliced_until_, job_end);
@@ -125,8 +140,7 @@ uint64_t DeviceTimeline::late_records() const {
 Ns DeviceTimeline::late_ns() const { return compute_.late_ns() + comm_.late_ns(); }
 
 size_t DeviceTimeline::open_intervals() const {
-  return compute_.open_intervals() + comm_.open_intervals() + transfer_.open_intervals() +
-         any_.open_intervals();
+  return compute_.open_intervals() + comm_.open_intervals() + transfer_.open_intervals();
 }
 
 }  // namespace idlescope

@@ -4,7 +4,8 @@
 //   compute   non-NCCL kernels: the GPU does useful work. Gaps are the holes in this band.
 //   comm      NCCL kernels: communication (may only be waiting for a slower rank).
 //   transfer  memcpy/memset: moving data.
-//   any       every kernel, NCCL included: what nvidia-smi's "GPU util" counts.
+//   any       every kernel, NCCL included: what nvidia-smi's "GPU util" counts (compute and comm
+//             together, measured as they are sealed: no band of its own).
 // A gap is a maximal interval inside the job span with no compute kernel: the startup gap before
 // the first kernel, gaps between kernels, the tail gap after the last one. Gaps of at least
 // `min_gap` are handed to attribution as GapEvents, in time order; shorter ones are only summed
@@ -96,6 +97,8 @@ class DeviceTimeline {
   size_t open_intervals() const;
 
  private:
+  // Seals the bands up to `until` (compute's busy intervals to OnComputeBusy).
+  void SealBands(Ns until, std::vector<GapEvent>* out);
   void OnComputeBusy(const Interval& busy, std::vector<GapEvent>* out);
   void CloseGap(Ns end, GapKind kind, std::vector<GapEvent>* out);
 
@@ -103,7 +106,8 @@ class DeviceTimeline {
   Ns job_start_;
   Ns min_gap_;
   uint32_t sm_count_ = 0;
-  IntervalUnion compute_, comm_, transfer_, any_;
+  IntervalUnion compute_, comm_, transfer_;  // "any" is compute and comm together (SealBands)
+  std::vector<Interval> comm_sealed_;        // scratch of SealBands
   Ns compute_ns_ = 0, comm_ns_ = 0, transfer_ns_ = 0, any_ns_ = 0;
   // Gap state: the device is idle from last_busy_end_ on (as far as sealed).
   bool had_busy_ = false;

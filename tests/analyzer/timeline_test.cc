@@ -143,6 +143,33 @@ TEST(DeviceTimeline, NcclAndCopiesAreBandsNotCompute) {
   EXPECT_EQ(t.any_kernel_ns(), 300);
 }
 
+// "any" (every kernel, NCCL included) is the union of the compute and comm bands, found as both
+// are sealed: against a brute-force union, sealed at random times.
+TEST(DeviceTimeline, AnyKernelTimeIsTheUnionOfComputeAndCommAcrossSeals) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    DeviceTimeline t(0, 0, 1'000'000);
+    std::vector<bool> busy(20000, false);
+    std::vector<GapEvent> events;
+    Ns at = 0;
+    for (int i = 0; i < 200; ++i) {
+      GpuRecord r;
+      r.kind = GPU_KERNEL;
+      r.nccl = rng() % 3 == 0;
+      r.start = at + static_cast<Ns>(rng() % 60);
+      r.end = r.start + 1 + static_cast<Ns>(rng() % 120);
+      at += static_cast<Ns>(rng() % 80);
+      for (Ns x = r.start; x < r.end; ++x) busy[static_cast<size_t>(x)] = true;
+      t.AddActivity(r);
+      if (rng() % 8 == 0) t.Advance(at - 200, &events);  // records stay >= the sealed time
+    }
+    t.Finish(20000, &events);
+    Ns expected = 0;
+    for (bool b : busy) expected += b;
+    ASSERT_EQ(t.any_kernel_ns(), expected) << "round " << round;
+  }
+}
+
 // Done-when 3: two streams, each idle for 2 x 100 ms, concurrently: the device is idle 200 ms,
 // not the 400 ms the per-stream gaps add up to.
 TEST(DeviceIdle, TwoStreamsReportTheDeviceGapNotTheSumOfStreamGaps) {
