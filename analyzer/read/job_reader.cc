@@ -133,6 +133,7 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
                                                       job->skipped_.size(),
                                                       job->skipped_.front().second));
   }
+  job->batch_pool_.max_kept = std::max<size_t>(job->files_.size(), 16);
   job->stats_.skipped_files = job->skipped_.size();
   return job;
 }

@@ -459,8 +459,8 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
 namespace {
 
 template <typename Batch>
-void Keep(std::vector<std::unique_ptr<Batch>>* kept, Batch* batch) {
-  if (kept->size() < BatchPool::kMaxKept) {
+void Keep(std::vector<std::unique_ptr<Batch>>* kept, Batch* batch, size_t max_kept) {
+  if (kept->size() < max_kept) {
     kept->emplace_back(batch);
   } else {
     delete batch;
@@ -484,14 +484,14 @@ bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packe
         const int size = static_cast<int>(batch_length);
         if (!UnknownFieldsOf(*packet).empty()) packet->Clear();
         if (tag == 0x1a) {
-          if (packet->has_gpu()) Keep(&pool_->gpu, packet->release_gpu());
+          if (packet->has_gpu()) Keep(&pool_->gpu, packet->release_gpu(), pool_->max_kept);
           if (!packet->has_events() && !pool_->events.empty()) {
             packet->set_allocated_events(pool_->events.back().release());
             pool_->events.pop_back();
           }
           return packet->mutable_events()->ParseFromArray(data + at, size);
         }
-        if (packet->has_events()) Keep(&pool_->events, packet->release_events());
+        if (packet->has_events()) Keep(&pool_->events, packet->release_events(), pool_->max_kept);
         if (!packet->has_gpu() && !pool_->gpu.empty()) {
           packet->set_allocated_gpu(pool_->gpu.back().release());
           pool_->gpu.pop_back();

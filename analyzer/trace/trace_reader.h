@@ -81,7 +81,9 @@ struct TraceReadStats {
 // Event and GPU batch messages not held by a packet, kept with the messages they contain for the
 // next batch of their kind (TraceFileReader::ParsePacket).
 struct BatchPool {
-  static constexpr size_t kMaxKept = 128;  // per kind: more are freed
+  // Per kind: more are freed. A job's readers hold one batch each, of either kind: the pool
+  // needs as many as there are readers never to allocate again (JobReader sets it so).
+  size_t max_kept = 16;
   std::vector<std::unique_ptr<EventBatch>> events;
   std::vector<std::unique_ptr<GpuBatch>> gpu;
 };
