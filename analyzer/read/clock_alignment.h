@@ -28,8 +28,8 @@
 
 namespace idlescope {
 
-inline constexpr uint64_t kAlignmentReadBytes = 32ull << 20;
-inline constexpr size_t kAlignmentCollectives = 4096;
+inline constexpr uint64_t kAlignmentReadBytes = 8ull << 20;
+inline constexpr size_t kAlignmentCollectives = 1024;
 
 // One collective's end on one rank, in its file's time.
 struct CollectiveEnd {
