@@ -33,4 +33,16 @@ std::string_view ItemLabel(StringId what, const ReportSymbols& symbols) {
   return what == 0 ? std::string_view("(unnamed)") : symbols.String(what);
 }
 
+std::string_view ClockMethodName(ClockMethod method) {
+  switch (method) {
+    case ClockMethod::kReference:
+      return "reference";
+    case ClockMethod::kCollectives:
+      return "collectives";
+    case ClockMethod::kRealtime:
+      return "realtime";
+  }
+  return "realtime";
+}
+
 }  // namespace idlescope

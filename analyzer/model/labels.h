@@ -19,6 +19,10 @@ std::string StackText(StackId id, const ReportSymbols& symbols);
 // activity item ("reads: /data/x"), or what an unresolved id was ("stack #7 of process 0").
 std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols);
 
+// How a host's clock was aligned, as the text and JSON reports name it ("reference",
+// "collectives", "realtime").
+std::string_view ClockMethodName(ClockMethod method);
+
 // A host activity item's name: "(unnamed)" for an item whose calls named nothing.
 std::string_view ItemLabel(StringId what, const ReportSymbols& symbols);
 

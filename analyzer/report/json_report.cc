@@ -633,9 +633,7 @@ std::string FormatJsonReport(const JobReport& r) {
   for (const HostClock& c : r.clocks) {
     j.BeginObject();
     j.String("host", c.host);
-    j.String("method", c.method == ClockMethod::kReference     ? "reference"
-                       : c.method == ClockMethod::kCollectives ? "collectives"
-                                                               : "realtime");
+    j.String("method", ClockMethodName(c.method));
     j.String("via", c.via);
     j.Int("correction_ns", c.correction_ns);
     j.Uint("collectives", c.collectives);

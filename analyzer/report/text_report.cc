@@ -68,12 +68,9 @@ std::string FormatTextReport(const JobReport& r) {
                           r.clocks[0].host, "HOST", "METHOD", "CORRECTION", "COLLECTIVES",
                           "RESIDUAL", "VIA");
     for (const HostClock& c : r.clocks) {
-      const char* method = c.method == ClockMethod::kReference     ? "reference"
-                           : c.method == ClockMethod::kCollectives ? "collectives"
-                                                                   : "realtime";
       bool measured = c.method == ClockMethod::kCollectives;
       absl::StrAppendFormat(
-          &out, "  %-24s %-12s %12s %12s %10s  %s\n", c.host, method,
+          &out, "  %-24s %-12s %12s %12s %10s  %s\n", c.host, ClockMethodName(c.method),
           measured ? absl::StrFormat("%+.3f ms", static_cast<double>(c.correction_ns) / 1e6) : "-",
           measured ? absl::StrCat(c.collectives) : "-",
           measured ? absl::StrFormat("%.1f us", static_cast<double>(c.residual_ns) / 1e3) : "-",
