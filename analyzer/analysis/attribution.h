@@ -119,6 +119,7 @@ class TopEvidence {
   // Takes back one Add (a slice given to another cause later); nothing if the key was forgotten.
   void Remove(EvidenceKey key, Ns ns, uint64_t bytes);
   void Merge(const TopEvidence& other);
+  void Erase(EvidenceKey key) { weights_.erase(key); }
   // The `n` heaviest, heaviest first (ties: by process, then id).
   std::vector<std::pair<EvidenceKey, EvidenceWeight>> Top(size_t n) const;
   bool evicted() const { return evicted_; }

@@ -33,11 +33,10 @@ void Bound(std::deque<T>& q, Ns newest_end, auto end_of) {
 
 }  // namespace
 
-void RankBlame::Note(int32_t rank, const Candidate& c) {
-  if (rank < 0 || c.gpu_side || c.cause == Cause::kCommunication || c.when.length() <= 0) return;
-  std::deque<Activity>& recent = recent_[rank];
-  Bound(recent, c.when.end, [](const Activity& a) { return a.when.end; });
-  recent.push_back({c.when, c.cause, c.process, c.tid, c.stack, c.object});
+void RankBlame::Note(const RankActivity& a) {
+  std::deque<Activity>& recent = recent_[a.rank];
+  Bound(recent, a.when.end, [](const Activity& x) { return x.when.end; });
+  recent.push_back(a);
 }
 
 void RankBlame::NoteNcclKernel(int32_t rank, Interval when) {

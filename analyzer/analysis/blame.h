@@ -33,6 +33,17 @@ namespace idlescope {
 inline constexpr Ns kBlameHorizon = 30'000'000'000;  // 30 s, as kCollectiveHorizon
 inline constexpr size_t kMaxRankActivity = 4096;
 
+// What a rank's thread did: one of its host candidates, as blame keeps it.
+struct RankActivity {
+  int32_t rank = -1;
+  Interval when;
+  Cause cause = Cause::kUnknown;
+  uint32_t process = 0;
+  uint32_t tid = 0;
+  uint64_t stack = 0;  // per-process ids, as Candidate's
+  uint64_t object = 0;
+};
+
 class RankBlame {
  public:
   // What the last arriver's activity explains of the other ranks' waits, for one cause.
@@ -49,8 +60,16 @@ class RankBlame {
     absl::btree_set<int32_t> waiters;
   };
 
-  // A host candidate of a process of job rank `rank`.
-  void Note(int32_t rank, const Candidate& c);
+  // Whether a host candidate `c` of a process of job rank `rank` can be what the others waited
+  // for: not GPU activity, not communication itself, not of a process without a rank.
+  static bool Wants(int32_t rank, const Candidate& c) {
+    return rank >= 0 && !c.gpu_side && c.cause != Cause::kCommunication && c.when.length() > 0;
+  }
+  static RankActivity ActivityOf(int32_t rank, const Candidate& c) {
+    return {rank, c.when, c.cause, c.process, c.tid, c.stack, c.object};
+  }
+  // A host candidate of a rank's process (one that Wants).
+  void Note(const RankActivity& a);
   // An NCCL kernel on a device of job rank `rank`.
   void NoteNcclKernel(int32_t rank, Interval when);
   // A rank's wait for the last arriver.
@@ -69,14 +88,7 @@ class RankBlame {
   }
 
  private:
-  struct Activity {
-    Interval when;
-    Cause cause;
-    uint32_t process;
-    uint32_t tid;
-    uint64_t stack;
-    uint64_t object;
-  };
+  using Activity = RankActivity;
   struct Pending {
     CollectiveWait wait;
     std::vector<Activity> activity;  // the last arriver's, clipped to the wait

@@ -224,6 +224,11 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
   record.main = open.main;
   // A gap mostly unexplained is not illustrated by the event that covers a sliver of it.
   record.has_main = open.has_main && open.main_ns >= open.residual;
+  record.main_found = open.has_main;
+  record.main_ns = open.main_ns;
+  record.residual_ns = open.residual;
+  d.last_gap = record;
+  d.has_last_gap = true;
   auto shorter = [](const ClosedGap& a, const ClosedGap& b) {
     return a.gap.length() > b.gap.length();
   };

@@ -78,8 +78,11 @@ struct ClosedGap {
   Interval gap;
   GapKind kind = GapKind::kMiddle;
   std::array<Ns, kCauseCount> cause_ns{};
-  Candidate main;         // the candidate with the longest slice
-  bool has_main = false;  // and that slice is at least the gap's unexplained time
+  Candidate main;           // the candidate with the longest slice
+  bool has_main = false;    // and that slice is at least the gap's unexplained time
+  bool main_found = false;  // a candidate explains part of it (main)
+  Ns main_ns = 0;           // main's slice
+  Ns residual_ns = 0;       // the time no candidate explained
 };
 
 class Crediting {
@@ -130,6 +133,11 @@ class Crediting {
   }
   // The longest closed gaps, at most `top_gaps`, in no particular order.
   const std::vector<ClosedGap>& top_gaps() const { return top_gaps_; }
+  // The last gap `device` closed (has: false when none was long enough to be attributed).
+  const ClosedGap* last_gap(uint32_t device) const {
+    const Device& d = devices_[device];
+    return d.has_last_gap ? &d.last_gap : nullptr;
+  }
   uint64_t late_candidates() const { return late_candidates_; }
   Ns reclaimed_ns() const { return reclaimed_ns_; }
 
@@ -163,6 +171,8 @@ class Crediting {
     std::deque<ResidualSlice> residual_log;
     std::deque<CopyCredit> copy_credits;
     uint64_t gap_serial = 0;
+    ClosedGap last_gap;
+    bool has_last_gap = false;
   };
   void CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
                    bool may_become_snapshot);

@@ -116,10 +116,11 @@ void JobAnalysis::AddDeviceInfo(uint32_t process, const DeviceProps& props) {
 
 void JobAnalysis::AddHostEvent(const HostEvent& e) {
   Start();
-  ++host_events_;
+  const bool owned = Owned(e.process);
+  host_events_ += owned;
   processes_.Seen(e.process, e.end);
   const JobProcess& p = processes_[e.process];
-  if (__builtin_expect(!startup_.launched(e.process), 0)) startup_.Note(e);
+  if (__builtin_expect(!startup_.launched(e.process), 0) && owned) startup_.Note(e);
   if (e.device >= 0 && IsLaunchEvent(e.type)) {
     uint32_t ordinal = static_cast<uint32_t>(e.device);
     if (devices_.NewLauncher(e.process, e.tid, ordinal)) {
@@ -149,9 +150,16 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       devices_.Free(e.process, e.ptr);
       return;
     case NCCL_COLLECTIVE:
-      collectives_.Note(e.comm, e.seq, e.nranks, e.rank, p.info.rank, e.start, e.process, e.tid);
-      for (const CollectiveWait& wait : collectives_.waits()) blame_.Wait(wait);
-      collectives_.waits().clear();
+      if (owned) {
+        cross_->Arrival({.comm = e.comm,
+                         .seq = e.seq,
+                         .nranks = e.nranks,
+                         .nccl_rank = e.rank,
+                         .job_rank = p.info.rank,
+                         .arrival = e.start,
+                         .process = e.process,
+                         .tid = e.tid});
+      }
       break;
     case PROC_FORK:
     case PROC_EXEC:
@@ -162,7 +170,7 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       break;
   }
   EventClassification c = ClassifyHostEvent(e);
-  host_activity_.Note(e, c.event_class, e.tid == p.main_tid());
+  if (owned) host_activity_.Note(e, c.event_class, e.tid == p.main_tid());
   if (e.end <= e.start) return;
   // Whatever a package installer does (downloads, writes to site-packages) is installation.
   if (p.in_installer) {
@@ -201,18 +209,21 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   if (snapshots_.Note(candidate, &snapshot_copies_, &copy_tid)) {
     for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, copy_tid, copy);
   }
-  blame_.Note(p.info.rank, candidate);
+  if (owned && RankBlame::Wants(p.info.rank, candidate)) {
+    cross_->Activity(RankBlame::ActivityOf(p.info.rank, candidate));
+  }
   AddCandidate(candidate);
 }
 
 void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   Start();
-  ++gpu_records_;
+  const bool owned = Owned(r.process);
+  gpu_records_ += owned;
   processes_.Seen(r.process, r.end);
   uint32_t device = Device(r.process, r.device);
   devices_[device].timeline.AddActivity(r);
   if (r.end <= r.start) return;
-  copy_rates_.Add(r);
+  if (owned) copy_rates_.Add(r);
   Candidate candidate;
   candidate.when = {r.start, r.end};
   candidate.gpu_side = true;
@@ -223,7 +234,8 @@ void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   if (r.kind == GPU_KERNEL && r.nccl) {
     candidate.cause = Cause::kCommunication;
     candidate.event_class = EventClass::kNccl;
-    blame_.NoteNcclKernel(processes_[r.process].info.rank, candidate.when);
+    const int32_t rank = processes_[r.process].info.rank;
+    if (owned && rank >= 0) cross_->NcclKernel(rank, candidate.when);
   } else if (r.kind == GPU_MEMCPY || r.kind == GPU_MEMSET || r.kind == GPU_PEER_COPY) {
     candidate.cause = Cause::kHostGpuTransfer;
     candidate.pageable = r.src_kind == MEM_PAGEABLE || r.dst_kind == MEM_PAGEABLE;
@@ -276,7 +288,8 @@ void JobAnalysis::ReclassifySnapshot(uint32_t process, uint32_t tid, Interval co
   // Its time not yet attributed: the candidate itself is still held. Its time already
   // attributed: the credited slices move (the late-events mechanism for credited time).
   window_.MarkSnapshot(process, tid, copy);
-  blame_.MarkSnapshot(processes_[process].info.rank, process, tid, copy);
+  const int32_t rank = processes_[process].info.rank;
+  if (Owned(process) && rank >= 0) cross_->Snapshot(rank, process, tid, copy);
   for (uint32_t device : processes_[process].devices) {
     crediting_.ReclassifySnapshot(device, process, tid, copy);
   }
@@ -294,8 +307,7 @@ void JobAnalysis::Step(Ns t) {
   for (uint32_t d = 0; d < devices_.size(); ++d) devices_[d].timeline.Advance(t, &gap_events_);
   HandleGapEvents();
   if (window_.WantsPrune()) Prune();
-  collectives_.Expire(t);
-  blame_.Resolve(t);
+  cross_->AdvanceTo(t);
 }
 
 void JobAnalysis::HandleGapEvents() {
@@ -343,11 +355,11 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
   window_.ForEachReaching(slots_, piece, consider);
   for (Candidate& span : processes_.installer_spans()) {
     span.when.end = processes_[span.process].End();
-    // Its evidence is how it was started (resolved with the report): its command line always,
-    // the stack of the call that started it once that call was seen.
+    // Its evidence is how it was started (resolved with the report): its command line, and the
+    // stack of the call that started it when that call was seen (the report leaves the stack out
+    // when it was not: the call may be in a file another shard of the job reads).
     span.object = kLaunchEvidence;
-    const JobProcesses::Launch* launch = processes_.LaunchOf(span.process);
-    span.stack = launch != nullptr && launch->stack != 0 ? kLaunchEvidence : 0;
+    span.stack = kLaunchEvidence;
     consider(span);
   }
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
@@ -426,26 +438,91 @@ std::vector<std::string> JobAnalysis::DeviceIds() const {
   return ids;
 }
 
-JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
+Ns JobAnalysis::End() const {
+  Ns end = job_start_;
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    if (i >= roles_.size() || roles_[i] != ProcessRole::kAbsent)
+      end = std::max(end, processes_[i].End());
+  }
+  return end;
+}
+
+void JobAnalysis::Finish(Ns job_end) {
   Start();
-  const Ns job_end = processes_.JobEnd(job_start_);
+  if (finished_) return;
+  finished_ = true;
   window_.Merge();
   // Device by device: a device's last seal may close every gap still in the reorder window.
   for (uint32_t d = 0; d < devices_.size(); ++d) {
     devices_[d].timeline.Finish(job_end, &gap_events_);
     HandleGapEvents();
   }
-  collectives_.Finish();
-  blame_.Resolve(std::numeric_limits<Ns>::max());
+}
+
+std::vector<DeviceResult> JobAnalysis::DeviceResults() const {
+  std::vector<DeviceResult> out;
+  out.reserve(devices_.size());
+  for (uint32_t i = 0; i < devices_.size(); ++i) {
+    const JobDevice& d = devices_[i];
+    const DeviceTimeline& t = d.timeline;
+    DeviceResult r;
+    r.id = d.id;
+    r.host = d.host;
+    r.props = d.props;
+    r.rank = d.rank;
+    for (uint32_t p : d.processes) {
+      const int32_t rank = processes_[p].info.rank;
+      if (rank >= 0) r.ranks.push_back(rank);
+    }
+    std::sort(r.ranks.begin(), r.ranks.end());
+    r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
+    r.processes = static_cast<uint32_t>(d.processes.size());
+    r.compute_ns = t.compute_ns();
+    r.comm_ns = t.comm_ns();
+    r.transfer_ns = t.transfer_ns();
+    r.any_kernel_ns = t.any_kernel_ns();
+    r.kernels = t.kernel_stats();
+    r.long_gaps = t.long_gaps();
+    r.short_gaps = t.short_gaps();
+    r.short_gap_ns = t.short_gap_ns();
+    r.short_explained_ns = t.short_explained_ns();
+    r.peak_memory = t.peak_memory();
+    r.first_kernel = t.first_kernel();
+    r.last_kernel_end = t.last_kernel_end();
+    r.late_records = t.late_records();
+    r.late_ns = t.late_ns();
+    r.launches = d.launches;
+    r.causes = crediting_.totals(i);
+    if (const ClosedGap* last = crediting_.last_gap(i)) {
+      r.has_last_gap = last->kind == GapKind::kTail || last->kind == GapKind::kWhole;
+      r.last_gap = *last;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
+  Start();
+  const Ns job_end = processes_.JobEnd(job_start_);
+  Finish(job_end);
+  cross_rank_.Finish();
+  std::vector<DeviceResult> devices = DeviceResults();
+  UnusedVisibleByHost unused;
+  for (const DeviceResult& d : devices) unused.try_emplace(d.host, 0);
+  for (uint32_t i = 0; i < processes_.size(); ++i) unused.try_emplace(processes_[i].info.host, 0);
+  for (auto& [host, count] : unused) count = devices_.UnusedVisible(host);
   return idlescope::BuildReport({.options = options_,
                                  .job_start = job_start_,
                                  .job_end = job_end,
                                  .processes = processes_,
-                                 .devices = devices_,
-                                 .crediting = crediting_,
+                                 .devices = devices,
+                                 .unused_visible = unused,
+                                 .top_gaps = crediting_.top_gaps(),
+                                 .late_candidates = crediting_.late_candidates(),
                                  .host_activity = host_activity_,
-                                 .collectives = collectives_,
-                                 .blame = blame_,
+                                 .collectives = cross_rank_.collectives(),
+                                 .blame = cross_rank_.blame(),
                                  .startup = startup_,
                                  .copy_rates = copy_rates_,
                                  .directories = directories_,

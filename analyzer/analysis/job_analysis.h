@@ -19,13 +19,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/blame.h"
 #include "analyzer/analysis/candidate_windows.h"
-#include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
+#include "analyzer/analysis/cross_rank.h"
+#include "analyzer/analysis/device_result.h"
 #include "analyzer/analysis/devices.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/host_activity.h"
@@ -41,9 +43,20 @@
 
 namespace idlescope {
 
+// What a process is to an analysis of part of a job (analyzer/shard/): its trace file is read
+// and it is accounted for here (kOwned); its file is read for the candidates it gives the devices
+// analyzed here, but its own figures are another part's (kGuest: a launcher, an installer); or its
+// file is not read at all (kAbsent: it only takes part in the families).
+enum class ProcessRole : uint8_t { kOwned, kGuest, kAbsent };
+
 class JobAnalysis : public RecordSink {
  public:
   explicit JobAnalysis(AnalysisOptions options = {});
+
+  // Part of a job (before the first record): each process's role (default: every one owned).
+  void SetRoles(std::vector<ProcessRole> roles) { roles_ = std::move(roles); }
+  // Where the records of the cross-rank stages go (default: the analysis's own, fed live).
+  void SetCrossRankSink(CrossRankSink* sink) { cross_ = sink; }
 
   // RecordSink. All processes come first: the job span starts at the earliest process start.
   void AddProcess(uint32_t process, const ProcessInfo& info) override;
@@ -66,6 +79,27 @@ class JobAnalysis : public RecordSink {
   // Closes every gap at the job's end and builds the report, resolving evidence with `symbols`.
   JobReport BuildReport(const SymbolSource& symbols);
 
+  // For an analysis of part of a job, instead of BuildReport: the end of the processes read here
+  // (owned and guests), then Finish(t) closes every device's last gap at `t`, the job's end as
+  // far as known (no earlier than End()), and the results below are final.
+  Ns End() const;
+  void Finish(Ns job_end);
+  std::vector<DeviceResult> DeviceResults() const;
+  // Devices, as DeviceResults numbers them, whose gaps are in top_gaps().
+  const std::vector<ClosedGap>& top_gaps() const { return crediting_.top_gaps(); }
+  uint64_t late_candidates() const { return crediting_.late_candidates(); }
+  const JobProcesses& processes() const { return processes_; }
+  const JobDevices& devices() const { return devices_; }
+  const HostActivity& host_activity() const { return host_activity_; }
+  const Startup& startup() const { return startup_; }
+  const CopyRates& copy_rates() const { return copy_rates_; }
+  const DirectoryNames& directories() const { return directories_; }
+  uint64_t host_events() const { return host_events_; }
+  uint64_t gpu_records() const { return gpu_records_; }
+  uint64_t forgotten_candidates() const { return window_.forgotten(); }
+  const std::vector<ReportWarning>& warnings() const { return warnings_; }
+  const std::vector<FileReport>& files() const { return files_; }
+
   // For tests and --stats: candidates held now, and the most held at once.
   size_t pending_candidates() const { return window_.size(); }
   size_t peak_pending_candidates() const { return window_.peak(); }
@@ -86,6 +120,9 @@ class JobAnalysis : public RecordSink {
   bool TierFor(const Candidate& c, uint32_t device, Tier* tier) const;
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void Prune();
+  bool Owned(uint32_t process) const {
+    return process >= roles_.size() || roles_[process] == ProcessRole::kOwned;
+  }
 
   AnalysisOptions options_;
   bool started_ = false;
@@ -97,8 +134,10 @@ class JobAnalysis : public RecordSink {
   Crediting crediting_;
   SnapshotRuns snapshots_;
   HostActivity host_activity_;
-  Collectives collectives_;
-  RankBlame blame_;
+  CrossRank cross_rank_;
+  CrossRankSink* cross_ = &cross_rank_;
+  std::vector<ProcessRole> roles_;
+  bool finished_ = false;
   Startup startup_;
   CopyRates copy_rates_;
   DirectoryNames directories_;

@@ -38,17 +38,10 @@ struct JobTotals {
 // own family (its forked workers carry its rank), do not count.
 void FindSharedDevices(const AnalysisResults& in, const std::string& host, uint32_t unused,
                        std::vector<SharedDevice>* out) {
-  for (uint32_t i = 0; i < in.devices.size(); ++i) {
-    const JobDevice& d = in.devices[i];
-    const KernelStats& k = d.timeline.kernel_stats();
+  for (const DeviceResult& d : in.devices) {
+    const KernelStats& k = d.kernels;
     if (d.host != host || k.kernels + k.nccl_kernels == 0) continue;
-    std::vector<int32_t> ranks;
-    for (uint32_t p : d.processes) {
-      int32_t rank = in.processes[p].info.rank;
-      if (rank >= 0) ranks.push_back(rank);
-    }
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    const std::vector<int32_t>& ranks = d.ranks;
     if (ranks.size() < 2) continue;
     out->push_back(
         {.device = d.id, .lowest_rank = ranks.front(), .ranks = ranks.size(), .unused = unused});
@@ -57,20 +50,19 @@ void FindSharedDevices(const AnalysisResults& in, const std::string& host, uint3
             [](const SharedDevice& a, const SharedDevice& b) { return a.device < b.device; });
 }
 
-DeviceReport DeviceFigures(const JobDevice& d, Ns span) {
-  const DeviceTimeline& t = d.timeline;
-  const KernelStats& k = t.kernel_stats();
+DeviceReport DeviceFigures(const DeviceResult& d, Ns span) {
+  const KernelStats& k = d.kernels;
   DeviceReport r;
   r.id = d.id;
   r.host = d.host;
   r.name = d.props.name;
   r.rank = d.rank;
-  r.processes = static_cast<uint32_t>(d.processes.size());
+  r.processes = d.processes;
   r.used = k.kernels + k.nccl_kernels > 0;
-  r.compute_ns = t.compute_ns();
-  r.comm_ns = t.comm_ns();
-  r.transfer_ns = t.transfer_ns();
-  r.any_kernel_ns = t.any_kernel_ns();
+  r.compute_ns = d.compute_ns;
+  r.comm_ns = d.comm_ns;
+  r.transfer_ns = d.transfer_ns;
+  r.any_kernel_ns = d.any_kernel_ns;
   r.idle_ns = span - r.compute_ns;
   r.compute_util = span > 0 ? static_cast<double>(r.compute_ns) / static_cast<double>(span) : 0;
   r.kernel_active_util =
@@ -81,21 +73,20 @@ DeviceReport DeviceFigures(const JobDevice& d, Ns span) {
   if (k.with_grid > 0 && d.props.sm_count > 0) {
     r.below_sm_fraction = static_cast<double>(k.below_sm_count) / static_cast<double>(k.with_grid);
   }
-  r.long_gaps = t.long_gaps();
-  r.short_gaps = t.short_gaps();
-  r.short_gap_ns = t.short_gap_ns();
-  r.peak_memory = t.peak_memory();
+  r.long_gaps = d.long_gaps;
+  r.short_gaps = d.short_gaps;
+  r.short_gap_ns = d.short_gap_ns;
+  r.peak_memory = d.peak_memory;
   r.total_memory = d.props.total_memory;
   return r;
 }
 
 // What the fixes would remove from used device `d`'s timeline (r: its figures, totals: its
 // credited idle time), added to the job's savings.
-void DeviceSavings(const AnalysisResults& in, const JobDevice& d, const DeviceReport& r,
+void DeviceSavings(const AnalysisResults& in, const DeviceResult& d, const DeviceReport& r,
                    const std::array<CauseTotals, kCauseCount>& totals, JobTotals& job) {
-  const DeviceTimeline& t = d.timeline;
-  const KernelStats& k = t.kernel_stats();
-  DeviceWork work{.compute_ns = t.compute_ns(),
+  const KernelStats& k = d.kernels;
+  DeviceWork work{.compute_ns = d.compute_ns,
                   .collective_wait_ns = d.rank >= 0 ? in.collectives.WaitedNs(d.rank) : 0,
                   .small_kernel_ns = k.below_sm_ns};
   if (k.below_sm_count > 0 && d.props.sm_count > 0) {
@@ -126,7 +117,7 @@ void DeviceSavings(const AnalysisResults& in, const JobDevice& d, const DeviceRe
     w.memory_headroom = w.memory_headroom > 0 ? std::min(w.memory_headroom, work.memory_headroom)
                                               : work.memory_headroom;
   }
-  const Interval working{t.first_kernel(), t.last_kernel_end()};
+  const Interval working{d.first_kernel, d.last_kernel_end};
   if (job.used_devices++ == 0) {
     job.working = working;
   } else {
@@ -139,9 +130,8 @@ void DeviceSavings(const AnalysisResults& in, const JobDevice& d, const DeviceRe
 void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job) {
   const Ns span = report.span;
   bool any_kernels = false;
-  for (uint32_t i = 0; i < in.devices.size(); ++i) {
-    const KernelStats& k = in.devices[i].timeline.kernel_stats();
-    any_kernels = any_kernels || k.kernels + k.nccl_kernels > 0;
+  for (const DeviceResult& d : in.devices) {
+    any_kernels = any_kernels || d.kernels.kernels + d.kernels.nccl_kernels > 0;
   }
   job.any_kernels = any_kernels;
   const Cause idle_device_cause = any_kernels ? Cause::kUnusedGpus : Cause::kNoGpuWork;
@@ -150,22 +140,21 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
   std::sort(order.begin(), order.end(),
             [&](uint32_t a, uint32_t b) { return in.devices[a].id < in.devices[b].id; });
   for (uint32_t index : order) {
-    const JobDevice& d = in.devices[index];
-    const DeviceTimeline& t = d.timeline;
+    const DeviceResult& d = in.devices[index];
     DeviceReport r = DeviceFigures(d, span);
     if (!r.used) {
       r.cause_ns[Index(idle_device_cause)] = span;
       job.causes[Index(idle_device_cause)].ns += span;
     } else {
-      const std::array<CauseTotals, kCauseCount>& totals = in.crediting.totals(index);
+      const std::array<CauseTotals, kCauseCount>& totals = d.causes;
       for (int c = 0; c < kCauseCount; ++c) r.cause_ns[c] = totals[c].ns;
       Cause short_cause = ShortGapCause(r.compute_util, r.peak_memory, r.total_memory);
-      Ns short_ns = t.short_gap_ns() - t.short_explained_ns();  // the rest is in the totals
+      Ns short_ns = d.short_gap_ns - d.short_explained_ns;  // the rest is in the totals
       r.cause_ns[Index(short_cause)] += short_ns;
       job.causes[Index(short_cause)].ns += short_ns;
       for (int c = 0; c < kCauseCount; ++c) job.causes[c].Add(totals[c]);
       DeviceSavings(in, d, r, totals, job);
-      const KernelStats& k = t.kernel_stats();
+      const KernelStats& k = d.kernels;
       job.kernels.kernels += k.kernels;
       job.kernels.kernel_ns += k.kernel_ns;
       if (d.props.sm_count > 0) {
@@ -178,17 +167,18 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
       report.warnings.push_back(
           {.kind = WarningKind::kLaunchesWithoutGpuRecords, .subject = d.id, .count = d.launches});
     }
-    if (t.late_records() > 0) {
+    if (d.late_records > 0) {
       report.warnings.push_back({.kind = WarningKind::kLateGpuRecords,
                                  .subject = d.id,
-                                 .count = t.late_records(),
-                                 .ns = t.late_ns()});
+                                 .count = d.late_records,
+                                 .ns = d.late_ns});
     }
     report.devices.push_back(std::move(r));
   }
   if (any_kernels) {
     for (const std::string& host : report.hosts) {
-      uint32_t unused = in.devices.UnusedVisible(host);
+      auto found = in.unused_visible.find(host);
+      const uint32_t unused = found == in.unused_visible.end() ? 0 : found->second;
       if (unused > 0) FindSharedDevices(in, host, unused, &job.shared_devices);
       for (uint32_t k = 0; k < unused; ++k) {
         DeviceReport r;
@@ -327,8 +317,18 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
     }
     TotalsFindings(cause, r.ns, acc, job.kernels, &r.findings);
     if (cause == Cause::kStartup) in.startup.Findings(evidence, &r.findings);
-    r.stacks =
-        evidence.Heaviest(acc.stacks, top, [&](const EvidenceKey& k) { return of.StackItem(k); });
+    // An installer's span names the stack of the call that started it only when that call was
+    // seen (JobAnalysis::Attribute).
+    TopEvidence stacks;
+    if (cause == Cause::kLibraryInstallation) {
+      stacks = acc.stacks;
+      for (uint32_t p = 0; p < in.processes.size(); ++p) {
+        const JobProcesses::Launch* launch = in.processes.LaunchOf(p);
+        if (launch == nullptr || launch->stack == 0) stacks.Erase({p, kLaunchEvidence});
+      }
+    }
+    r.stacks = evidence.Heaviest(cause == Cause::kLibraryInstallation ? stacks : acc.stacks, top,
+                                 [&](const EvidenceKey& k) { return of.StackItem(k); });
     r.objects =
         evidence.Heaviest(acc.objects, top, [&](const EvidenceKey& k) { return of.ObjectItem(k); });
     // Directories only say more than the files when there are many files.
@@ -390,7 +390,7 @@ void TopGaps(const AnalysisResults& in, const JobTotals& job, EvidenceOf& of, Jo
     r.causes = {{idle_device_cause, report.span}};
     report.top_gaps.push_back(std::move(r));
   }
-  for (const ClosedGap& g : in.crediting.top_gaps()) {
+  for (const ClosedGap& g : in.top_gaps) {
     if (whole.contains(in.devices[g.device].id)) continue;
     GapReport r;
     r.device = in.devices[g.device].id;
@@ -523,9 +523,8 @@ JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
     report.warnings.push_back(
         {.kind = WarningKind::kForgottenCandidates, .count = in.forgotten_candidates});
   }
-  if (in.crediting.late_candidates() > 0) {
-    report.warnings.push_back(
-        {.kind = WarningKind::kLateCandidates, .count = in.crediting.late_candidates()});
+  if (in.late_candidates > 0) {
+    report.warnings.push_back({.kind = WarningKind::kLateCandidates, .count = in.late_candidates});
   }
   for (const ReportWarning& w : in.warnings) report.warnings.push_back(w);
   return report;

@@ -12,7 +12,7 @@
 #include "analyzer/analysis/candidate_window.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
-#include "analyzer/analysis/devices.h"
+#include "analyzer/analysis/device_result.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/host_activity.h"
 #include "analyzer/analysis/options.h"
@@ -24,14 +24,17 @@
 
 namespace idlescope {
 
-// What the stages hold at the end of the job.
+// What the stages hold at the end of the job (of one process's analysis, or merged from the
+// summaries of its shards).
 struct AnalysisResults {
   const AnalysisOptions& options;
   Ns job_start;
   Ns job_end;
   const JobProcesses& processes;
-  const JobDevices& devices;
-  const Crediting& crediting;
+  const std::vector<DeviceResult>& devices;
+  const UnusedVisibleByHost& unused_visible;
+  const std::vector<ClosedGap>& top_gaps;  // the longest gaps (device: index into `devices`)
+  uint64_t late_candidates;
   const HostActivity& host_activity;
   const Collectives& collectives;
   const RankBlame& blame;

@@ -11,15 +11,14 @@ namespace {
 
 constexpr uint32_t kLastProcess = 3, kLastTid = 300;
 
-Candidate Activity(Cause cause, double start_ms, double end_ms, uint32_t tid = kLastTid) {
-  Candidate c;
-  c.process = kLastProcess;
-  c.tid = tid;
-  c.cause = cause;
-  c.when = {Ms(start_ms), Ms(end_ms)};
-  c.stack = 17;
-  c.object = 23;
-  return c;
+RankActivity Activity(Cause cause, double start_ms, double end_ms, uint32_t tid = kLastTid) {
+  return {.rank = 3,
+          .when = {Ms(start_ms), Ms(end_ms)},
+          .cause = cause,
+          .process = kLastProcess,
+          .tid = tid,
+          .stack = 17,
+          .object = 23};
 }
 
 CollectiveWait WaitFor(int32_t waiter, double start_ms, double end_ms) {
@@ -32,9 +31,9 @@ CollectiveWait WaitFor(int32_t waiter, double start_ms, double end_ms) {
 
 TEST(RankBlame, AWaitIsTheLastArriversActivityWhereTheWaitersGpuSatInNccl) {
   RankBlame blame;
-  blame.Note(3, Activity(Cause::kCheckpointing, 100, 180));  // rank 3 writes a checkpoint
-  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});                // rank 0's all-reduce kernel waits
-  blame.NoteNcclKernel(1, {Ms(150), Ms(200)});               // rank 1's GPU got there later
+  blame.Note(Activity(Cause::kCheckpointing, 100, 180));  // rank 3 writes a checkpoint
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});             // rank 0's all-reduce kernel waits
+  blame.NoteNcclKernel(1, {Ms(150), Ms(200)});            // rank 1's GPU got there later
   blame.Wait(WaitFor(0, 90, 200));
   blame.Wait(WaitFor(1, 90, 200));
   blame.Resolve(Ms(1000));
@@ -52,9 +51,9 @@ TEST(RankBlame, AWaitIsTheLastArriversActivityWhereTheWaitersGpuSatInNccl) {
 TEST(RankBlame, NoBlameForAnotherThreadsWorkAGpuThatWasBusyOrAWaitForItsOwnGpu) {
   RankBlame blame;
   // A background writer thread of rank 3 writes during the wait: it did not delay the call.
-  blame.Note(3, Activity(Cause::kCheckpointing, 100, 180, kLastTid + 1));
+  blame.Note(Activity(Cause::kCheckpointing, 100, 180, kLastTid + 1));
   // Rank 3's calling thread waits for its own GPU: its kernels made it late.
-  blame.Note(3, Activity(Cause::kSynchronization, 180, 200));
+  blame.Note(Activity(Cause::kSynchronization, 180, 200));
   blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
   blame.Wait(WaitFor(0, 90, 200));
   // Rank 1's host ran ahead, its GPU was computing: no NCCL kernel in the wait, no wait.
@@ -69,8 +68,8 @@ TEST(RankBlame, NoBlameForAnotherThreadsWorkAGpuThatWasBusyOrAWaitForItsOwnGpu) 
 
 TEST(RankBlame, WaitsResolveOnceTheAnalysisPassedThemAndSnapshotsTurnCheckpointing) {
   RankBlame blame;
-  Candidate copy = Activity(Cause::kHostGpuTransfer, 100, 120);
-  blame.Note(3, copy);
+  RankActivity copy = Activity(Cause::kHostGpuTransfer, 100, 120);
+  blame.Note(copy);
   blame.MarkSnapshot(3, kLastProcess, kLastTid, copy.when);  // its checkpoint write followed
   blame.Wait(WaitFor(0, 90, 200));
   blame.Resolve(Ms(150));  // rank 0's GPU records of the wait may still come
