@@ -47,6 +47,15 @@ void RankBlame::NoteNcclKernel(int32_t rank, Interval when) {
 }
 
 void RankBlame::MarkSnapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy) {
+  for (Pending& p : pending_) {
+    if (p.wait.last != rank) continue;
+    for (size_t i = 0; i < p.activity.size(); ++i) {
+      Activity& a = p.activity[i];
+      if (a.process == process && a.tid == tid && p.unclipped[i] == copy) {
+        a.cause = Cause::kCheckpointing;
+      }
+    }
+  }
   auto it = recent_.find(rank);
   if (it == recent_.end()) return;
   for (auto a = it->second.rbegin(); a != it->second.rend(); ++a) {
@@ -60,7 +69,7 @@ void RankBlame::MarkSnapshot(int32_t rank, uint32_t process, uint32_t tid, Inter
 void RankBlame::Wait(const CollectiveWait& wait) {
   const Interval w = wait.when;
   if (w.length() <= 0 || wait.waiter == wait.last) return;
-  Pending p{.wait = wait, .activity = {}};
+  Pending p{.wait = wait, .activity = {}, .unclipped = {}};
   auto it = recent_.find(wait.last);
   if (it != recent_.end()) {
     const std::deque<Activity>& recent = it->second;
@@ -74,6 +83,7 @@ void RankBlame::Wait(const CollectiveWait& wait) {
       Activity piece = *a;
       piece.when = clipped;
       p.activity.push_back(piece);
+      p.unclipped.push_back(a->when);
     }
   }
   pending_.push_back(std::move(p));

@@ -75,7 +75,8 @@ class RankBlame {
   // A rank's wait for the last arriver.
   void Wait(const CollectiveWait& wait);
   // The copy `copy` of thread (process, tid) of `rank` was a checkpoint snapshot (snapshots.h):
-  // waits taken from now on see checkpointing.
+  // waits see checkpointing, those not resolved yet too (an asynchronous checkpoint's copy is
+  // known as its snapshot only once the writer thread wrote half of it, often after the wait).
   void MarkSnapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy);
   // Resolves the waits that ended before `until` (everything when `until` is the job's end).
   void Resolve(Ns until);
@@ -91,7 +92,8 @@ class RankBlame {
   using Activity = RankActivity;
   struct Pending {
     CollectiveWait wait;
-    std::vector<Activity> activity;  // the last arriver's, clipped to the wait
+    std::vector<Activity> activity;   // the last arriver's, clipped to the wait
+    std::vector<Interval> unclipped;  // each one's own interval (MarkSnapshot finds it by it)
   };
   void ResolveOne(const Pending& p);
 

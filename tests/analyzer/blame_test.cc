@@ -80,5 +80,19 @@ TEST(RankBlame, WaitsResolveOnceTheAnalysisPassedThemAndSnapshotsTurnCheckpointi
   EXPECT_EQ(blame.WaitedFor(0, Cause::kHostGpuTransfer), 0);
 }
 
+TEST(RankBlame, ASnapshotFoundAfterTheWaitStillTurnsItsBlameCheckpointing) {
+  // An asynchronous checkpoint: rank 3's training thread copies the model to host memory while
+  // the others wait; its writer thread's writes show the copy was a snapshot only later.
+  RankBlame blame;
+  RankActivity copy = Activity(Cause::kHostGpuTransfer, 100, 180);
+  blame.Note(copy);
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
+  blame.Wait(WaitFor(0, 90, 200));
+  blame.MarkSnapshot(3, kLastProcess, kLastTid, copy.when);
+  blame.Resolve(Ms(1000));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kCheckpointing), Ms(80));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kHostGpuTransfer), 0);
+}
+
 }  // namespace
 }  // namespace idlescope::testing
