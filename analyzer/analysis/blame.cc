@@ -33,7 +33,34 @@ void Bound(std::deque<T>& q, Ns newest_end, auto end_of) {
 
 }  // namespace
 
+bool CallingThreads::Offer(const RankActivity& a) {
+  const uint64_t thread = (uint64_t{a.process} << 32) | a.tid;
+  if (callers_.contains(thread)) return true;
+  std::deque<RankActivity>& held = held_[thread];
+  Bound(held, a.when.end, [](const RankActivity& x) { return x.when.end; });
+  held.push_back(a);
+  return false;
+}
+
+std::vector<RankActivity> CallingThreads::Called(uint32_t process, uint32_t tid) {
+  const uint64_t thread = (uint64_t{process} << 32) | tid;
+  if (!callers_.insert(thread).second) return {};
+  auto it = held_.find(thread);
+  if (it == held_.end()) return {};
+  std::vector<RankActivity> out(it->second.begin(), it->second.end());
+  held_.erase(it);
+  return out;
+}
+
 void RankBlame::Note(const RankActivity& a) {
+  if (callers_.Offer(a)) Keep(a);
+}
+
+void RankBlame::NoteCaller(uint32_t process, uint32_t tid) {
+  for (const RankActivity& a : callers_.Called(process, tid)) Keep(a);
+}
+
+void RankBlame::Keep(const RankActivity& a) {
   std::deque<Activity>& recent = recent_[a.rank];
   Bound(recent, a.when.end, [](const Activity& x) { return x.when.end; });
   recent.push_back(a);

@@ -23,6 +23,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/model/causes.h"
@@ -42,6 +43,23 @@ struct RankActivity {
   uint32_t tid = 0;
   uint64_t stack = 0;  // per-process ids, as Candidate's
   uint64_t object = 0;
+};
+
+// The threads that called a collective: only a collective's calling thread can have made the
+// others wait for it (RankBlame::Wait), so only their activity is kept. A thread's activity
+// before its first call is held (its last kBlameHorizon, at most kMaxRankActivity) and handed on
+// at that call. The same filter runs where the records are written for a later merge
+// (analyzer/shard/), so the merge keeps what one process would.
+class CallingThreads {
+ public:
+  // Whether `a` is a calling thread's (hand it on now); false: held.
+  bool Offer(const RankActivity& a);
+  // Thread (process, tid) called a collective: its held activity, to hand on before the call.
+  std::vector<RankActivity> Called(uint32_t process, uint32_t tid);
+
+ private:
+  absl::flat_hash_set<uint64_t> callers_;                         // ThreadKey
+  absl::flat_hash_map<uint64_t, std::deque<RankActivity>> held_;  // by ThreadKey
 };
 
 class RankBlame {
@@ -70,6 +88,8 @@ class RankBlame {
   }
   // A host candidate of a rank's process (one that Wants).
   void Note(const RankActivity& a);
+  // Thread (process, tid) of `rank` called a collective (before Collectives sees the call).
+  void NoteCaller(uint32_t process, uint32_t tid);
   // An NCCL kernel on a device of job rank `rank`.
   void NoteNcclKernel(int32_t rank, Interval when);
   // A rank's wait for the last arriver.
@@ -96,6 +116,9 @@ class RankBlame {
     std::vector<Interval> unclipped;  // each one's own interval (MarkSnapshot finds it by it)
   };
   void ResolveOne(const Pending& p);
+  void Keep(const RankActivity& a);
+
+  CallingThreads callers_;
 
   absl::flat_hash_map<int32_t, std::deque<Activity>> recent_;  // by rank, in arrival order
   absl::flat_hash_map<int32_t, std::deque<Interval>> nccl_;    // by rank, in arrival order

@@ -31,6 +31,7 @@ CollectiveWait WaitFor(int32_t waiter, double start_ms, double end_ms) {
 
 TEST(RankBlame, AWaitIsTheLastArriversActivityWhereTheWaitersGpuSatInNccl) {
   RankBlame blame;
+  blame.NoteCaller(kLastProcess, kLastTid);               // rank 3's thread calls the collectives
   blame.Note(Activity(Cause::kCheckpointing, 100, 180));  // rank 3 writes a checkpoint
   blame.NoteNcclKernel(0, {Ms(90), Ms(200)});             // rank 0's all-reduce kernel waits
   blame.NoteNcclKernel(1, {Ms(150), Ms(200)});            // rank 1's GPU got there later
@@ -50,6 +51,7 @@ TEST(RankBlame, AWaitIsTheLastArriversActivityWhereTheWaitersGpuSatInNccl) {
 
 TEST(RankBlame, NoBlameForAnotherThreadsWorkAGpuThatWasBusyOrAWaitForItsOwnGpu) {
   RankBlame blame;
+  blame.NoteCaller(kLastProcess, kLastTid);  // rank 3's thread calls the collectives
   // A background writer thread of rank 3 writes during the wait: it did not delay the call.
   blame.Note(Activity(Cause::kCheckpointing, 100, 180, kLastTid + 1));
   // Rank 3's calling thread waits for its own GPU: its kernels made it late.
@@ -68,6 +70,7 @@ TEST(RankBlame, NoBlameForAnotherThreadsWorkAGpuThatWasBusyOrAWaitForItsOwnGpu) 
 
 TEST(RankBlame, WaitsResolveOnceTheAnalysisPassedThemAndSnapshotsTurnCheckpointing) {
   RankBlame blame;
+  blame.NoteCaller(kLastProcess, kLastTid);  // rank 3's thread calls the collectives
   RankActivity copy = Activity(Cause::kHostGpuTransfer, 100, 120);
   blame.Note(copy);
   blame.MarkSnapshot(3, kLastProcess, kLastTid, copy.when);  // its checkpoint write followed
@@ -84,6 +87,7 @@ TEST(RankBlame, ASnapshotFoundAfterTheWaitStillTurnsItsBlameCheckpointing) {
   // An asynchronous checkpoint: rank 3's training thread copies the model to host memory while
   // the others wait; its writer thread's writes show the copy was a snapshot only later.
   RankBlame blame;
+  blame.NoteCaller(kLastProcess, kLastTid);  // rank 3's thread calls the collectives
   RankActivity copy = Activity(Cause::kHostGpuTransfer, 100, 180);
   blame.Note(copy);
   blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
@@ -92,6 +96,23 @@ TEST(RankBlame, ASnapshotFoundAfterTheWaitStillTurnsItsBlameCheckpointing) {
   blame.Resolve(Ms(1000));
   EXPECT_EQ(blame.WaitedFor(0, Cause::kCheckpointing), Ms(80));
   EXPECT_EQ(blame.WaitedFor(0, Cause::kHostGpuTransfer), 0);
+}
+
+TEST(RankBlame, OnlyCallingThreadsAreKeptTheirEarlierActivityFromTheirFirstCall) {
+  RankBlame blame;
+  // Before its first collective call the thread reads its data; a helper thread of rank 3 (not
+  // a caller) floods the rank with more activity than the rank keeps.
+  blame.Note(Activity(Cause::kDataLoading, 100, 180));
+  for (int i = 0; i < 2 * static_cast<int>(kMaxRankActivity); ++i) {
+    blame.Note(
+        Activity(Cause::kCheckpointing, 181 + i * 0.001, 181 + (i + 1) * 0.001, kLastTid + 1));
+  }
+  blame.NoteCaller(kLastProcess, kLastTid);
+  blame.NoteNcclKernel(0, {Ms(90), Ms(200)});
+  blame.Wait(WaitFor(0, 90, 200));
+  blame.Resolve(Ms(1000));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kDataLoading), Ms(80));
+  EXPECT_EQ(blame.WaitedFor(0, Cause::kCheckpointing), 0);
 }
 
 }  // namespace
