@@ -124,6 +124,11 @@ class TopEvidence {
   std::vector<std::pair<EvidenceKey, EvidenceWeight>> Top(size_t n) const;
   bool evicted() const { return evicted_; }
   size_t size() const { return weights_.size(); }
+  size_t capacity() const { return capacity_; }
+  // Every key held, for a summary (analyzer/shard/); Restore puts one back as it was.
+  const absl::flat_hash_map<EvidenceKey, EvidenceWeight>& weights() const { return weights_; }
+  void Restore(EvidenceKey key, const EvidenceWeight& weight) { weights_[key] = weight; }
+  void RestoreEvicted(bool evicted) { evicted_ = evicted; }
 
  private:
   void Shrink();

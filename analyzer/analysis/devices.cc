@@ -106,10 +106,9 @@ uint32_t JobDevices::UnusedVisible(const std::string& host) const {
     visible = std::max(visible, p.visible_devices);
     for (const auto& token : p.visible_tokens) tokens.insert(token);
   }
-  visible = std::max<uint32_t>(visible, static_cast<uint32_t>(tokens.size()));
   uint32_t seen = 0;
   for (const JobDevice& d : devices_) seen += d.host == host;
-  return visible > seen ? visible - seen : 0;
+  return UnusedVisibleDevices(visible, tokens.size(), seen);
 }
 
 }  // namespace idlescope

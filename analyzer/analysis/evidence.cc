@@ -96,7 +96,11 @@ uint64_t DirectoryNames::Of(const HostEvent& e) {
   size_t slash = e.path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return 0;
   std::string_view directory = e.path.substr(0, slash);
-  uint64_t hash = absl::HashOf(directory) | 1;
+  // The same key in every process (absl's hash is seeded per process): the parts of a job analyzed
+  // in separate processes (analyzer/shard/) merge their directories by key.
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (char c : directory) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  hash |= 1;
   if (!names_.contains(hash) && names_.size() < 65536) names_.emplace(hash, std::string(directory));
   return hash;
 }

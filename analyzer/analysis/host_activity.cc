@@ -6,43 +6,6 @@
 #include "analyzer/model/labels.h"
 
 namespace idlescope {
-namespace {
-
-// Host activity items kept per kind before the lighter half is forgotten (as TopEvidence).
-constexpr size_t kActivityCapacity = 1024;
-
-}  // namespace
-
-struct HostActivity::Table {
-  struct Weight {
-    Ns ns = 0;
-    uint64_t bytes = 0;
-    uint64_t count = 0;
-    Ns main_ns = 0;
-    Ns longest = -1;  // the longest call, and its thread and stack
-    uint32_t tid = 0;
-    bool main_thread = false;
-    uint64_t stack = 0;
-    FsType fs = FS_UNSPECIFIED;
-    std::string label;  // programs: the command line
-    bool installer = false;
-  };
-  Ns ns = 0;
-  uint64_t bytes = 0;
-  uint64_t count = 0;
-  Ns main_ns = 0;
-  bool evicted = false;
-  absl::flat_hash_map<EvidenceKey, Weight> items;
-
-  Weight& Item(EvidenceKey key) {
-    if (items.size() >= kActivityCapacity && !items.contains(key)) Shrink();
-    return items[key];
-  }
-  void Shrink() {
-    ForgetLighterHalf(items, kActivityCapacity);
-    evicted = true;
-  }
-};
 
 HostActivity::HostActivity(size_t top) : top_(top), tables_(kHostActivityKindCount) {}
 HostActivity::~HostActivity() = default;
@@ -135,6 +98,44 @@ void HostActivity::Note(const HostEvent& e, EventClass event_class, bool main_th
   if (kind == HostActivityKind::kPrograms && w.label.empty()) {
     w.label = ProgramLabel(e.path, e.argv);
     w.installer = event_class == EventClass::kInstaller;
+  }
+}
+
+void HostActivity::MergeFrom(const HostActivity& other) {
+  for (size_t k = 0; k < tables_.size() && k < other.tables_.size(); ++k) {
+    Table& table = tables_[k];
+    const Table& from = other.tables_[k];
+    table.ns += from.ns;
+    table.bytes += from.bytes;
+    table.count += from.count;
+    table.main_ns += from.main_ns;
+    table.evicted = table.evicted || from.evicted;
+    for (const auto& [key, w] : from.items) {
+      Table::Weight& into = table.Item(key);
+      into.ns += w.ns;
+      into.bytes += w.bytes;
+      into.count += w.count;
+      into.main_ns += w.main_ns;
+      if (w.longest > into.longest) {
+        into.longest = w.longest;
+        into.tid = w.tid;
+        into.main_thread = w.main_thread;
+        if (w.stack != 0) into.stack = w.stack;
+        into.fs = w.fs;
+      }
+      if (into.label.empty()) {
+        into.label = w.label;
+        into.installer = w.installer;
+      }
+    }
+  }
+  for (uint32_t p = 0; p < other.reads_.size(); ++p) {
+    const FileReads& r = other.reads_[p];
+    if (r.reads == 0 && r.bytes == 0 && r.ns == 0) continue;
+    if (p >= reads_.size()) reads_.resize(p + 1);
+    reads_[p].reads += r.reads;
+    reads_[p].bytes += r.bytes;
+    reads_[p].ns += r.ns;
   }
 }
 

@@ -10,8 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/event_classes.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/processes.h"
@@ -26,6 +29,12 @@ std::optional<HostActivityKind> ActivityKindOf(const HostEvent& event, EventClas
 
 class HostActivity {
  public:
+  struct Table;
+  struct FileReads {
+    uint64_t reads = 0;
+    uint64_t bytes = 0;
+    Ns ns = 0;
+  };
   // At most `top` items per kind in the report.
   explicit HostActivity(size_t top);
   ~HostActivity();
@@ -37,16 +46,55 @@ class HostActivity {
   // across processes by what they name, programs with the run time of the traced ones, workers.
   HostActivityReport Build(const JobProcesses& processes, EvidenceResolver& evidence) const;
 
+  // For summaries (analyzer/shard/): the tables by kind, each process's file reads; MergeFrom adds
+  // another part's (of other processes) as if its calls had been noted here.
+  const std::vector<Table>& tables() const { return tables_; }
+  std::vector<Table>& mutable_tables() { return tables_; }
+  const std::vector<FileReads>& reads() const { return reads_; }
+  void RestoreReads(uint32_t process, const FileReads& reads) {
+    if (process >= reads_.size()) reads_.resize(process + 1);
+    reads_[process] = reads;
+  }
+  void MergeFrom(const HostActivity& other);
+
  private:
-  struct Table;
-  struct FileReads {
-    uint64_t reads = 0;
-    uint64_t bytes = 0;
-    Ns ns = 0;
-  };
   size_t top_;
   std::vector<Table> tables_;     // one per HostActivityKind
   std::vector<FileReads> reads_;  // per process: reads of files (workers' figures)
+};
+
+// Host activity items kept per kind before the lighter half is forgotten (as TopEvidence).
+inline constexpr size_t kActivityCapacity = 1024;
+
+struct HostActivity::Table {
+  struct Weight {
+    Ns ns = 0;
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+    Ns main_ns = 0;
+    Ns longest = -1;  // the longest call, and its thread and stack
+    uint32_t tid = 0;
+    bool main_thread = false;
+    uint64_t stack = 0;
+    FsType fs = FS_UNSPECIFIED;
+    std::string label;  // programs: the command line
+    bool installer = false;
+  };
+  Ns ns = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  Ns main_ns = 0;
+  bool evicted = false;
+  absl::flat_hash_map<EvidenceKey, Weight> items;
+
+  Weight& Item(EvidenceKey key) {
+    if (items.size() >= kActivityCapacity && !items.contains(key)) Shrink();
+    return items[key];
+  }
+  void Shrink() {
+    ForgetLighterHalf(items, kActivityCapacity);
+    evicted = true;
+  }
 };
 
 // A job without GPU work: its no_gpu_work cause points at what the job's threads did instead

@@ -98,6 +98,14 @@ class JobProcesses {
   // A fork, exec or spawn: remembered when it starts an installer.
   void NoteLaunch(const HostEvent& event);
   const Launch* LaunchOf(uint32_t process) const;
+  // Every launch kept, by the installer's (host, pid), for summaries (analyzer/shard/); and one
+  // put back (the first one given for a key stays).
+  const absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch>& launches() const {
+    return launches_;
+  }
+  void RestoreLaunch(const std::string& host, uint32_t pid, const Launch& launch) {
+    launches_.try_emplace({host, pid}, launch);
+  }
   // What started installer `process`: the exec/spawn's command line, else its own.
   std::string InstallerCommand(uint32_t process) const;
   // One candidate per outermost installer process, covering its lifetime (kInstaller; its end

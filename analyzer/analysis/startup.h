@@ -18,17 +18,6 @@ namespace idlescope {
 
 class Startup {
  public:
-  void AddProcess(uint32_t process, const ProcessInfo& info);
-  // Whether `process` launched a kernel yet: only events before that are startup's.
-  bool launched(uint32_t process) const { return processes_[process].launched; }
-  // An event of a process that has not launched yet.
-  void Note(const HostEvent& event);
-
-  // kStartupFirstKernel, kStartupBeforeCuda and kStartupCudaToKernel (when a CUDA call came
-  // before the first launch) of the slowest launching process; nothing when none launched.
-  void Findings(EvidenceResolver& evidence, std::vector<Finding>* out) const;
-
- private:
   struct Process {
     uint32_t pid = 0;
     int32_t rank = -1;
@@ -43,6 +32,25 @@ class Startup {
     Ns code_read_ns = 0;
     uint64_t model_read_bytes = 0;  // model files read: loading weights
   };
+
+  void AddProcess(uint32_t process, const ProcessInfo& info);
+  // Whether `process` launched a kernel yet: only events before that are startup's.
+  bool launched(uint32_t process) const { return processes_[process].launched; }
+  // An event of a process that has not launched yet.
+  void Note(const HostEvent& event);
+
+  // kStartupFirstKernel, kStartupBeforeCuda and kStartupCudaToKernel (when a CUDA call came
+  // before the first launch) of the slowest launching process; nothing when none launched.
+  void Findings(EvidenceResolver& evidence, std::vector<Finding>* out) const;
+
+  // For summaries (analyzer/shard/): a process's state, and putting it back.
+  const Process& process(uint32_t i) const { return processes_[i]; }
+  void Restore(uint32_t i, const Process& p) {
+    if (i >= processes_.size()) processes_.resize(i + 1);
+    processes_[i] = p;
+  }
+
+ private:
   std::vector<Process> processes_;
 };
 

@@ -102,6 +102,29 @@ struct JobReader::File {
   absl::flat_hash_set<std::string> notices;
 };
 
+ProcessInfo ProcessInfoOf(const Header& h, Ns offset, const std::string& path) {
+  ProcessInfo info;
+  info.pid = h.pid();
+  info.ppid = h.ppid();
+  info.host = h.host();
+  info.boot_id = h.boot_id();
+  info.exe = h.exe();
+  info.cmdline = absl::StrJoin(h.cmdline(), " ");
+  info.rank = h.has_rank() ? h.rank() : (h.has_slurm_procid() ? h.slurm_procid() : -1);
+  Ns start = h.process_start_ns() != 0 ? static_cast<Ns>(h.process_start_ns())
+                                       : static_cast<Ns>(h.clock().monotonic_ns());
+  info.start = start + offset;
+  info.file = path;
+  info.cuda_visible_devices = h.cuda_visible_devices();
+  info.main_tid = h.main_tid();
+  info.forked = h.origin() == ORIGIN_FORK;
+  if (h.has_clock()) {
+    info.realtime_at_zero = static_cast<Ns>(h.clock().realtime_ns()) -
+                            static_cast<Ns>(h.clock().monotonic_ns()) - offset;
+  }
+  return info;
+}
+
 JobReader::JobReader() = default;
 JobReader::~JobReader() = default;
 
@@ -145,6 +168,7 @@ uint64_t JobReader::BytesRead() const {
 }
 
 void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
+  if (planned_) return Merge(sink, options);
   // Clock alignment: one offset per boot id, relative to the first file's realtime mapping.
   absl::flat_hash_map<std::string, Ns> offset_by_boot;
   const Header& first = files_[0]->reader->header();
@@ -182,33 +206,49 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     for (const HostClock& clock : alignment.clocks) sink.AddHostClock(clock);
   }
   for (auto& file : files_) {
-    const Header& h = file->reader->header();
-    ProcessInfo info;
-    info.pid = h.pid();
-    info.ppid = h.ppid();
-    info.host = h.host();
-    info.boot_id = h.boot_id();
-    info.exe = h.exe();
-    info.cmdline = absl::StrJoin(h.cmdline(), " ");
-    info.rank = h.has_rank() ? h.rank() : (h.has_slurm_procid() ? h.slurm_procid() : -1);
-    Ns start = h.process_start_ns() != 0 ? static_cast<Ns>(h.process_start_ns())
-                                         : static_cast<Ns>(h.clock().monotonic_ns());
-    info.start = start + file->offset;
+    ProcessInfo info = ProcessInfoOf(file->reader->header(), file->offset, file->reader->path());
     file->start = info.start;
-    info.file = file->reader->path();
-    info.cuda_visible_devices = h.cuda_visible_devices();
-    info.main_tid = h.main_tid();
-    info.forked = h.origin() == ORIGIN_FORK;
-    if (h.has_clock()) {
-      info.realtime_at_zero = static_cast<Ns>(h.clock().realtime_ns()) -
-                              static_cast<Ns>(h.clock().monotonic_ns()) - file->offset;
-    }
     file->process = static_cast<uint32_t>(stats_.files);
     file->interned = &symbols_.ForProcess(file->process);
     sink.AddProcess(file->process, info);
     ++stats_.files;
   }
+  Merge(sink, options);
+}
 
+absl::StatusOr<std::unique_ptr<JobReader>> JobReader::OpenPlanned(
+    const std::vector<PlannedInput>& inputs) {
+  std::unique_ptr<JobReader> job(new JobReader());
+  job->planned_ = true;
+  const size_t chunk = std::clamp(kReadAheadBytes / std::max<size_t>(inputs.size(), 1),
+                                  kMinChunkBytes, TraceFileReader::kDefaultChunkBytes);
+  for (const PlannedInput& input : inputs) {
+    absl::StatusOr<std::unique_ptr<TraceFileReader>> reader =
+        TraceFileReader::Open(input.path, chunk);
+    if (!reader.ok()) return reader.status();
+    (*reader)->Suspend();
+    (*reader)->ShareBatchPool(&job->batch_pool_);
+    auto file = std::make_unique<File>();
+    file->reader = std::move(*reader);
+    file->process = input.process;
+    file->offset = input.offset;
+    file->start = input.start;
+    job->files_.push_back(std::move(file));
+    struct stat st;
+    if (stat(input.path.c_str(), &st) == 0) job->total_bytes_ += static_cast<uint64_t>(st.st_size);
+  }
+  if (job->files_.empty()) return absl::InvalidArgumentError("no trace file to read");
+  job->batch_pool_.max_kept = std::max<size_t>(job->files_.size(), 16);
+  // Every file's tables first (ForProcess may move them), then the pointers into them.
+  uint32_t last = 0;
+  for (auto& file : job->files_) last = std::max(last, file->process);
+  job->symbols_.ForProcess(last);
+  for (auto& file : job->files_) file->interned = &job->symbols_.ForProcess(file->process);
+  job->stats_.files = job->files_.size();
+  return job;
+}
+
+void JobReader::Merge(RecordSink& sink, const ReadOptions& options) {
   // k-way merge on each file's next packet time. Packets without a time of their own (interned
   // data, device info) take their file's latest time, so they are handled in file order.
   auto packet_time = [](const File& f, const Packet& p) -> Ns {

@@ -54,6 +54,18 @@ struct ReadStats {
   uint64_t suspensions = 0;      // files closed to stay within the budget, reopened later
 };
 
+// One trace file of a planned job (analyzer/shard/): its place among the job's processes and its
+// clock offset, decided before it is read.
+struct PlannedInput {
+  std::string path;
+  uint32_t process = 0;
+  Ns offset = 0;  // added to the file's times to get job-clock times
+  Ns start = 0;   // its process's start, job clock
+};
+
+// The process a trace file's header describes, its times moved onto the job clock by `offset`.
+ProcessInfo ProcessInfoOf(const Header& header, Ns offset, const std::string& path);
+
 class JobReader {
  public:
   // `inputs`: trace files and directories (their *.idlescope files). Fails with one line on the
@@ -61,6 +73,10 @@ class JobReader {
   // file of a directory that is empty or not a readable trace (a process killed before its
   // first flush) is skipped: the report warns about it (WarningKind::kSkippedFile).
   static absl::StatusOr<std::unique_ptr<JobReader>> Open(const std::vector<std::string>& inputs);
+  // A part of a planned job: `inputs` in the plan's order. Run delivers their records (numbered
+  // and timed as planned), but no processes (the caller adds the plan's) and no host clocks.
+  static absl::StatusOr<std::unique_ptr<JobReader>> OpenPlanned(
+      const std::vector<PlannedInput>& inputs);
   ~JobReader();
 
   // Streams every file into `sink` (processes first, then all packets merged by time). Once.
@@ -78,6 +94,8 @@ class JobReader {
  private:
   struct File;
   JobReader();
+  // The k-way merge of the files' packets into `sink`, then the files' warnings and figures.
+  void Merge(RecordSink& sink, const ReadOptions& options);
   void Process(File& file, const Packet& packet, RecordSink& sink);
   // The collective ends of the start of `file` (a reader of its own), in its file's time.
   static std::vector<CollectiveEnd> CollectiveEnds(const File& file);
@@ -86,6 +104,7 @@ class JobReader {
   // the files, which use it until they are destroyed.
   BatchPool batch_pool_;
   std::vector<std::unique_ptr<File>> files_;
+  bool planned_ = false;
   std::vector<std::pair<std::string, std::string>> skipped_;  // path, why
   ReadStats stats_;
   uint64_t total_bytes_ = 0;
