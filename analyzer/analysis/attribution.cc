@@ -11,6 +11,15 @@ int Rank(const RankedCandidate& c) {
   return static_cast<int>(c.tier) * kCauseCount + Index(c.candidate->cause);
 }
 
+// Whether `a` explains a slice before `b`: its rank, then the one that started first (not the one
+// the slice saw first: an idle interval is handed out in pieces, cut wherever the analysis window
+// stood, and a piece sees every candidate running at its start at once).
+bool Before(const RankedCandidate& a, const RankedCandidate& b) {
+  const int ra = Rank(a), rb = Rank(b);
+  if (ra != rb) return ra < rb;
+  return a.candidate->when.start < b.candidate->when.start;
+}
+
 // What a launching thread's read of a pipe or socket may be waiting for: a job process that
 // reads data or downloads, or an installer whose output it reads (subprocess.run(["pip", ...])).
 bool IsPipeSource(const Candidate& c) {
@@ -22,7 +31,7 @@ bool IsPipeSource(const Candidate& c) {
 int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all) {
   int best = -1;
   for (int i : active) {
-    if (best < 0 || Rank(all[i]) < Rank(all[best])) best = i;
+    if (best < 0 || Before(all[i], all[best])) best = i;
   }
   if (best < 0 || all[best].tier != Tier::kLaunchingThread) return best;
   const Candidate& winner = *all[best].candidate;
@@ -30,7 +39,7 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
   if (winner.event_class == EventClass::kSync) {
     int gpu = -1;
     for (int i : active) {
-      if (all[i].tier == Tier::kGpu && (gpu < 0 || Rank(all[i]) < Rank(all[gpu]))) gpu = i;
+      if (all[i].tier == Tier::kGpu && (gpu < 0 || Before(all[i], all[gpu]))) gpu = i;
     }
     if (gpu >= 0) return gpu;
   }
@@ -40,7 +49,7 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
     int source = -1;
     for (int i : active) {
       if (all[i].tier == Tier::kJobProcess && IsPipeSource(*all[i].candidate) &&
-          (source < 0 || Rank(all[i]) < Rank(all[source]))) {
+          (source < 0 || Before(all[i], all[source]))) {
         source = i;
       }
     }
@@ -108,22 +117,22 @@ std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate>
   return slices;
 }
 
-void TopEvidence::Add(EvidenceKey key, Ns ns, uint64_t bytes) {
+void TopEvidence::Add(EvidenceKey key, Ns ns, uint64_t bytes, uint64_t slices) {
   EvidenceWeight& w = weights_[key];
   w.ns += ns;
   w.bytes += bytes;
-  w.count += 1;
+  w.count += slices;
   if (weights_.size() > capacity_) Shrink();
 }
 
-void TopEvidence::Remove(EvidenceKey key, Ns ns, uint64_t bytes) {
+void TopEvidence::Remove(EvidenceKey key, Ns ns, uint64_t bytes, uint64_t slices) {
   auto it = weights_.find(key);
   if (it == weights_.end()) return;
   EvidenceWeight& w = it->second;
   w.ns -= ns;
   w.bytes -= std::min(w.bytes, bytes);
-  if (w.count > 0) w.count -= 1;
-  if (w.ns <= 0 || w.count == 0) weights_.erase(it);
+  w.count -= std::min(w.count, slices);
+  if (w.ns <= 0) weights_.erase(it);
 }
 
 void TopEvidence::Merge(const TopEvidence& other) {

@@ -115,9 +115,11 @@ struct EvidenceWeight {
 class TopEvidence {
  public:
   explicit TopEvidence(size_t capacity = 1024) : capacity_(capacity) {}
-  void Add(EvidenceKey key, Ns ns, uint64_t bytes);
+  // `slices`: 0 when this continues the key's previous slice (one run of a candidate cut where
+  // the analysis window stood: Crediting's Run).
+  void Add(EvidenceKey key, Ns ns, uint64_t bytes, uint64_t slices = 1);
   // Takes back one Add (a slice given to another cause later); nothing if the key was forgotten.
-  void Remove(EvidenceKey key, Ns ns, uint64_t bytes);
+  void Remove(EvidenceKey key, Ns ns, uint64_t bytes, uint64_t slices = 1);
   void Merge(const TopEvidence& other);
   void Erase(EvidenceKey key) { weights_.erase(key); }
   // The `n` heaviest, heaviest first (ties: by process, then id).

@@ -20,6 +20,14 @@ Cause ResidualCause(GapKind kind) {
   }
 }
 
+// The same event (or GPU activity) as a candidate: a run of its slices continues.
+bool SameCandidate(const Candidate& a, const Candidate& b) {
+  return a.when == b.when && a.process == b.process && a.tid == b.tid && a.cause == b.cause &&
+         a.gpu_side == b.gpu_side && a.device == b.device && a.stack == b.stack &&
+         a.object == b.object && a.event_class == b.event_class && a.snapshot == b.snapshot &&
+         a.bytes == b.bytes;
+}
+
 }  // namespace
 
 void CauseTotals::Add(const CauseTotals& from) {
@@ -57,23 +65,35 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
     return;
   }
   gap.cause_ns[Index(c->cause)] += length;
-  CreditCause(d, *c, slice, true, may_become_snapshot);
+  const Ns run = CreditCause(d, *c, slice, true, may_become_snapshot);
   Observe(device, slice, c->cause, c);
-  if (length > gap.main_ns) {
+  if (run > gap.main_ns) {
     gap.main = *c;
-    gap.main_ns = length;
+    gap.main_ns = run;
     gap.has_main = true;
   }
 }
 
-void Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
-                            bool may_become_snapshot) {
+Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+                          bool may_become_snapshot) {
   const Ns length = when.length();
   CauseTotals& acc = d.causes[Index(c.cause)];
   acc.ns += length;
   Ns event_length = std::max<Ns>(c.when.length(), 1);
   double bytes = static_cast<double>(c.bytes) * static_cast<double>(length) /
                  static_cast<double>(event_length);
+  // The run of this candidate's contiguous slices (Run): its bytes rounded once, one slice.
+  Run& run = d.run;
+  const bool continued = run.valid && run.end == when.start && SameCandidate(run.candidate, c);
+  if (!continued) run = {.valid = true, .candidate = c, .end = when.start};
+  run.end = when.end;
+  run.length += length;
+  const uint64_t run_bytes =
+      static_cast<uint64_t>(static_cast<double>(c.bytes) * static_cast<double>(run.length) /
+                                static_cast<double>(event_length) +
+                            0.5);
+  const uint64_t whole_bytes = run_bytes - std::min(run_bytes, run.whole_bytes);
+  run.whole_bytes = run_bytes;
   // Snapshot bytes are copied, not written: the checkpointing estimate counts written bytes.
   if (c.snapshot) {
     acc.snapshot_ns += length;
@@ -82,12 +102,13 @@ void Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool i
   }
   if (may_become_snapshot) {
     if (d.copy_credits.size() >= kMaxCopyCredits) d.copy_credits.pop_front();
-    d.copy_credits.push_back({c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}});
+    d.copy_credits.push_back(
+        {c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}, continued, whole_bytes});
   }
-  uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
-  if (c.stack != 0) acc.stacks.Add({c.process, c.stack}, length, whole_bytes);
-  if (c.object != 0) acc.objects.Add({c.process, c.object}, length, whole_bytes);
-  if (c.directory != 0) acc.directories.Add({0, c.directory}, length, whole_bytes);
+  const uint64_t slices = continued ? 0 : 1;
+  if (c.stack != 0) acc.stacks.Add({c.process, c.stack}, length, whole_bytes, slices);
+  if (c.object != 0) acc.objects.Add({c.process, c.object}, length, whole_bytes, slices);
+  if (c.directory != 0) acc.directories.Add({0, c.directory}, length, whole_bytes, slices);
   if (c.pageable) {
     acc.pageable_ns += length;
     acc.pageable_bytes += bytes;
@@ -98,10 +119,19 @@ void Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool i
   if (c.nccl_op > 0 && c.nccl_op < static_cast<int>(acc.nccl_op_ns.size())) {
     acc.nccl_op_ns[c.nccl_op] += length;
   }
+  return run.length;
 }
 
 void Crediting::Reclaim(uint32_t device, const Candidate& c, Ns attributed_until,
                         bool may_become_snapshot) {
+  Device& d0 = devices_[device];
+  const Run run = d0.run;  // a late event's slices are no part of the forward run
+  ReclaimSlices(device, c, attributed_until, may_become_snapshot);
+  d0.run = run;
+}
+
+void Crediting::ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed_until,
+                              bool may_become_snapshot) {
   Device& d = devices_[device];
   if (c.when.start < attributed_until - kResidualHorizon) ++late_candidates_;
   // The log is in time order: only the slices from the first one ending after the event's
@@ -136,6 +166,7 @@ void Crediting::Reclaim(uint32_t device, const Candidate& c, Ns attributed_until
 
 void Crediting::ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t tid, Interval copy) {
   Device& d = devices_[device];
+  const Run run = d.run;  // moved credits are no part of the forward run
   std::erase_if(d.copy_credits, [&](CopyCredit& credit) {
     if (!IsSnapshotCopy(credit.candidate, process, tid, copy)) return false;
     const Candidate& old = credit.candidate;
@@ -144,12 +175,15 @@ void Crediting::ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t t
     Ns event_length = std::max<Ns>(old.when.length(), 1);
     double bytes = static_cast<double>(old.bytes) * static_cast<double>(length) /
                    static_cast<double>(event_length);
-    uint64_t whole_bytes = static_cast<uint64_t>(bytes + 0.5);
+    const uint64_t whole_bytes = credit.whole_bytes;
+    const uint64_t slices = credit.continued ? 0 : 1;
     from.ns -= length;
     from.bytes -= bytes;
     if (old.pageable) from.pageable_ns -= length;
-    if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, length, whole_bytes);
-    if (old.object != 0) from.objects.Remove({old.process, old.object}, length, whole_bytes);
+    if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, length, whole_bytes, slices);
+    if (old.object != 0) {
+      from.objects.Remove({old.process, old.object}, length, whole_bytes, slices);
+    }
     bool open = credit.gap_serial == d.gap_serial;
     if (open) {
       d.open.cause_ns[Index(old.cause)] -= length;
@@ -164,6 +198,7 @@ void Crediting::ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t t
     Observe(device, credit.when, Cause::kCheckpointing, &snapshot, true, old.cause);
     return true;
   });
+  d.run = run;
 }
 
 void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {

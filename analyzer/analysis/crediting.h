@@ -163,7 +163,21 @@ class Crediting {
   struct CopyCredit {
     Candidate candidate;
     Interval when;
-    uint64_t gap_serial;  // the gap it was credited in (the open gap while equal to gap_serial)
+    uint64_t gap_serial;   // the gap it was credited in (the open gap while equal to gap_serial)
+    bool continued;        // it continued the run before it (Run): no slice of its own
+    uint64_t whole_bytes;  // the bytes its evidence was given
+  };
+  // The newest credited slice's candidate and how far its run of contiguous slices goes. The
+  // analysis window cuts a gap into pieces wherever it stands when it moves on; a candidate
+  // winning both sides of a cut is one slice of its evidence (count, bytes rounded once, the
+  // gap's main candidate by the whole run), so that the report does not depend on where the
+  // window stood (one process or a job in shards).
+  struct Run {
+    bool valid = false;
+    Candidate candidate;
+    Ns end = 0;
+    Ns length = 0;
+    uint64_t whole_bytes = 0;
   };
   struct Device {
     std::array<CauseTotals, kCauseCount> causes;
@@ -173,9 +187,14 @@ class Crediting {
     uint64_t gap_serial = 0;
     ClosedGap last_gap;
     bool has_last_gap = false;
+    Run run;
   };
-  void CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
-                   bool may_become_snapshot);
+  void ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed_until,
+                     bool may_become_snapshot);
+  // Returns the length of the run `when` ends (the slice itself, or with the contiguous slices of
+  // the same candidate before it).
+  Ns CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+                 bool may_become_snapshot);
   void Observe(uint32_t device, Interval when, Cause cause, const Candidate* c,
                bool correction = false, Cause replaces = Cause::kUnknown) {
     if (observer_ != nullptr) observer_->OnSlice({device, when, cause, c, correction, replaces});

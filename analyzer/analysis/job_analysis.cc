@@ -259,7 +259,7 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
   };
   if (c.gpu_side) {
     reclaim(c.device);
-  } else if (c.event_class == EventClass::kInstaller) {
+  } else if (JobWide(c)) {
     for (uint32_t d = 0; d < devices_.size(); ++d) reclaim(d);
   } else {
     for (uint32_t d : processes_[c.process].devices) reclaim(d);
@@ -277,7 +277,7 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
     }
   }
   size_t slot = CandidateWindows::kShared;
-  if (c.event_class != EventClass::kInstaller) {
+  if (!JobWide(c)) {
     int64_t owner = processes_[c.process].window_owner;
     if (owner >= 0) slot = CandidateWindows::SlotOf(static_cast<uint32_t>(owner));
   }
@@ -334,8 +334,7 @@ bool JobAnalysis::TierFor(const Candidate& c, uint32_t device, Tier* tier) const
   }
   const std::vector<uint32_t>& devices = processes_[c.process].devices;
   *tier = Tier::kJobProcess;
-  return c.event_class == EventClass::kInstaller ||
-         std::find(devices.begin(), devices.end(), device) != devices.end();
+  return JobWide(c) || std::find(devices.begin(), devices.end(), device) != devices.end();
 }
 
 void JobAnalysis::Attribute(uint32_t device, Interval piece) {
@@ -354,7 +353,11 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
   }
   window_.ForEachReaching(slots_, piece, consider);
   for (Candidate& span : processes_.installer_spans()) {
-    span.when.end = processes_[span.process].End();
+    // Until its footer or the end of its file is read, the installer may still be running (a
+    // quiet one writes nothing for a while): only then is its end known, whatever the window has
+    // read of it.
+    const JobProcess& installer = processes_[span.process];
+    span.when.end = installer.read || installer.ended ? installer.End() : kForever;
     // Its evidence is how it was started (resolved with the report): its command line, and the
     // stack of the call that started it when that call was seen (the report leaves the stack out
     // when it was not: the call may be in a file another shard of the job reads).
@@ -426,7 +429,7 @@ void JobAnalysis::Prune() {
   }
   window_.Prune([&](const Candidate& c) {
     if (c.gpu_side) return c.when.end <= devices_[c.device].timeline.attributed_until();
-    if (c.event_class == EventClass::kInstaller) return c.when.end <= all_devices;
+    if (JobWide(c)) return c.when.end <= all_devices;
     return c.when.end <= process_horizon[c.process];
   });
 }

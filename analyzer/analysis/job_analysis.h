@@ -64,6 +64,9 @@ class JobAnalysis : public RecordSink {
   void AddHostEvent(const HostEvent& event) override;
   void AddGpuRecord(const GpuRecord& record) override;
   void EndProcess(uint32_t process, Ns end) override;
+  void FileDone(uint32_t process) override {
+    if (process < processes_.size()) processes_[process].read = true;
+  }
   // Every record before `t` has been delivered: attribute what became final.
   void AdvanceTo(Ns t) override;
   void AddWarning(const ReportWarning& warning) override;
@@ -120,6 +123,12 @@ class JobAnalysis : public RecordSink {
   bool TierFor(const Candidate& c, uint32_t device, Tier* tier) const;
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
   void Prune();
+  // An installer process's event (its span too): installations hold the whole job up, whichever
+  // process runs them, so it may explain every device. (The call of a rank that starts an
+  // installer is that rank's, like its other events: the installer's own span covers the rest.)
+  bool JobWide(const Candidate& c) const {
+    return c.event_class == EventClass::kInstaller && processes_[c.process].in_installer;
+  }
   bool Owned(uint32_t process) const {
     return process >= roles_.size() || roles_[process] == ProcessRole::kOwned;
   }

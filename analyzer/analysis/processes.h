@@ -45,6 +45,7 @@ struct JobProcess {
   Ns last_seen = 0;  // end of its last record
   Ns end = 0;        // Footer.end_ns
   bool ended = false;
+  bool read = false;             // every record of its file was read: End() is final
   bool installer = false;        // a package installer (its own command line)
   bool in_installer = false;     // the installer or one of its descendants
   bool worker = false;           // fork()ed from its parent, no exec: a DataLoader-style worker

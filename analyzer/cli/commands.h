@@ -14,6 +14,12 @@ int ReportCommand(int argc, char** argv);
 int DiffCommand(int argc, char** argv);
 // idlescope export --format F -o FILE DIR|FILE...   (export_command.cc)
 int ExportCommand(int argc, char** argv);
+// idlescope index | plan | map | merge: a job analyzed in shards, step by step
+// (shard_commands.cc)
+int IndexCommand(int argc, char** argv);
+int PlanCommand(int argc, char** argv);
+int MapCommand(int argc, char** argv);
+int MergeCommand(int argc, char** argv);
 // idlescope --version                (version_command.cc)
 int VersionCommand(int argc, char** argv);
 

@@ -26,6 +26,11 @@ constexpr Command kCommands[] = {
     {"diff", idlescope::DiffCommand, "diff BEFORE AFTER        compare two runs (a fix)"},
     {"export", idlescope::ExportCommand,
      "export --format perfetto|chrome -o FILE DIR|FILE... the job's timeline for a trace viewer"},
+    {"index", idlescope::IndexCommand,
+     "index -o INDEX DIR|FILE...  a job in shards, 1: each file's index (tools/dask_report.py)"},
+    {"plan", idlescope::PlanCommand, "plan -o PLAN INDEX...    2: the job's shards"},
+    {"map", idlescope::MapCommand, "map -o SUMMARY PLAN SHARD  3: one shard's summary"},
+    {"merge", idlescope::MergeCommand, "merge PLAN SUMMARY...    4: the report"},
 };
 
 const char* g_command = "idlescope";

@@ -1,9 +1,12 @@
 // idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]
-//                  [--reorder-window MS] [--no-python-frames] DIR|FILE...
+//                  [--reorder-window MS] [--no-python-frames] [--jobs N] [--single-process]
+//                  DIR|FILE...
 //
 // Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
 // through the exporter named by --format (report/report_exporters.h; --json is --format json).
-// html also watches the credited slices for its timeline strip (report/html_report.h).
+// The job is analyzed in shards, one per rank, on every core (analyzer/shard/local.h);
+// --single-process reads it in one pass instead (cli/pipeline.h), as html does: it also watches
+// the credited slices for its timeline strip (report/html_report.h).
 // Ends with one line on stderr: throughput and peak memory.
 #include <sys/resource.h>
 
@@ -14,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
@@ -21,6 +25,7 @@
 #include "analyzer/report/device_strips.h"
 #include "analyzer/report/html_report.h"
 #include "analyzer/report/report_exporters.h"
+#include "analyzer/shard/local.h"
 
 namespace idlescope {
 namespace {
@@ -40,7 +45,56 @@ constexpr char kUsage[] =
     "  --top N              longest gaps and evidence items listed (default 10)\n"
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n"
     "  --no-python-frames   evidence stacks without their Python frames (native frames\n"
-    "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n";
+    "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n"
+    "  --jobs N             threads analyzing the job's shards (one per rank; default: one\n"
+    "                       per core)\n"
+    "  --single-process     the whole job in one pass, no shards (what html does; the\n"
+    "                       report is the same)\n";
+
+// The closing line: throughput per CPU second (every thread's; one pass is single-threaded, so it
+// is then "on one core" even on a loaded machine) and per wall second; peak RSS from the kernel's
+// high-water mark. `how`: how the job was analyzed ("" for one pass).
+void PrintThroughput(std::chrono::steady_clock::time_point started, uint64_t host_events,
+                     uint64_t gpu_records, uint64_t files, const std::string& how) {
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  uint64_t records = host_events + gpu_records;
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+               static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  auto rate = [&](double seconds) {
+    return seconds > 0 ? static_cast<double>(records) / seconds / 1e6 : 0.0;
+  };
+  std::fprintf(
+      stderr,
+      "idlescope report: %llu events (%llu host, %llu GPU) from %llu files: "
+      "%.3f s CPU (%.2f M events/s), %.3f s wall (%.2f M events/s), "
+      "peak RSS %.1f MiB%s\n",
+      static_cast<unsigned long long>(records), static_cast<unsigned long long>(host_events),
+      static_cast<unsigned long long>(gpu_records), static_cast<unsigned long long>(files), cpu,
+      rate(cpu), wall, rate(wall), static_cast<double>(usage.ru_maxrss) / 1024.0, how.c_str());
+}
+
+int ReportInShards(const std::vector<std::string>& inputs, const PipelineOptions& pipeline,
+                   size_t jobs, const Exporter<JobReport>& exporter, const std::string& output) {
+  auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<ShardedJob> job =
+      AnalyzeJobInShards(inputs, pipeline.analysis, pipeline.read, jobs);
+  if (!job.ok()) {
+    std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
+    return 1;
+  }
+  job->report.tool_version = "idlescope " IDLESCOPE_VERSION;
+  StringOutput out;
+  exporter.Write(job->report, out);
+  if (!WriteOutput("report", output, out.text())) return 1;
+  if (pipeline.progress.empty()) return 0;  // --quiet
+  const JobReport& report = job->report;
+  PrintThroughput(started, report.events, report.gpu_activities, report.files.size(),
+                  absl::StrFormat(", %u shards on %u threads, summaries %.1f KiB", job->shards,
+                                  job->threads, static_cast<double>(job->summary_bytes) / 1024.0));
+  return 0;
+}
 
 }  // namespace
 
@@ -50,6 +104,8 @@ int ReportCommand(int argc, char** argv) {
   PipelineOptions pipeline;
   pipeline.progress = "idlescope report";
   std::vector<std::string> inputs;
+  size_t jobs = 0;
+  bool single_process = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     AnalysisFlag common = ParseAnalysisFlag("report", argc, argv, &i, &pipeline);
@@ -76,6 +132,11 @@ int ReportCommand(int argc, char** argv) {
       pipeline.analysis.top_evidence = static_cast<size_t>(number);
     } else if (arg == "--no-python-frames") {
       pipeline.analysis.python_frames = false;
+    } else if (arg == "--jobs") {
+      if (!NumberValue("report", argc, argv, &i, &number)) return 2;
+      jobs = static_cast<size_t>(number);
+    } else if (arg == "--single-process") {
+      single_process = true;
     } else if (arg.starts_with("-") && arg.size() > 1) {
       std::fprintf(stderr, "idlescope report: unknown option '%s'\n%s", argv[i], kUsage);
       return 2;
@@ -96,6 +157,7 @@ int ReportCommand(int argc, char** argv) {
   }
 
   auto started = std::chrono::steady_clock::now();
+  if (!html && !single_process) return ReportInShards(inputs, pipeline, jobs, *exporter, output);
   DeviceStripRecorder strips;
   std::vector<RecordSink*> sinks;
   if (html) {
@@ -119,27 +181,8 @@ int ReportCommand(int argc, char** argv) {
   if (!WriteOutput("report", output, bytes)) return 1;
   if (pipeline.progress.empty()) return 0;  // --quiet
 
-  // Throughput per CPU second (the analysis is single-threaded, so this is "on one core" even on
-  // a loaded machine) and per wall second; peak RSS from the kernel's high-water mark.
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const ReadStats& stats = job->stats;
-  uint64_t records = stats.host_events + stats.gpu_records;
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-               static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  auto rate = [&](double seconds) {
-    return seconds > 0 ? static_cast<double>(records) / seconds / 1e6 : 0.0;
-  };
-  std::fprintf(stderr,
-               "idlescope report: %llu events (%llu host, %llu GPU) from %llu files: "
-               "%.3f s CPU (%.2f M events/s), %.3f s wall (%.2f M events/s), "
-               "peak RSS %.1f MiB\n",
-               static_cast<unsigned long long>(records),
-               static_cast<unsigned long long>(stats.host_events),
-               static_cast<unsigned long long>(stats.gpu_records),
-               static_cast<unsigned long long>(stats.files), cpu, rate(cpu), wall, rate(wall),
-               static_cast<double>(usage.ru_maxrss) / 1024.0);
+  PrintThroughput(started, stats.host_events, stats.gpu_records, stats.files, "");
   return 0;
 }
 

@@ -29,6 +29,8 @@ class RecordSink {
   virtual void AddGpuRecord(const GpuRecord& /*record*/) {}
   // The process ended cleanly at `end` (Footer.end_ns). Without it, its last record ends it.
   virtual void EndProcess(uint32_t /*process*/, Ns /*end*/) {}
+  // Every record of the process's file was delivered (after its EndProcess, if any).
+  virtual void FileDone(uint32_t /*process*/) {}
   // Every record before `t` has been delivered.
   virtual void AdvanceTo(Ns /*t*/) {}
   virtual void AddWarning(const ReportWarning& /*warning*/) {}
@@ -56,6 +58,9 @@ class TeeSink : public RecordSink {
   }
   void EndProcess(uint32_t process, Ns end) override {
     for (RecordSink* s : sinks_) s->EndProcess(process, end);
+  }
+  void FileDone(uint32_t process) override {
+    for (RecordSink* s : sinks_) s->FileDone(process);
   }
   void AdvanceTo(Ns t) override {
     for (RecordSink* s : sinks_) s->AdvanceTo(t);

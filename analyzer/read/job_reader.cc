@@ -297,6 +297,7 @@ void JobReader::Merge(RecordSink& sink, const ReadOptions& options) {
     if (!f.reader->Next(&f.head)) {
       // The reader closed the file; the last packet's messages go too.
       f.done = true;
+      sink.FileDone(f.process);
       f.head = Packet();
       --open_files;
       return;
@@ -369,9 +370,13 @@ void JobReader::Merge(RecordSink& sink, const ReadOptions& options) {
 }
 
 std::vector<CollectiveEnd> JobReader::CollectiveEnds(const File& f) {
+  return ReadCollectiveEnds(f.reader->path());
+}
+
+std::vector<CollectiveEnd> ReadCollectiveEnds(const std::string& path) {
   CollectiveEndCollector collector;
   absl::StatusOr<std::unique_ptr<TraceFileReader>> reader =
-      TraceFileReader::Open(f.reader->path(), kMinChunkBytes);
+      TraceFileReader::Open(path, kMinChunkBytes);
   if (!reader.ok()) return {};
   Packet packet;
   while (!collector.Full() && (*reader)->stats().bytes_read < kAlignmentReadBytes &&

@@ -63,6 +63,10 @@ struct PlannedInput {
   Ns start = 0;   // its process's start, job clock
 };
 
+// The ends of the first collectives of trace file `path` (at most kAlignmentReadBytes read,
+// kAlignmentCollectives kept: read/clock_alignment.h), in the file's own time.
+std::vector<CollectiveEnd> ReadCollectiveEnds(const std::string& path);
+
 // The process a trace file's header describes, its times moved onto the job clock by `offset`.
 ProcessInfo ProcessInfoOf(const Header& header, Ns offset, const std::string& path);
 

@@ -1,0 +1,39 @@
+// A job analyzed in shards on this machine (docs/architecture.md, "Analysis in shards"): every
+// file indexed, the plan made, the shards mapped by `jobs` threads, the summaries merged; shards
+// the merge sends back are mapped again. What `idlescope report` does; the Dask driver
+// (tools/dask_report.py) does the same steps on a cluster, with the same plan and the same merge.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analyzer/analysis/options.h"
+#include "analyzer/model/job_report.h"
+#include "analyzer/read/job_reader.h"
+#include "summary.pb.h"
+
+namespace idlescope {
+
+struct ShardedJob {
+  JobReport report;
+  ReadStats stats;  // summed over the shards (a guest's file counts in every shard reading it)
+  uint32_t shards = 0;
+  uint32_t threads = 0;        // mapping them
+  uint32_t remapped = 0;       // shards mapped again at the merge's request
+  uint64_t summary_bytes = 0;  // the summaries' size, serialized
+};
+
+// The indexes of `inputs` (ExpandInputs), with the collective ends of each file when the job spans
+// hosts; read by `jobs` threads.
+absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::string>& inputs,
+                                                       size_t jobs);
+
+// `jobs`: threads mapping shards (0: one per core).
+absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& inputs,
+                                              const AnalysisOptions& options,
+                                              const ReadOptions& read, size_t jobs);
+
+}  // namespace idlescope

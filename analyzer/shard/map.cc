@@ -1,0 +1,66 @@
+#include "analyzer/shard/map.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/shard/plan.h"
+#include "analyzer/shard/summary.h"
+
+namespace idlescope {
+
+absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index, MapStats* stats) {
+  if (index >= static_cast<uint32_t>(plan.shards_size())) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("no shard %u in the plan (it has %d)", index, plan.shards_size()));
+  }
+  const shard::Shard& shard = plan.shards(static_cast<int>(index));
+  const uint32_t n = static_cast<uint32_t>(plan.files_size());
+  std::vector<ProcessRole> roles(n, ProcessRole::kAbsent);
+  for (uint32_t i : shard.owned()) {
+    if (i < n) roles[i] = ProcessRole::kOwned;
+  }
+  for (uint32_t i : shard.guests()) {
+    if (i < n && roles[i] == ProcessRole::kAbsent) roles[i] = ProcessRole::kGuest;
+  }
+  std::vector<PlannedInput> inputs;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (roles[i] == ProcessRole::kAbsent) continue;
+    const shard::PlannedFile& f = plan.files(static_cast<int>(i));
+    inputs.push_back(
+        {.path = f.path(), .process = i, .offset = f.offset(), .start = f.process().start()});
+  }
+  if (inputs.empty()) return absl::InvalidArgumentError("the shard has no file");
+  absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::OpenPlanned(inputs);
+  if (!reader.ok()) return reader.status();
+
+  const AnalysisOptions options = ToAnalysisOptions(plan.options());
+  JobAnalysis analysis(options);
+  analysis.SetRoles(roles);
+  CrossRankRecorder cross_rank;
+  analysis.SetCrossRankSink(&cross_rank);
+  // Every process of the job, in the plan's order: families span shards.
+  for (uint32_t i = 0; i < n; ++i) {
+    const shard::PlannedFile& f = plan.files(static_cast<int>(i));
+    analysis.AddProcess(i, ToProcessInfo(f.process(), f.path()));
+  }
+  ReadOptions read;
+  read.reorder_window = plan.options().reorder_window();
+  read.align_clocks = false;
+  (*reader)->Run(analysis, read);
+  const Ns end = analysis.End();
+  const Ns finished_at = std::max(end, plan.job_end_hint());
+  analysis.Finish(finished_at);
+  JobSymbols symbols = (*reader)->TakeSymbols();
+  if (stats != nullptr) {
+    stats->read = (*reader)->stats();
+    stats->cross_rank_records = cross_rank.records();
+  }
+  return Summarize(analysis, cross_rank, symbols, shard, index, plan.options().python_frames(), end,
+                   finished_at);
+}
+
+}  // namespace idlescope

@@ -1,0 +1,24 @@
+// A job analyzed in shards (docs/architecture.md, "Analysis in shards"), step 3: one shard of a
+// plan (plan.h) analyzed into its summary (summary.h). The shard's files are read as planned
+// (numbered and timed alike in every shard), every process of the job takes part in the families,
+// and the shard's devices are finished no earlier than the plan's end hint.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "analyzer/read/job_reader.h"
+#include "summary.pb.h"
+
+namespace idlescope {
+
+struct MapStats {
+  ReadStats read;  // of the files the shard read (its guests' too)
+  uint64_t cross_rank_records = 0;
+};
+
+// Errors (one line): no such shard, a file that cannot be read as planned.
+absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t shard,
+                                        MapStats* stats = nullptr);
+
+}  // namespace idlescope

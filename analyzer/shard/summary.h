@@ -1,0 +1,105 @@
+// A shard's summary (proto/summary.proto, Summary): what the analysis of one shard hands the
+// merge, written by the map (map.h) and read back by the merge (merge.h). The conversions between
+// the stages' state and the messages live here, both ways, so that a field added to one side is
+// seen next to the other.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "analyzer/analysis/blame.h"
+#include "analyzer/analysis/cross_rank.h"
+#include "analyzer/analysis/device_result.h"
+#include "analyzer/analysis/host_activity.h"
+#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/analysis/startup.h"
+#include "analyzer/model/symbol_source.h"
+#include "summary.pb.h"
+
+namespace idlescope {
+
+// The cross-rank records of a shard's analysis, in the order it made them, as CrossRankBatch
+// messages of at most kRecordsPerBatch records. Activity of threads that never call a collective
+// is left out (CallingThreads: no wait can be blamed on it); held activity goes out at the
+// thread's first call, before it, as the live stages would see it.
+class CrossRankRecorder : public CrossRankSink {
+ public:
+  static constexpr int kRecordsPerBatch = 4096;
+
+  void Arrival(const CollectiveArrival& a) override;
+  void Activity(const RankActivity& a) override;
+  void NcclKernel(int32_t rank, Interval when) override;
+  void Snapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy) override;
+  void AdvanceTo(Ns t) override { at_ = std::max(at_, t); }
+
+  // The batches, serialized (the last one closed).
+  std::vector<std::string> TakeBatches();
+  uint64_t records() const { return records_; }
+
+ private:
+  shard::CrossRankRecord* Add();
+  void WriteActivity(const RankActivity& a, shard::Activity* out);
+
+  Ns at_ = 0;
+  CallingThreads callers_;
+  shard::CrossRankBatch batch_;
+  std::vector<std::string> batches_;
+  uint64_t records_ = 0;
+};
+
+// Replays one summary's cross-rank records in order, a batch at a time.
+class CrossRankReplay {
+ public:
+  explicit CrossRankReplay(const shard::Summary& summary) : summary_(summary) { Load(); }
+  bool done() const { return next_ >= batch_.records_size(); }
+  Ns at() const { return batch_.records(next_).at(); }
+  // Hands the next record to `sink` and moves on.
+  void Next(CrossRankSink& sink);
+
+ private:
+  void Load();
+  const shard::Summary& summary_;
+  int batch_index_ = 0;
+  int next_ = 0;
+  shard::CrossRankBatch batch_;
+};
+
+// The summary of a shard's finished analysis. `symbols` resolves the ids it names (the shard's
+// reader's tables); `end` and `finished_at` as Summary says.
+shard::Summary Summarize(const JobAnalysis& analysis, CrossRankRecorder& cross_rank,
+                         const SymbolSource& symbols, const shard::Shard& shard,
+                         uint32_t shard_index, bool python_frames, Ns end, Ns finished_at);
+
+// Back from the messages, for the merge.
+DeviceResult FromMessage(const shard::DeviceResult& m);
+ClosedGap FromMessage(const shard::Gap& m);
+Startup::Process FromMessage(const shard::StartupProcess& m, const ProcessInfo& info);
+CopyRates FromMessage(const shard::CopyRates& m);
+ReportWarning FromMessage(const shard::Warning& m);
+FileReport FromMessage(const shard::FileReport& m);
+HostClock FromMessage(const shard::HostClock& m);
+// Adds the summary's host activity to `into`.
+void MergeHostActivity(const shard::HostActivity& m, HostActivity& into);
+
+// The strings and stacks of every summary, by (process, id): what the merge resolves evidence
+// with. The summaries must outlive it.
+class SummarySymbols : public SymbolSource {
+ public:
+  void Add(const shard::Summary& summary);
+  std::string String(uint32_t process, uint64_t id) const override;
+  std::vector<SymbolFrame> Stack(uint32_t process, uint64_t stack_id) const override;
+  std::vector<SymbolFrame> NativeStack(uint32_t process, uint64_t stack_id) const override;
+
+ private:
+  struct StoredStack {
+    const shard::Symbols* table;
+    const shard::SymbolStack* stack;
+  };
+  std::vector<SymbolFrame> Frames(uint32_t process, uint64_t stack_id) const;
+  absl::flat_hash_map<EvidenceKey, std::string_view> strings_;
+  absl::flat_hash_map<EvidenceKey, StoredStack> stacks_;
+};
+
+}  // namespace idlescope
