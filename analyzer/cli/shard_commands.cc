@@ -2,7 +2,8 @@
 // machines (tools/dask_report.py); `idlescope report` runs them all in one process
 // (analyzer/shard/local.h). proto/summary.proto describes what each writes.
 //
-//   idlescope index [--align] -o INDEX DIR|FILE...
+//   idlescope index --list DIR|FILE...
+//   idlescope index [--align] [--listed] -o INDEX DIR|FILE...
 //   idlescope plan [analysis options] -o PLAN INDEX...
 //   idlescope map -o SUMMARY PLAN SHARD
 //   idlescope merge [--format text|json] [-o FILE] [--replan PLAN2] PLAN SUMMARY...
@@ -66,17 +67,25 @@ bool Usage(std::string_view command, const char* usage, bool ok) {
 
 int IndexCommand(int argc, char** argv) {
   static constexpr char kUsage[] =
-      "[--align] -o INDEX DIR|FILE...\n"
+      "[--align] [--listed] -o INDEX DIR|FILE...\n"
       "  the index of each trace file (header, end, with --align the ends of its first\n"
-      "  collectives, for jobs on several hosts): what `idlescope plan` reads\n";
+      "  collectives, for jobs on several hosts): what `idlescope plan` reads. --listed: the\n"
+      "  files were found in a directory (one that is no trace is skipped, not an error)\n"
+      "       idlescope index --list DIR|FILE...\n"
+      "  the trace files the inputs name, one a line, in the order `idlescope report` reads\n"
+      "  them: 'listed PATH' (found in a directory) or 'named PATH'\n";
   std::string output;
-  bool align = false;
+  bool align = false, listed = false, list = false;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") return Usage("index", kUsage, true) ? 0 : 2;
     if (arg == "--align") {
       align = true;
+    } else if (arg == "--listed") {
+      listed = true;
+    } else if (arg == "--list") {
+      list = true;
     } else if (ParseOutputFlag(argc, argv, &i, &output)) {
       if (output.empty()) return Usage("index", kUsage, false), 2;
     } else if (arg.starts_with("-") && arg.size() > 1) {
@@ -86,15 +95,24 @@ int IndexCommand(int argc, char** argv) {
       inputs.emplace_back(arg);
     }
   }
-  if (inputs.empty() || output.empty()) return Usage("index", kUsage, false), 2;
+  if (inputs.empty() || (output.empty() && !list)) return Usage("index", kUsage, false), 2;
   absl::StatusOr<std::vector<TraceInput>> paths = ExpandInputs(inputs);
   if (!paths.ok()) {
     std::fprintf(stderr, "idlescope index: %s\n", std::string(paths.status().message()).c_str());
     return 1;
   }
+  if (list) {
+    for (const TraceInput& input : *paths) {
+      std::printf("%s %s\n", input.listed ? "listed" : "named", input.path.c_str());
+    }
+    return 0;
+  }
   shard::FileIndexSet set;
   set.set_format(kShardFormat);
-  for (const TraceInput& input : *paths) *set.add_files() = IndexFile(input, align);
+  for (TraceInput& input : *paths) {
+    input.listed = input.listed || listed;
+    *set.add_files() = IndexFile(input, align);
+  }
   return WriteOutput("index", output, set.SerializeAsString()) ? 0 : 1;
 }
 

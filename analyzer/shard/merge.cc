@@ -136,7 +136,10 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
           "summary of format %u, this idlescope reads format %u", summary->format(), kShardFormat));
     }
     auto it = shard_of.find({Sorted(summary->owned()), Sorted(summary->guests())});
-    if (it != shard_of.end()) of[it->second] = summary;
+    if (it == shard_of.end()) continue;
+    // A shard mapped again to the job's end: its newer summary.
+    const shard::Summary*& chosen = of[it->second];
+    if (chosen == nullptr || summary->finished_at() >= chosen->finished_at()) chosen = summary;
   }
   for (uint32_t s = 0; s < shards; ++s) {
     if (of[s] == nullptr) {
