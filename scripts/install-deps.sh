@@ -12,6 +12,8 @@ packages=(
   chromium nodejs
   # the CPython peer suite (tests/cpython) and the fuzzers (tests/fuzz: clang's libFuzzer)
   libpython3.11-testsuite clang libclang-rt-dev
+  # the Dask driver of a job analyzed in shards (tools/dask_report.py, tests/analyzer/shards.py)
+  python3-distributed
 )
 # chromium renders the HTML report in its tests (tests/html/, through puppeteer-core from npm,
 # which the tests' setup installs from tests/html/package-lock.json).
