@@ -1,7 +1,9 @@
 #include "analyzer/analysis/processes.h"
 
 #include <algorithm>
+#include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "analyzer/analysis/event_classes.h"
 
 namespace idlescope {
@@ -48,41 +50,61 @@ void JobProcesses::Add(const ProcessInfo& info) {
 
 void JobProcesses::BuildFamilies() {
   const uint32_t n = static_cast<uint32_t>(processes_.size());
+  // Processes by (host, pid), in index order: a parent is the first process with the child's
+  // ppid and host; a fork()ed copy that exec'd has a twin of the same pid.
+  absl::flat_hash_map<std::pair<std::string_view, uint32_t>, std::vector<uint32_t>> by_pid;
+  for (uint32_t i = 0; i < n; ++i) {
+    by_pid[{processes_[i].info.host, processes_[i].info.pid}].push_back(i);
+  }
   for (uint32_t i = 0; i < n; ++i) {
     const ProcessInfo& info = processes_[i].info;
     processes_[i].parent = -1;
-    for (uint32_t j = 0; j < n && processes_[i].parent < 0; ++j) {
-      if (j != i && processes_[j].info.pid == info.ppid && processes_[j].info.host == info.host) {
+    auto it = by_pid.find({info.host, info.ppid});
+    if (it == by_pid.end()) continue;
+    for (uint32_t j : it->second) {
+      if (j != i) {
         processes_[i].parent = j;
+        break;
       }
     }
   }
-  auto is_ancestor = [&](uint32_t ancestor, uint32_t of) {
-    int64_t at = processes_[of].parent;
-    for (size_t hops = 0; hops < n && at >= 0; ++hops) {
-      if (at == ancestor) return true;
-      at = processes_[at].parent;
+  // Each process's ancestors, nearest first (a pid reused into a cycle stops the walk).
+  std::vector<std::vector<uint32_t>> ancestors(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t at = processes_[i].parent;
+    for (uint32_t hops = 0; hops < n && at >= 0 && static_cast<uint32_t>(at) != i; ++hops) {
+      const uint32_t a = static_cast<uint32_t>(at);
+      if (std::find(ancestors[i].begin(), ancestors[i].end(), a) != ancestors[i].end()) break;
+      ancestors[i].push_back(a);
+      at = processes_[a].parent;
     }
-    return false;
-  };
+  }
   installer_spans_.clear();
   installer_pids_.clear();
   for (JobProcess& p : processes_) {
     p.installer = IsInstallerCommand(p.info.exe, p.info.cmdline);
     if (p.installer) installer_pids_.emplace(p.info.host, p.info.pid);
     p.has_workers = false;
+    p.family.clear();
+  }
+  // Families: itself, its ancestors and its descendants, in index order.
+  for (uint32_t i = 0; i < n; ++i) {
+    processes_[i].family.push_back(i);
+    for (uint32_t a : ancestors[i]) {
+      processes_[i].family.push_back(a);
+      processes_[a].family.push_back(i);
+    }
   }
   for (uint32_t i = 0; i < n; ++i) {
     JobProcess& p = processes_[i];
-    p.family.clear();
+    std::sort(p.family.begin(), p.family.end());
+    p.family.erase(std::unique(p.family.begin(), p.family.end()), p.family.end());
     p.own_devices.clear();
     p.devices.clear();
     p.window_owner = -1;
     bool installer_ancestor = false;
-    for (uint32_t j = 0; j < n; ++j) {
-      if (i == j || is_ancestor(j, i) || is_ancestor(i, j)) p.family.push_back(j);
-      if (j != i && is_ancestor(j, i) && processes_[j].installer) installer_ancestor = true;
-    }
+    for (uint32_t a : ancestors[i])
+      installer_ancestor = installer_ancestor || processes_[a].installer;
     // What an installer's children do (a build backend, a compiler, a download helper) is part
     // of the installation.
     p.in_installer = p.installer || installer_ancestor;
@@ -93,11 +115,8 @@ void JobProcesses::BuildFamilies() {
     if (p.parent >= 0 && p.info.forked) {
       JobProcess& q = processes_[p.parent];
       bool execd = false;
-      for (uint32_t j = 0; j < n; ++j) {
-        const ProcessInfo& other = processes_[j].info;
-        if (j != i && !other.forked && other.pid == p.info.pid && other.host == p.info.host) {
-          execd = true;
-        }
+      for (uint32_t j : by_pid[{p.info.host, p.info.pid}]) {
+        execd = execd || (j != i && !processes_[j].info.forked);
       }
       if (!execd && p.info.exe == q.info.exe && p.info.cmdline == q.info.cmdline) {
         p.worker = true;
