@@ -56,6 +56,7 @@ class JobDevices {
   void Start(Ns job_start) { job_start_ = job_start; }
 
   void AddProcess(uint32_t process, const ProcessInfo& info);
+  void Reserve(size_t processes) { processes_.reserve(processes); }
   void AddDeviceInfo(uint32_t process, const DeviceProps& props);
 
   // The job device of `process`'s ordinal. *linked is set when the process had not used the

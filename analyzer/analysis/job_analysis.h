@@ -55,6 +55,11 @@ class JobAnalysis : public RecordSink {
 
   // Part of a job (before the first record): each process's role (default: every one owned).
   void SetRoles(std::vector<ProcessRole> roles) { roles_ = std::move(roles); }
+  // `processes` will be added (AddProcess): room for them at once.
+  void ReserveProcesses(size_t processes) {
+    processes_.Reserve(processes);
+    devices_.Reserve(processes);
+  }
   // Where the records of the cross-rank stages go (default: the analysis's own, fed live).
   void SetCrossRankSink(CrossRankSink* sink) { cross_ = sink; }
 

@@ -75,6 +75,7 @@ class JobProcesses {
   };
 
   void Add(const ProcessInfo& info);
+  void Reserve(size_t n) { processes_.reserve(n); }
   // Families, workers and installers of the processes known now (again when one comes late).
   // Clears every process's `devices`: the caller links the devices again (NoteDeviceUse).
   void BuildFamilies();

@@ -174,8 +174,6 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
   const Header& first = files_[0]->reader->header();
   const Ns reference =
       static_cast<Ns>(first.clock().realtime_ns()) - static_cast<Ns>(first.clock().monotonic_ns());
-  // Every file's tables first: the files point into them while the packets stream.
-  symbols_.ForProcess(static_cast<uint32_t>(files_.size() - 1));
   // Hosts (boot ids) in the order their first file comes; host 0 is the reference.
   absl::flat_hash_map<std::string, uint32_t> host_of_boot;
   std::vector<std::string> host_names;
@@ -239,10 +237,6 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::OpenPlanned(
   }
   if (job->files_.empty()) return absl::InvalidArgumentError("no trace file to read");
   job->batch_pool_.max_kept = std::max<size_t>(job->files_.size(), 16);
-  // Every file's tables first (ForProcess may move them), then the pointers into them.
-  uint32_t last = 0;
-  for (auto& file : job->files_) last = std::max(last, file->process);
-  job->symbols_.ForProcess(last);
   for (auto& file : job->files_) file->interned = &job->symbols_.ForProcess(file->process);
   job->stats_.files = job->files_.size();
   return job;

@@ -6,11 +6,12 @@ namespace idlescope {
 
 InternedData& JobSymbols::ForProcess(uint32_t process) {
   if (process >= tables_.size()) tables_.resize(process + 1);
-  return tables_[process];
+  if (tables_[process] == nullptr) tables_[process] = std::make_unique<InternedData>();
+  return *tables_[process];
 }
 
 const InternedData* JobSymbols::Find(uint32_t process) const {
-  return process < tables_.size() ? &tables_[process] : nullptr;
+  return process < tables_.size() ? tables_[process].get() : nullptr;
 }
 
 std::string JobSymbols::String(uint32_t process, uint64_t id) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,9 @@ class JobSymbols : public SymbolSource {
  private:
   std::vector<SymbolFrame> Frames(uint32_t process, uint64_t stack_id, bool merged) const;
 
-  std::vector<InternedData> tables_;
+  // By process; only the processes whose files were read have one (a shard of a job reads a few
+  // of many), and each stays where it is (the reader points into it).
+  std::vector<std::unique_ptr<InternedData>> tables_;
 };
 
 }  // namespace idlescope

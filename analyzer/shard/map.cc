@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -11,6 +12,12 @@
 #include "analyzer/shard/summary.h"
 
 namespace idlescope {
+namespace {
+
+// Not a host name (a NUL is never part of one).
+constexpr std::string_view kAbsentHost{"\0absent", 7};
+
+}  // namespace
 
 absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index, MapStats* stats) {
   if (index >= static_cast<uint32_t>(plan.shards_size())) {
@@ -42,10 +49,21 @@ absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index,
   analysis.SetRoles(roles);
   CrossRankRecorder cross_rank;
   analysis.SetCrossRankSink(&cross_rank);
-  // Every process of the job, in the plan's order: families span shards.
+  analysis.ReserveProcesses(n);
+  // Every process of the job in the plan's order, so that ids are the job's. A process the shard
+  // does not read relates to none it reads through a family (the plan put such processes
+  // together, or made them guests), so it only holds its place: its start (the job's start is the
+  // earliest) and a host no process has.
   for (uint32_t i = 0; i < n; ++i) {
     const shard::PlannedFile& f = plan.files(static_cast<int>(i));
-    analysis.AddProcess(i, ToProcessInfo(f.process(), f.path()));
+    if (roles[i] != ProcessRole::kAbsent) {
+      analysis.AddProcess(i, ToProcessInfo(f.process(), f.path()));
+    } else {
+      ProcessInfo placeholder;
+      placeholder.host = kAbsentHost;
+      placeholder.start = f.process().start();
+      analysis.AddProcess(i, placeholder);
+    }
   }
   ReadOptions read;
   read.reorder_window = plan.options().reorder_window();

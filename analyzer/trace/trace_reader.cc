@@ -157,7 +157,11 @@ std::string TraceReadStats::TailDescription() const {
 }
 
 TraceFileReader::TraceFileReader(std::string path, int fd, uint64_t file_bytes, size_t chunk_bytes)
-    : path_(std::move(path)), fd_(fd), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)) {
+    : path_(std::move(path)),
+      fd_(fd),
+      // No larger than the file (a job of many small files, a shard opening each again): the
+      // buffer grows for a packet larger than it, a file written meanwhile included.
+      chunk_bytes_(std::max<size_t>(std::min<uint64_t>(chunk_bytes, file_bytes), 64)) {
   stats_.file_bytes = file_bytes;
   buf_.resize(chunk_bytes_);
 }
@@ -178,7 +182,7 @@ void TraceFileReader::Suspend() {
 void TraceFileReader::Release() {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
-  std::vector<char>().swap(buf_);
+  decltype(buf_)().swap(buf_);
   // libprotobuf keeps the cleared elements of a repeated field for reuse: a batch's worth.
   own_pool_ = BatchPool();
 }

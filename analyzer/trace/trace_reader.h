@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -160,7 +161,23 @@ class TraceFileReader {
   bool eof_ = false;
   bool done_ = false;
   size_t chunk_bytes_;
-  std::vector<char> buf_;
+  // Not zeroed when it grows (read(2) fills it): a job of many files opens and resumes each.
+  template <typename T>
+  struct Uninitialized : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+      using other = Uninitialized<U>;
+    };
+    template <typename U>
+    void construct(U* p) noexcept {
+      ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... Args>
+    void construct(U* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  };
+  std::vector<char, Uninitialized<char>> buf_;
   size_t pos_ = 0;           // next unread byte in buf_
   size_t end_ = 0;           // end of valid bytes in buf_
   uint64_t buf_offset_ = 0;  // file offset of buf_[0]
