@@ -271,16 +271,18 @@ shard::CrossRankRecord* CrossRankRecorder::Add() {
     batches_.push_back(batch_.SerializeAsString());
     batch_.Clear();
   }
+  if (batch_.records_size() == 0) batch_at_ = 0;
   ++records_;
   shard::CrossRankRecord* r = batch_.add_records();
-  r->set_at(at_);
+  r->set_at(at_ - batch_at_);
+  batch_at_ = at_;
   return r;
 }
 
 void CrossRankRecorder::WriteActivity(const RankActivity& a, shard::Activity* out) {
   out->set_rank(a.rank);
-  out->set_start(a.when.start);
-  out->set_end(a.when.end);
+  out->set_start(a.when.start - at_);
+  out->set_end(a.when.end - a.when.start);
   out->set_cause(static_cast<uint32_t>(a.cause));
   out->set_process(a.process);
   out->set_tid(a.tid);
@@ -298,7 +300,7 @@ void CrossRankRecorder::Arrival(const CollectiveArrival& a) {
   out->set_nranks(a.nranks);
   out->set_nccl_rank(a.nccl_rank);
   out->set_job_rank(a.job_rank);
-  out->set_arrival(a.arrival);
+  out->set_arrival(a.arrival - at_);
   out->set_process(a.process);
   out->set_tid(a.tid);
 }
@@ -310,8 +312,8 @@ void CrossRankRecorder::Activity(const RankActivity& a) {
 void CrossRankRecorder::NcclKernel(int32_t rank, Interval when) {
   shard::CrossRankRecord* r = Add();
   r->set_rank(rank);
-  r->mutable_nccl_kernel()->set_start(when.start);
-  r->mutable_nccl_kernel()->set_end(when.end);
+  r->mutable_nccl_kernel()->set_start(when.start - at_);
+  r->mutable_nccl_kernel()->set_end(when.end - when.start);
 }
 
 void CrossRankRecorder::Snapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy) {
@@ -319,8 +321,8 @@ void CrossRankRecorder::Snapshot(int32_t rank, uint32_t process, uint32_t tid, I
   out->set_rank(rank);
   out->set_process(process);
   out->set_tid(tid);
-  out->set_start(copy.start);
-  out->set_end(copy.end);
+  out->set_start(copy.start - at_);
+  out->set_end(copy.end - copy.start);
 }
 
 std::vector<std::string> CrossRankRecorder::TakeBatches() {
@@ -337,13 +339,16 @@ void CrossRankReplay::Load() {
   while (batch_index_ < summary_.cross_rank_size() && batch_.records_size() == 0) {
     batch_.ParseFromString(summary_.cross_rank(batch_index_++));
   }
+  if (batch_.records_size() > 0) at_ = batch_.records(0).at();
 }
 
 void CrossRankReplay::Next(CrossRankSink& sink) {
   const shard::CrossRankRecord& r = batch_.records(next_);
-  auto activity = [](const shard::Activity& m) {
+  const Ns at = at_;
+  auto activity = [at](const shard::Activity& m) {
+    const Ns start = at + m.start();
     return RankActivity{.rank = m.rank(),
-                        .when = {m.start(), m.end()},
+                        .when = {start, start + m.end()},
                         .cause = static_cast<Cause>(m.cause()),
                         .process = m.process(),
                         .tid = m.tid(),
@@ -358,7 +363,7 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
                     .nranks = a.nranks(),
                     .nccl_rank = a.nccl_rank(),
                     .job_rank = a.job_rank(),
-                    .arrival = a.arrival(),
+                    .arrival = at + a.arrival(),
                     .process = a.process(),
                     .tid = a.tid()});
       break;
@@ -367,7 +372,8 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
       sink.Activity(activity(r.activity()));
       break;
     case shard::CrossRankRecord::kNcclKernel:
-      sink.NcclKernel(r.rank(), {r.nccl_kernel().start(), r.nccl_kernel().end()});
+      sink.NcclKernel(r.rank(), {at + r.nccl_kernel().start(),
+                                 at + r.nccl_kernel().start() + r.nccl_kernel().end()});
       break;
     case shard::CrossRankRecord::kSnapshot: {
       const RankActivity a = activity(r.snapshot());
@@ -377,7 +383,11 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
     default:
       break;
   }
-  if (++next_ >= batch_.records_size()) Load();
+  if (++next_ >= batch_.records_size()) {
+    Load();
+  } else {
+    at_ += batch_.records(next_).at();
+  }
 }
 
 // --- the summary ---

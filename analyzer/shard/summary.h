@@ -26,7 +26,8 @@ namespace idlescope {
 // thread's first call, before it, as the live stages would see it.
 class CrossRankRecorder : public CrossRankSink {
  public:
-  static constexpr int kRecordsPerBatch = 4096;
+  // The merge holds one parsed batch of every shard at once.
+  static constexpr int kRecordsPerBatch = 256;
 
   void Arrival(const CollectiveArrival& a) override;
   void Activity(const RankActivity& a) override;
@@ -43,6 +44,7 @@ class CrossRankRecorder : public CrossRankSink {
   void WriteActivity(const RankActivity& a, shard::Activity* out);
 
   Ns at_ = 0;
+  Ns batch_at_ = 0;  // the `at` of the batch's last record
   CallingThreads callers_;
   shard::CrossRankBatch batch_;
   std::vector<std::string> batches_;
@@ -54,7 +56,7 @@ class CrossRankReplay {
  public:
   explicit CrossRankReplay(const shard::Summary& summary) : summary_(summary) { Load(); }
   bool done() const { return next_ >= batch_.records_size(); }
-  Ns at() const { return batch_.records(next_).at(); }
+  Ns at() const { return at_; }
   // Hands the next record to `sink` and moves on.
   void Next(CrossRankSink& sink);
 
@@ -63,6 +65,7 @@ class CrossRankReplay {
   const shard::Summary& summary_;
   int batch_index_ = 0;
   int next_ = 0;
+  Ns at_ = 0;  // of the next record
   shard::CrossRankBatch batch_;
 };
 
