@@ -34,8 +34,14 @@ void Collectives::Resolve(uint64_t comm, uint64_t seq, const Group& group) {
   if (previous != last_resolved_.end() && previous->second.first < seq) {
     floor = previous->second.second;
   }
+  ResolvedCollective& out = resolved_.emplace_back();
+  out.comm = comm;
+  out.seq = seq;
+  out.last = last->rank;
+  out.last_arrival = last->arrival;
   for (const auto& m : group.members) {
     Ns wait = std::max<Ns>(last->arrival - std::max(m.arrival, floor), 0);
+    out.members.push_back({m.rank, m.arrival, wait});
     s.waited_for_ns += wait;
     s.max_lateness_ns = std::max(s.max_lateness_ns, wait);
     if (wait > 0) {

@@ -31,6 +31,20 @@ struct CollectiveWait {
                   // arrival) to the last arrival
 };
 
+// A collective every rank called: who arrived when, who came last, and each rank's wait.
+struct ResolvedCollective {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  int32_t last = -1;
+  Ns last_arrival = 0;
+  struct Member {
+    int32_t rank;
+    Ns arrival;
+    Ns waited;
+  };
+  std::vector<Member> members;
+};
+
 class Collectives {
  public:
   // NCCL rank `nccl_rank` called collective `seq` of communicator `comm` (of `nranks` ranks) at
@@ -52,6 +66,8 @@ class Collectives {
   std::vector<Finding> Stragglers(size_t n) const;
   // The waits of the collectives resolved since the last call (for blame across ranks).
   std::vector<CollectiveWait>& waits() { return waits_; }
+  // The collectives resolved since the last call (for the per-collective view).
+  std::vector<ResolvedCollective>& resolved() { return resolved_; }
   // How long `rank` waited, over the matched collectives, for the rank that called last.
   Ns WaitedNs(int32_t rank) const {
     auto it = waited_.find(rank);
@@ -81,6 +97,7 @@ class Collectives {
   absl::flat_hash_map<int32_t, Straggler> stragglers_;
   absl::flat_hash_map<int32_t, Ns> waited_;  // by rank: its waits for the last arrivers
   std::vector<CollectiveWait> waits_;
+  std::vector<ResolvedCollective> resolved_;
   // Per communicator: the newest resolved collective's seq and its last arrival.
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, Ns>> last_resolved_;
   uint64_t matched_ = 0;

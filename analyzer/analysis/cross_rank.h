@@ -14,6 +14,7 @@
 
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/blame.h"
+#include "analyzer/analysis/collective_stats.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/model/job_model.h"
 
@@ -29,6 +30,9 @@ struct CollectiveArrival {
   Ns arrival = 0;
   uint32_t process = 0;
   uint32_t tid = 0;
+  NcclOp op = NCCL_OP_UNSPECIFIED;
+  uint64_t bytes = 0;    // what the rank sends
+  bool grouped = false;  // called inside an NCCL group
 };
 
 class CrossRankSink {
@@ -49,23 +53,29 @@ class CrossRank : public CrossRankSink {
  public:
   void Arrival(const CollectiveArrival& a) override;
   void Activity(const RankActivity& a) override { blame_.Note(a); }
-  void NcclKernel(int32_t rank, Interval when) override { blame_.NoteNcclKernel(rank, when); }
+  void NcclKernel(int32_t rank, Interval when) override {
+    blame_.NoteNcclKernel(rank, when);
+    stats_.Kernel(rank, when);
+  }
   void Snapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy) override {
     blame_.MarkSnapshot(rank, process, tid, copy);
   }
   void AdvanceTo(Ns t) override {
     collectives_.Expire(t);
     blame_.Resolve(t);
+    stats_.Expire(t);
   }
   // The end of the job: what is still open is incomplete, every wait is resolved.
   void Finish();
 
   const Collectives& collectives() const { return collectives_; }
   const RankBlame& blame() const { return blame_; }
+  const CollectiveStats& stats() const { return stats_; }
 
  private:
   Collectives collectives_;
   RankBlame blame_;
+  CollectiveStats stats_;
 };
 
 }  // namespace idlescope

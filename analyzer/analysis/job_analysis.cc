@@ -158,7 +158,10 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
                          .job_rank = p.info.rank,
                          .arrival = e.start,
                          .process = e.process,
-                         .tid = e.tid});
+                         .tid = e.tid,
+                         .op = e.nccl_op,
+                         .bytes = e.bytes,
+                         .grouped = e.group_depth > 0});
       }
       break;
     case PROC_FORK:
@@ -526,6 +529,7 @@ JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
                                  .host_activity = host_activity_,
                                  .collectives = cross_rank_.collectives(),
                                  .blame = cross_rank_.blame(),
+                                 .collective_stats = cross_rank_.stats(),
                                  .startup = startup_,
                                  .copy_rates = copy_rates_,
                                  .directories = directories_,

@@ -519,6 +519,8 @@ JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
         {.kind = WarningKind::kIncompleteCollectives, .count = in.collectives.incomplete()});
   }
   TopGaps(in, job, of, report);
+  report.collectives = in.collective_stats.Summaries();
+  report.slowest_collectives = in.collective_stats.Slowest(in.options.top_evidence, in.job_start);
   if (in.forgotten_candidates > 0) {
     report.warnings.push_back(
         {.kind = WarningKind::kForgottenCandidates, .count = in.forgotten_candidates});

@@ -10,6 +10,7 @@
 
 #include "analyzer/analysis/blame.h"
 #include "analyzer/analysis/candidate_window.h"
+#include "analyzer/analysis/collective_stats.h"
 #include "analyzer/analysis/collectives.h"
 #include "analyzer/analysis/crediting.h"
 #include "analyzer/analysis/device_result.h"
@@ -38,6 +39,7 @@ struct AnalysisResults {
   const HostActivity& host_activity;
   const Collectives& collectives;
   const RankBlame& blame;
+  const CollectiveStats& collective_stats;
   const Startup& startup;
   const CopyRates& copy_rates;
   const DirectoryNames& directories;

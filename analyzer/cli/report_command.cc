@@ -84,6 +84,20 @@ int ReportInShards(const std::vector<std::string>& inputs, const PipelineOptions
     std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
     return 1;
   }
+  if (job->one_shard) {
+    absl::StatusOr<AnalyzedJob> one = AnalyzeJob(inputs, pipeline);
+    if (!one.ok()) {
+      std::fprintf(stderr, "idlescope report: %s\n", std::string(one.status().message()).c_str());
+      return 1;
+    }
+    StringOutput text;
+    exporter.Write(one->report, text);
+    if (!WriteOutput("report", output, text.text())) return 1;
+    if (pipeline.progress.empty()) return 0;  // --quiet
+    PrintThroughput(started, one->stats.host_events, one->stats.gpu_records, one->stats.files,
+                    ", 1 shard");
+    return 0;
+  }
   job->report.tool_version = "idlescope " IDLESCOPE_VERSION;
   StringOutput out;
   exporter.Write(job->report, out);

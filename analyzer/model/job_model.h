@@ -82,6 +82,7 @@ struct HostEvent {
   uint64_t seq = 0;
   int32_t rank = -1;
   int32_t nranks = 0;
+  uint32_t group_depth = 0;  // ncclGroupStart nesting at the call (0: not in a group)
   // CUDA_MALLOC / CUDA_FREE
   uint64_t ptr = 0;
   // PROC_FORK / PROC_SPAWN: the child's pid (0: unknown)

@@ -128,6 +128,42 @@ struct HostClock {
   Ns residual_ns = 0;        // median |difference - correction| over them: the skew that is left
 };
 
+// One communicator's collectives of one operation (analysis/collective_stats.h).
+struct CollectiveReport {
+  uint64_t comm = 0;  // the communicator's id (as trace.proto's comm)
+  NcclOp op = NCCL_OP_UNSPECIFIED;
+  int32_t nranks = 0;
+  uint64_t collectives = 0;  // matched (every rank called it)
+  uint64_t size_bytes = 0;   // nccl-tests' size S, summed over them
+  uint64_t timed = 0;        // those whose transfer time is known (every rank's kernel paired)
+  Ns transfer_ns = 0;        // their transfer times (the shortest kernel over ranks), summed
+  double algbw = 0;          // of the timed: their S over their transfer time, bytes per ns (GB/s)
+  double busbw = 0;          // algbw x nccl-tests' bus factor of the operation
+  Ns waited_ns = 0;          // the ranks' waits for the last arriver, summed
+  int32_t most_last_rank = -1;  // the rank that arrived last most often, and how often
+  uint64_t most_last_count = 0;
+};
+
+// A collective the ranks waited long at: each rank's call and kernel.
+struct CollectiveDetail {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  NcclOp op = NCCL_OP_UNSPECIFIED;
+  int32_t nranks = 0;
+  uint64_t size_bytes = 0;
+  int32_t last_rank = -1;
+  Ns waited_ns = 0;     // the other ranks' waits, summed
+  Ns transfer_ns = -1;  // -1: unknown
+  struct Rank {
+    int32_t rank = -1;
+    Ns arrival = 0;        // its call, since the job start
+    Ns kernel_start = -1;  // its NCCL kernel, since the job start (-1: not paired)
+    Ns kernel_ns = 0;
+    Ns waited_ns = 0;
+  };
+  std::vector<Rank> ranks;  // by rank
+};
+
 struct HostActivityItem {
   StringId what = 0;  // file path, address, or program with its arguments (0: unnamed)
   Ns ns = 0;          // blocked time in its calls
@@ -187,6 +223,9 @@ struct JobReport {
   std::vector<CauseReport> causes;  // largest first, zero causes left out
   Ns idle_ns = 0;                   // sum of cause ns
   std::vector<GapReport> top_gaps;  // longest first
+  // Multi-rank jobs: per communicator and operation, and the collectives waited at longest.
+  std::vector<CollectiveReport> collectives;
+  std::vector<CollectiveDetail> slowest_collectives;
   HostActivityReport host_activity;
   std::vector<FileReport> files;
   std::vector<HostClock> clocks;  // jobs on more than one host: how each host was aligned

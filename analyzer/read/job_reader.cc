@@ -434,6 +434,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.seq = ev.seq();
         e.rank = ev.type() == NCCL_COLLECTIVE ? ev.rank() : -1;
         e.nranks = ev.nranks();
+        e.group_depth = ev.group_depth();
         e.ptr = ev.ptr();
         e.child_pid = ev.child_pid();
         e.correlation = ev.correlation();

@@ -313,6 +313,49 @@ void Devices(const JobReport& r, std::string& out) {
   out += "</table>\n";
 }
 
+// Multi-rank jobs: the collectives per communicator and operation, and the ones waited at
+// longest with each rank's call and kernel.
+void Collectives(const JobReport& r, std::string& out) {
+  if (r.collectives.empty()) return;
+  out +=
+      "<h2 id=\"collectives\">Collectives</h2>\n<p class=\"sub\">per communicator and operation; "
+      "transfer: the shortest of the ranks' kernels, which waited for nobody; bus bandwidth as "
+      "nccl-tests defines it</p>\n<table>\n<tr><th>communicator</th><th>op</th>"
+      "<th class=\"n\">ranks</th><th class=\"n\">collectives</th><th class=\"n\">size</th>"
+      "<th class=\"n\">transfer</th><th class=\"n\">algbw</th><th class=\"n\">busbw</th>"
+      "<th class=\"n\">waited</th><th>last most often</th></tr>\n";
+  for (const CollectiveReport& c : r.collectives) {
+    CatTo(&out, "<tr><td class=\"mono\">", absl::StrFormat("0x%016x", c.comm), "</td><td>",
+          NcclOpName(c.op), "</td><td class=\"n\">", c.nranks, "</td><td class=\"n\">",
+          c.collectives, "</td><td class=\"n\">",
+          DataSize(c.collectives > 0 ? c.size_bytes / c.collectives : 0), "</td><td class=\"n\">",
+          c.timed > 0 ? Seconds(c.transfer_ns) : "-", "</td><td class=\"n\">",
+          c.algbw > 0 ? absl::StrFormat("%.1f GB/s", c.algbw) : "-", "</td><td class=\"n\">",
+          c.busbw > 0 ? absl::StrFormat("%.1f GB/s", c.busbw) : "-", "</td><td class=\"n\">",
+          Seconds(c.waited_ns), "</td><td>",
+          c.most_last_rank >= 0
+              ? Cat("rank ", c.most_last_rank, " (", c.most_last_count, " of ", c.collectives, ")")
+              : "-",
+          "</td></tr>\n");
+  }
+  out += "</table>\n";
+  for (const CollectiveDetail& d : r.slowest_collectives) {
+    CatTo(&out, "<details><summary>", NcclOpName(d.op), " #", d.seq, ", ", DataSize(d.size_bytes),
+          ": the ranks waited ", Seconds(d.waited_ns), " for rank ", d.last_rank,
+          "</summary>\n<table>\n<tr><th class=\"n\">rank</th><th class=\"n\">called at</th>"
+          "<th class=\"n\">kernel at</th><th class=\"n\">kernel</th><th class=\"n\">waited"
+          "</th></tr>\n");
+    for (const CollectiveDetail::Rank& rank : d.ranks) {
+      CatTo(&out, "<tr><td class=\"n\">", rank.rank, rank.rank == d.last_rank ? " (last)" : "",
+            "</td><td class=\"n\">+", Seconds(rank.arrival), "</td><td class=\"n\">",
+            rank.kernel_start >= 0 ? Cat("+", Seconds(rank.kernel_start)) : "-",
+            "</td><td class=\"n\">", rank.kernel_start >= 0 ? AutoTime(rank.kernel_ns) : "-",
+            "</td><td class=\"n\">", Seconds(rank.waited_ns), "</td></tr>\n");
+    }
+    out += "</table>\n</details>\n";
+  }
+}
+
 void HostActivitySection(const JobReport& r, std::string& out) {
   const HostActivityReport& host = r.host_activity;
   if (host.groups.empty()) return;
@@ -373,6 +416,7 @@ std::string FormatHtmlReport(const JobReport& report, const JobStrips& strips) {
   Findings(report, out);
   Gaps(report, out);
   Devices(report, out);
+  Collectives(report, out);
   HostActivitySection(report, out);
   WarningsAndFiles(report, out);
   CatTo(&out, "<footer>", HtmlEscape(report.tool_version), "</footer>\n");

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "analyzer/model/labels.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
@@ -386,6 +387,74 @@ void WriteTopGaps(JsonWriter& j, const JobReport& r) {
   j.EndArray();
 }
 
+// Communicator ids as 16 hex digits: JSON numbers lose precision past 2^53.
+std::string CommId(uint64_t comm) { return absl::StrFormat("%016x", comm); }
+
+void WriteCollectives(JsonWriter& j, const JobReport& r) {
+  j.Key("collectives");
+  j.BeginObject();
+  j.Key("by_communicator");
+  j.BeginArray();
+  for (const CollectiveReport& c : r.collectives) {
+    j.BeginObject();
+    j.String("comm", CommId(c.comm));
+    j.String("op", NcclOpName(c.op));
+    j.Int("ranks", c.nranks);
+    j.Uint("collectives", c.collectives);
+    j.Uint("size_bytes", c.size_bytes);
+    j.Uint("timed", c.timed);
+    j.Int("transfer_ns", c.transfer_ns);
+    j.Ratio("algbw_bytes_per_ns", c.algbw);
+    j.Ratio("busbw_bytes_per_ns", c.busbw);
+    j.Int("waited_ns", c.waited_ns);
+    if (c.most_last_rank >= 0) {
+      j.Int("most_last_rank", c.most_last_rank);
+    } else {
+      j.Null("most_last_rank");
+    }
+    j.Uint("most_last_count", c.most_last_count);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("slowest");
+  j.BeginArray();
+  for (const CollectiveDetail& d : r.slowest_collectives) {
+    j.BeginObject();
+    j.String("comm", CommId(d.comm));
+    j.Uint("seq", d.seq);
+    j.String("op", NcclOpName(d.op));
+    j.Int("ranks", d.nranks);
+    j.Uint("size_bytes", d.size_bytes);
+    j.Int("last_rank", d.last_rank);
+    j.Int("waited_ns", d.waited_ns);
+    if (d.transfer_ns >= 0) {
+      j.Int("transfer_ns", d.transfer_ns);
+    } else {
+      j.Null("transfer_ns");
+    }
+    j.Key("arrivals");
+    j.BeginArray();
+    for (const CollectiveDetail::Rank& rank : d.ranks) {
+      j.BeginObject();
+      j.Int("rank", rank.rank);
+      j.Int("call_ns", rank.arrival);
+      if (rank.kernel_start >= 0) {
+        j.Int("kernel_start_ns", rank.kernel_start);
+        j.Int("kernel_ns", rank.kernel_ns);
+      } else {
+        j.Null("kernel_start_ns");
+        j.Null("kernel_ns");
+      }
+      j.Int("waited_ns", rank.waited_ns);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
 void WriteHostActivity(JsonWriter& j, const JobReport& r) {
   const HostActivityReport& host = r.host_activity;
   j.Key("host_activity");
@@ -611,6 +680,7 @@ std::string FormatJsonReport(const JobReport& r) {
   WriteDevices(j, r);
   WriteCauses(j, r);
   WriteTopGaps(j, r);
+  WriteCollectives(j, r);
   WriteHostActivity(j, r);
 
   j.Key("files");

@@ -159,6 +159,54 @@ std::string FormatTextReport(const JobReport& r) {
     out += '\n';
   }
 
+  if (!r.collectives.empty()) {
+    absl::StrAppendFormat(&out,
+                          "Collectives (per communicator and operation; transfer: the shortest of "
+                          "the ranks' kernels, which waited for nobody)\n");
+    absl::StrAppendFormat(&out, "  %-18s %-15s %5s %7s %10s %10s %11s %11s %10s  %s\n",
+                          "COMMUNICATOR", "OP", "RANKS", "CALLS", "SIZE", "TRANSFER", "ALGBW",
+                          "BUSBW", "WAITED", "LAST MOST OFTEN");
+    for (const CollectiveReport& c : r.collectives) {
+      absl::StrAppendFormat(
+          &out, "  %-18s %-15s %5d %7d %10s %10s %11s %11s %10s  %s\n",
+          absl::StrFormat("0x%016x", c.comm), NcclOpName(c.op), c.nranks, c.collectives,
+          DataSize(c.collectives > 0 ? c.size_bytes / c.collectives : 0),
+          c.timed > 0 ? Seconds(c.transfer_ns) : "-",
+          c.algbw > 0 ? absl::StrFormat("%.1f GB/s", c.algbw) : "-",
+          c.busbw > 0 ? absl::StrFormat("%.1f GB/s", c.busbw) : "-", Seconds(c.waited_ns),
+          c.most_last_rank >= 0 ? absl::StrFormat("rank %d (%d of %d)", c.most_last_rank,
+                                                  c.most_last_count, c.collectives)
+                                : "-");
+    }
+    absl::StrAppendFormat(&out,
+                          "  size: nccl-tests' S per collective (mean); transfer: over the %s "
+                          "collectives whose kernels were paired with their calls; busbw: algbw "
+                          "times nccl-tests' bus factor\n",
+                          "timed");
+    if (!r.slowest_collectives.empty()) {
+      absl::StrAppendFormat(&out, "  waited at longest:\n");
+      int k = 0;
+      for (const CollectiveDetail& d : r.slowest_collectives) {
+        absl::StrAppendFormat(&out,
+                              "  %2d. %s #%d of 0x%016x (%s): the ranks waited %s for rank %d; "
+                              "transfer %s\n",
+                              ++k, NcclOpName(d.op), d.seq, d.comm, DataSize(d.size_bytes),
+                              Seconds(d.waited_ns), d.last_rank,
+                              d.transfer_ns >= 0 ? AutoTime(d.transfer_ns) : "unknown");
+        for (const CollectiveDetail::Rank& rank : d.ranks) {
+          absl::StrAppendFormat(
+              &out, "      rank %-4d called at +%s, kernel %s, waited %s%s\n", rank.rank,
+              Seconds(rank.arrival),
+              rank.kernel_start >= 0
+                  ? absl::StrCat("+", Seconds(rank.kernel_start), " for ", AutoTime(rank.kernel_ns))
+                  : std::string("not paired"),
+              Seconds(rank.waited_ns), rank.rank == d.last_rank ? " (last)" : "");
+        }
+      }
+    }
+    out += '\n';
+  }
+
   const HostActivityReport& host = r.host_activity;
   if (!host.groups.empty() || !host.workers.empty()) {
     absl::StrAppendFormat(&out, "Host activity (time blocked in traced calls, all threads)\n");

@@ -1,6 +1,7 @@
 #include "analyzer/report/units.h"
 
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -24,6 +25,18 @@ std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", fraction
 
 std::string GiB(int64_t bytes) {
   return absl::StrFormat("%.1f", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
+}
+
+std::string DataSize(uint64_t bytes) {
+  if (bytes < 1024) return absl::StrFormat("%d B", bytes);
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
 }
 
 TimeUnit TimeUnitFor(double reference_ns) {

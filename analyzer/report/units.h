@@ -17,6 +17,8 @@ std::string Seconds(int64_t ns);
 std::string Percent(double fraction);
 // Bytes as GiB with one decimal, no unit: "79.6".
 std::string GiB(int64_t bytes);
+// An amount of data in the binary unit that fits it: "512 B", "4.0 KiB", "100.0 MiB", "1.5 GiB".
+std::string DataSize(uint64_t bytes);
 
 // Times of one table of `idlescope diff`: one unit for the whole table, picked by the size of a
 // reference figure (BEFORE's wall time, per step or per run).

@@ -69,6 +69,11 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
   index->clear();
 
   ShardedJob job;
+  if (plan->shards_size() == 1) {
+    job.one_shard = true;
+    job.shards = 1;
+    return job;
+  }
   std::vector<std::unique_ptr<shard::Summary>> summaries;
   // Maps `which` shards of `plan`, replacing their summaries.
   auto map = [&](const shard::Plan& p, const std::vector<uint32_t>& which) -> absl::Status {

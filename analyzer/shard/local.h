@@ -18,6 +18,10 @@
 namespace idlescope {
 
 struct ShardedJob {
+  // The job is one shard (one process, or ranks that are one family): nothing to split, and the
+  // caller reads it in one pass (cli/pipeline.h), which gives the same report without holding the
+  // shard's cross-rank records. No report then.
+  bool one_shard = false;
   JobReport report;
   ReadStats stats;  // summed over the shards (a guest's file counts in every shard reading it)
   uint32_t shards = 0;

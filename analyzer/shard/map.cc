@@ -20,6 +20,7 @@ constexpr std::string_view kAbsentHost{"\0absent", 7};
 }  // namespace
 
 absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index, MapStats* stats) {
+  if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
   if (index >= static_cast<uint32_t>(plan.shards_size())) {
     return absl::InvalidArgumentError(
         absl::StrFormat("no shard %u in the plan (it has %d)", index, plan.shards_size()));

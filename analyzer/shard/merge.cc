@@ -117,12 +117,50 @@ shard::Plan Unite(const shard::Plan& plan, const std::vector<uint32_t>& group_of
   return out;
 }
 
+// What a summary names must exist: its processes in the plan, its gaps' devices in it. (A summary
+// is a file a user hands over: a corrupt one is an error, never a crash.)
+absl::Status CheckSummary(const shard::Summary& s, uint32_t files) {
+  auto bad = [&](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("summary of shard %u is corrupt: %s out of range", s.shard(), what));
+  };
+  auto evidence = [&](const shard::Evidence& e) {
+    for (uint32_t p : e.process()) {
+      if (p >= files) return false;
+    }
+    return true;
+  };
+  for (const shard::ProcessResult& r : s.processes()) {
+    if (r.process() >= files) return bad("a process");
+  }
+  for (const shard::DeviceResult& d : s.devices()) {
+    for (const shard::CauseTotals& t : d.causes()) {
+      if (!evidence(t.stacks()) || !evidence(t.objects())) return bad("an evidence process");
+    }
+    if (d.has_last_gap() && d.last_gap().main().process() >= files) return bad("a gap's process");
+  }
+  for (const shard::Gap& g : s.top_gaps()) {
+    if (g.device() >= static_cast<uint32_t>(s.devices_size())) return bad("a gap's device");
+    if (g.main().process() >= files) return bad("a gap's process");
+  }
+  for (const shard::ActivityTable& t : s.host_activity().tables()) {
+    for (const shard::ActivityItem& item : t.items()) {
+      if (item.process() >= files) return bad("a host activity process");
+    }
+  }
+  for (const shard::Launch& l : s.launches()) {
+    if (l.stack_process() >= files) return bad("a launch's process");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
                                            const std::vector<const shard::Summary*>& summaries) {
   const uint32_t shards = static_cast<uint32_t>(plan.shards_size());
   const uint32_t files = static_cast<uint32_t>(plan.files_size());
+  if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
   // Each shard's summary, by the processes it owns and its guests.
   std::map<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>, uint32_t> shard_of;
   for (uint32_t s = 0; s < shards; ++s) {
@@ -137,6 +175,7 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
     }
     auto it = shard_of.find({Sorted(summary->owned()), Sorted(summary->guests())});
     if (it == shard_of.end()) continue;
+    if (absl::Status s = CheckSummary(*summary, files); !s.ok()) return s;
     // A shard mapped again to the job's end: its newer summary.
     const shard::Summary*& chosen = of[it->second];
     if (chosen == nullptr || summary->finished_at() >= chosen->finished_at()) chosen = summary;
@@ -352,6 +391,7 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
     using Head = std::pair<Ns, uint32_t>;
     std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
     for (uint32_t s = 0; s < shards; ++s) {
+      replays[s].LimitProcesses(files);
       if (!replays[s].done()) heads.push({replays[s].at(), s});
     }
     Ns at = std::numeric_limits<Ns>::min();
@@ -368,6 +408,12 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
       if (!r.done()) heads.push({r.at(), s});
     }
     cross_rank.Finish();
+    for (uint32_t s = 0; s < shards; ++s) {
+      if (replays[s].corrupt()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("summary of shard %u is corrupt: a cross-rank record out of range", s));
+      }
+    }
   }
 
   MergeResult result;
@@ -382,6 +428,7 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
                                .host_activity = host_activity,
                                .collectives = cross_rank.collectives(),
                                .blame = cross_rank.blame(),
+                               .collective_stats = cross_rank.stats(),
                                .startup = startup,
                                .copy_rates = rates,
                                .directories = directories,

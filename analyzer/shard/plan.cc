@@ -280,6 +280,24 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& index,
   return plan;
 }
 
+absl::Status CheckPlan(const shard::Plan& plan) {
+  const uint32_t files = static_cast<uint32_t>(plan.files_size());
+  for (int s = 0; s < plan.shards_size(); ++s) {
+    const shard::Shard& shard = plan.shards(s);
+    if (shard.owned_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("corrupt plan: shard %d owns no file", s));
+    }
+    for (uint32_t i : shard.owned()) {
+      if (i >= files) return absl::InvalidArgumentError("corrupt plan: a file out of range");
+    }
+    for (uint32_t i : shard.guests()) {
+      if (i >= files) return absl::InvalidArgumentError("corrupt plan: a file out of range");
+    }
+  }
+  if (plan.shards_size() == 0) return absl::InvalidArgumentError("corrupt plan: no shard");
+  return absl::OkStatus();
+}
+
 ProcessInfo ToProcessInfo(const shard::Process& p, const std::string& path) {
   ProcessInfo info;
   info.pid = p.pid();

@@ -43,6 +43,10 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& files,
 // collective ends (IndexFile with align) to put the hosts on one clock.
 bool SpansHosts(const std::vector<shard::FileIndex>& files);
 
+// A plan names files it has, and every shard owns one at least (a plan is a file a user hands
+// over: a corrupt one is an error). One line.
+absl::Status CheckPlan(const shard::Plan& plan);
+
 // Conversions between the plan's messages and the analysis's types.
 ProcessInfo ToProcessInfo(const shard::Process& p, const std::string& path);
 AnalysisOptions ToAnalysisOptions(const shard::Options& o);

@@ -303,6 +303,9 @@ void CrossRankRecorder::Arrival(const CollectiveArrival& a) {
   out->set_arrival(a.arrival - at_);
   out->set_process(a.process);
   out->set_tid(a.tid);
+  out->set_op(static_cast<uint32_t>(a.op));
+  out->set_bytes(a.bytes);
+  out->set_grouped(a.grouped);
 }
 
 void CrossRankRecorder::Activity(const RankActivity& a) {
@@ -345,6 +348,23 @@ void CrossRankReplay::Load() {
 void CrossRankReplay::Next(CrossRankSink& sink) {
   const shard::CrossRankRecord& r = batch_.records(next_);
   const Ns at = at_;
+  const uint32_t process = r.has_arrival()    ? r.arrival().process()
+                           : r.has_activity() ? r.activity().process()
+                           : r.has_snapshot() ? r.snapshot().process()
+                                              : 0;
+  if (process >= processes_) {
+    corrupt_ = true;
+  } else {
+    Hand(r, at, sink);
+  }
+  if (++next_ >= batch_.records_size()) {
+    Load();
+  } else {
+    at_ += batch_.records(next_).at();
+  }
+}
+
+void CrossRankReplay::Hand(const shard::CrossRankRecord& r, Ns at, CrossRankSink& sink) {
   auto activity = [at](const shard::Activity& m) {
     const Ns start = at + m.start();
     return RankActivity{.rank = m.rank(),
@@ -365,7 +385,10 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
                     .job_rank = a.job_rank(),
                     .arrival = at + a.arrival(),
                     .process = a.process(),
-                    .tid = a.tid()});
+                    .tid = a.tid(),
+                    .op = static_cast<NcclOp>(a.op()),
+                    .bytes = a.bytes(),
+                    .grouped = a.grouped()});
       break;
     }
     case shard::CrossRankRecord::kActivity:
@@ -382,11 +405,6 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
     }
     default:
       break;
-  }
-  if (++next_ >= batch_.records_size()) {
-    Load();
-  } else {
-    at_ += batch_.records(next_).at();
   }
 }
 

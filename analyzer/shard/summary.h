@@ -57,15 +57,21 @@ class CrossRankReplay {
   explicit CrossRankReplay(const shard::Summary& summary) : summary_(summary) { Load(); }
   bool done() const { return next_ >= batch_.records_size(); }
   Ns at() const { return at_; }
-  // Hands the next record to `sink` and moves on.
+  // Hands the next record to `sink` and moves on. A record naming a process past `processes`
+  // (LimitProcesses) is not handed on: the summary is corrupt.
   void Next(CrossRankSink& sink);
+  void LimitProcesses(uint32_t processes) { processes_ = processes; }
+  bool corrupt() const { return corrupt_; }
 
  private:
   void Load();
+  void Hand(const shard::CrossRankRecord& r, Ns at, CrossRankSink& sink);
   const shard::Summary& summary_;
   int batch_index_ = 0;
   int next_ = 0;
   Ns at_ = 0;  // of the next record
+  uint32_t processes_ = ~uint32_t{0};
+  bool corrupt_ = false;
   shard::CrossRankBatch batch_;
 };
 
