@@ -7,13 +7,19 @@
 //   idlescope plan [analysis options] -o PLAN INDEX...
 //   idlescope map -o SUMMARY PLAN SHARD
 //   idlescope merge [--format text|json] [-o FILE] [--replan PLAN2] PLAN SUMMARY...
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
@@ -200,12 +206,21 @@ int MapCommand(int argc, char** argv) {
   }
   shard::Plan plan;
   if (!ReadMessage("map", args[0], "plan", &plan)) return 1;
-  absl::StatusOr<shard::Summary> summary = MapShard(plan, static_cast<uint32_t>(shard));
-  if (!summary.ok()) {
-    std::fprintf(stderr, "idlescope map: %s\n", std::string(summary.status().message()).c_str());
+  // Written under another name and renamed: a summary is whole or absent.
+  const std::string partial = absl::StrCat(output, ".tmp-", getpid());
+  absl::StatusOr<MapStats> mapped = MapShard(plan, static_cast<uint32_t>(shard), partial);
+  if (!mapped.ok()) {
+    std::remove(partial.c_str());
+    std::fprintf(stderr, "idlescope map: %s\n", std::string(mapped.status().message()).c_str());
     return 1;
   }
-  return WriteOutput("map", output, summary->SerializeAsString()) ? 0 : 1;
+  if (std::rename(partial.c_str(), output.c_str()) != 0) {
+    std::fprintf(stderr, "idlescope map: cannot write %s: %s\n", output.c_str(),
+                 std::strerror(errno));
+    std::remove(partial.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 int MergeCommand(int argc, char** argv) {
@@ -243,11 +258,16 @@ int MergeCommand(int argc, char** argv) {
   }
   shard::Plan plan;
   if (!ReadMessage("merge", args[0], "plan", &plan)) return 1;
-  std::vector<shard::Summary> summaries(args.size() - 1);
-  std::vector<const shard::Summary*> view;
+  std::vector<std::unique_ptr<SummaryFile>> summaries;
+  std::vector<const SummaryFile*> view;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (!ReadMessage("merge", args[i], "summary", &summaries[i - 1])) return 1;
-    view.push_back(&summaries[i - 1]);
+    absl::StatusOr<std::unique_ptr<SummaryFile>> file = SummaryFile::Open(args[i]);
+    if (!file.ok()) {
+      std::fprintf(stderr, "idlescope merge: %s\n", std::string(file.status().message()).c_str());
+      return 1;
+    }
+    view.push_back(file->get());
+    summaries.push_back(std::move(*file));
   }
   absl::StatusOr<MergeResult> merged = MergeSummaries(plan, view);
   if (!merged.ok()) {

@@ -1,19 +1,57 @@
 #include "analyzer/shard/local.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/shard/map.h"
 #include "analyzer/shard/merge.h"
 #include "analyzer/shard/plan.h"
+#include "analyzer/shard/summary_file.h"
 
 namespace idlescope {
 namespace {
+
+// A directory of this process's own under $TMPDIR (else /tmp), removed with what it holds.
+class TemporaryDirectory {
+ public:
+  static absl::StatusOr<TemporaryDirectory> Create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/idlescope-shards-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create a directory for the shards' summaries (", pattern,
+                       "): ", std::strerror(errno), "; set TMPDIR, or --single-process"));
+    }
+    return TemporaryDirectory(std::move(pattern));
+  }
+  TemporaryDirectory(TemporaryDirectory&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  ~TemporaryDirectory() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TemporaryDirectory(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 size_t Threads(size_t jobs, size_t work) {
   if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -74,18 +112,29 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
     job.shards = 1;
     return job;
   }
-  std::vector<std::unique_ptr<shard::Summary>> summaries;
-  // Maps `which` shards of `plan`, replacing their summaries.
+  // Summaries go to files of a directory of their own (summary_file.h: bounded memory however
+  // long the job), removed when done.
+  absl::StatusOr<TemporaryDirectory> dir = TemporaryDirectory::Create();
+  if (!dir.ok()) return dir.status();
+  std::vector<std::unique_ptr<SummaryFile>> summaries;
+  int round = 0;
+  // Maps `which` shards of `plan`; their summaries join the others.
   auto map = [&](const shard::Plan& p, const std::vector<uint32_t>& which) -> absl::Status {
-    std::vector<absl::StatusOr<shard::Summary>> out(which.size(), absl::UnknownError(""));
-    std::vector<MapStats> stats(which.size());
+    std::vector<absl::StatusOr<MapStats>> out(which.size(), absl::UnknownError(""));
+    std::vector<std::string> paths(which.size());
+    for (size_t i = 0; i < which.size(); ++i) {
+      paths[i] = absl::StrCat(dir->path(), "/summary-", round, "-", which[i]);
+    }
     ForEachParallel(which.size(), jobs,
-                    [&](size_t i) { out[i] = MapShard(p, which[i], &stats[i]); });
+                    [&](size_t i) { out[i] = MapShard(p, which[i], paths[i]); });
     for (size_t i = 0; i < which.size(); ++i) {
       if (!out[i].ok()) return out[i].status();
-      Add(job.stats, stats[i].read);
-      summaries.push_back(std::make_unique<shard::Summary>(std::move(*out[i])));
+      Add(job.stats, out[i]->read);
+      absl::StatusOr<std::unique_ptr<SummaryFile>> file = SummaryFile::Open(paths[i]);
+      if (!file.ok()) return file.status();
+      summaries.push_back(std::move(*file));
     }
+    ++round;
     return absl::OkStatus();
   };
   std::vector<uint32_t> all(static_cast<size_t>(plan->shards_size()));
@@ -93,8 +142,8 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
   if (absl::Status s = map(*plan, all); !s.ok()) return s;
   // Each round either builds the report or unites shards / moves the end hint to the job's end,
   // after which the same request cannot come again: a few rounds at most.
-  for (int round = 0; round < 8; ++round) {
-    std::vector<const shard::Summary*> view;
+  for (int rounds = 0; rounds < 8; ++rounds) {
+    std::vector<const SummaryFile*> view;
     for (const auto& s : summaries) view.push_back(s.get());
     absl::StatusOr<MergeResult> merged = MergeSummaries(*plan, view);
     if (!merged.ok()) return merged.status();
@@ -102,7 +151,7 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
       job.report = std::move(*merged->report);
       job.shards = static_cast<uint32_t>(plan->shards_size());
       job.threads = static_cast<uint32_t>(Threads(jobs, all.size()));
-      for (const auto& s : summaries) job.summary_bytes += s->ByteSizeLong();
+      for (const auto& s : summaries) job.summary_bytes += s->bytes();
       return job;
     }
     *plan = std::move(merged->replan);

@@ -19,7 +19,8 @@ constexpr std::string_view kAbsentHost{"\0absent", 7};
 
 }  // namespace
 
-absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index, MapStats* stats) {
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index,
+                                  const std::string& path) {
   if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
   if (index >= static_cast<uint32_t>(plan.shards_size())) {
     return absl::InvalidArgumentError(
@@ -45,10 +46,12 @@ absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index,
   absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::OpenPlanned(inputs);
   if (!reader.ok()) return reader.status();
 
+  absl::StatusOr<std::unique_ptr<SummaryWriter>> writer = SummaryWriter::Create(path);
+  if (!writer.ok()) return writer.status();
   const AnalysisOptions options = ToAnalysisOptions(plan.options());
   JobAnalysis analysis(options);
   analysis.SetRoles(roles);
-  CrossRankRecorder cross_rank;
+  CrossRankRecorder cross_rank(writer->get());
   analysis.SetCrossRankSink(&cross_rank);
   analysis.ReserveProcesses(n);
   // Every process of the job in the plan's order, so that ids are the job's. A process the shard
@@ -74,12 +77,18 @@ absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t index,
   const Ns finished_at = std::max(end, plan.job_end_hint());
   analysis.Finish(finished_at);
   JobSymbols symbols = (*reader)->TakeSymbols();
-  if (stats != nullptr) {
-    stats->read = (*reader)->stats();
-    stats->cross_rank_records = cross_rank.records();
+  if (absl::StatusOr<std::vector<std::string>> kept = cross_rank.Finish(); !kept.ok()) {
+    return kept.status();
   }
-  return Summarize(analysis, cross_rank, symbols, shard, index, plan.options().python_frames(), end,
-                   finished_at);
+  absl::Status written =
+      (*writer)->Finish(Summarize(analysis, cross_rank, symbols, shard, index,
+                                  plan.options().python_frames(), end, finished_at));
+  if (!written.ok()) return written;
+  MapStats stats;
+  stats.read = (*reader)->stats();
+  stats.cross_rank_records = cross_rank.records();
+  stats.summary_bytes = (*writer)->bytes();
+  return stats;
 }
 
 }  // namespace idlescope

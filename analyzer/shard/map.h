@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "analyzer/read/job_reader.h"
@@ -15,10 +16,12 @@ namespace idlescope {
 struct MapStats {
   ReadStats read;  // of the files the shard read (its guests' too)
   uint64_t cross_rank_records = 0;
+  uint64_t summary_bytes = 0;
 };
 
-// Errors (one line): no such shard, a file that cannot be read as planned.
-absl::StatusOr<shard::Summary> MapShard(const shard::Plan& plan, uint32_t shard,
-                                        MapStats* stats = nullptr);
+// Writes the summary of shard `shard` to `path` (summary_file.h: its cross-rank records as they
+// are made). Errors (one line): no such shard, a file that cannot be read as planned, the summary
+// that cannot be written.
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t shard, const std::string& path);
 
 }  // namespace idlescope

@@ -157,7 +157,7 @@ absl::Status CheckSummary(const shard::Summary& s, uint32_t files) {
 }  // namespace
 
 absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
-                                           const std::vector<const shard::Summary*>& summaries) {
+                                           const std::vector<const SummaryFile*>& summaries) {
   const uint32_t shards = static_cast<uint32_t>(plan.shards_size());
   const uint32_t files = static_cast<uint32_t>(plan.files_size());
   if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
@@ -168,7 +168,9 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
     shard_of[{Sorted(sh.owned()), Sorted(sh.guests())}] = s;
   }
   std::vector<const shard::Summary*> of(shards, nullptr);
-  for (const shard::Summary* summary : summaries) {
+  std::vector<const SummaryFile*> file_of(shards, nullptr);
+  for (const SummaryFile* file : summaries) {
+    const shard::Summary* summary = &file->state();
     if (summary->format() != kShardFormat) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "summary of format %u, this idlescope reads format %u", summary->format(), kShardFormat));
@@ -178,7 +180,10 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
     if (absl::Status s = CheckSummary(*summary, files); !s.ok()) return s;
     // A shard mapped again to the job's end: its newer summary.
     const shard::Summary*& chosen = of[it->second];
-    if (chosen == nullptr || summary->finished_at() >= chosen->finished_at()) chosen = summary;
+    if (chosen == nullptr || summary->finished_at() >= chosen->finished_at()) {
+      chosen = summary;
+      file_of[it->second] = file;
+    }
   }
   for (uint32_t s = 0; s < shards; ++s) {
     if (of[s] == nullptr) {
@@ -387,7 +392,7 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
   {
     std::vector<CrossRankReplay> replays;
     replays.reserve(shards);
-    for (uint32_t s = 0; s < shards; ++s) replays.emplace_back(*of[s]);
+    for (uint32_t s = 0; s < shards; ++s) replays.emplace_back(*file_of[s]);
     using Head = std::pair<Ns, uint32_t>;
     std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
     for (uint32_t s = 0; s < shards; ++s) {

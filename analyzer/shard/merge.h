@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "analyzer/model/job_report.h"
+#include "analyzer/shard/summary_file.h"
 #include "summary.pb.h"
 
 namespace idlescope {
@@ -40,6 +41,6 @@ struct MergeResult {
 // plan no longer has are ignored). Errors (one line): a shard without a summary, a summary of
 // another format.
 absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
-                                           const std::vector<const shard::Summary*>& summaries);
+                                           const std::vector<const SummaryFile*>& summaries);
 
 }  // namespace idlescope

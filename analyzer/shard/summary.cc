@@ -266,11 +266,19 @@ void GapSymbols(const ClosedGap& g, SymbolWriter& symbols) {
 
 // --- cross-rank records ---
 
-shard::CrossRankRecord* CrossRankRecorder::Add() {
-  if (batch_.records_size() >= kRecordsPerBatch) {
-    batches_.push_back(batch_.SerializeAsString());
-    batch_.Clear();
+void CrossRankRecorder::CloseBatch() {
+  if (batch_.records_size() == 0) return;
+  std::string bytes = batch_.SerializeAsString();
+  batch_.Clear();
+  if (writer_ == nullptr) {
+    batches_.push_back(std::move(bytes));
+  } else if (status_.ok()) {
+    status_ = writer_->AddBatch(bytes);
   }
+}
+
+shard::CrossRankRecord* CrossRankRecorder::Add() {
+  if (batch_.records_size() >= kRecordsPerBatch) CloseBatch();
   if (batch_.records_size() == 0) batch_at_ = 0;
   ++records_;
   shard::CrossRankRecord* r = batch_.add_records();
@@ -280,6 +288,8 @@ shard::CrossRankRecord* CrossRankRecorder::Add() {
 }
 
 void CrossRankRecorder::WriteActivity(const RankActivity& a, shard::Activity* out) {
+  if (a.stack != 0) stacks_.insert({a.process, a.stack});
+  if (a.object != 0) objects_.insert({a.process, a.object});
   out->set_rank(a.rank);
   out->set_start(a.when.start - at_);
   out->set_end(a.when.end - a.when.start);
@@ -328,19 +338,17 @@ void CrossRankRecorder::Snapshot(int32_t rank, uint32_t process, uint32_t tid, I
   out->set_end(copy.end - copy.start);
 }
 
-std::vector<std::string> CrossRankRecorder::TakeBatches() {
-  if (batch_.records_size() > 0) {
-    batches_.push_back(batch_.SerializeAsString());
-    batch_.Clear();
-  }
+absl::StatusOr<std::vector<std::string>> CrossRankRecorder::Finish() {
+  CloseBatch();
+  if (!status_.ok()) return status_;
   return std::move(batches_);
 }
 
 void CrossRankReplay::Load() {
   next_ = 0;
   batch_.Clear();
-  while (batch_index_ < summary_.cross_rank_size() && batch_.records_size() == 0) {
-    batch_.ParseFromString(summary_.cross_rank(batch_index_++));
+  while (batch_index_ < summary_.batches() && batch_.records_size() == 0) {
+    if (!batch_.ParseFromString(summary_.Batch(batch_index_++))) corrupt_ = true;
   }
   if (batch_.records_size() > 0) at_ = batch_.records(0).at();
 }
@@ -410,7 +418,7 @@ void CrossRankReplay::Hand(const shard::CrossRankRecord& r, Ns at, CrossRankSink
 
 // --- the summary ---
 
-shard::Summary Summarize(const JobAnalysis& analysis, CrossRankRecorder& cross_rank,
+shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& cross_rank,
                          const SymbolSource& source, const shard::Shard& shard,
                          uint32_t shard_index, bool python_frames, Ns end, Ns finished_at) {
   shard::Summary s;
@@ -554,18 +562,16 @@ shard::Summary Summarize(const JobAnalysis& analysis, CrossRankRecorder& cross_r
     m->set_gpu_activities(f.gpu_activities);
     m->set_footer(f.footer);
   }
-  // Blame's evidence: the activity's stacks and objects.
-  std::vector<std::string> batches = cross_rank.TakeBatches();
-  for (std::string& bytes : batches) {
-    shard::CrossRankBatch batch;
-    batch.ParseFromString(bytes);
-    for (const shard::CrossRankRecord& record : batch.records()) {
-      if (!record.has_activity()) continue;
-      symbols.Stack(record.activity().process(), record.activity().stack());
-      symbols.String(record.activity().process(), record.activity().object());
-    }
-    s.add_cross_rank(std::move(bytes));
-  }
+  // Blame's evidence: the activity's stacks and objects (sorted: the same summary, byte for byte).
+  std::vector<EvidenceKey> keys(cross_rank.stacks().begin(), cross_rank.stacks().end());
+  auto by_key = [](const EvidenceKey& a, const EvidenceKey& b) {
+    return std::tie(a.process, a.id) < std::tie(b.process, b.id);
+  };
+  std::sort(keys.begin(), keys.end(), by_key);
+  for (const EvidenceKey& k : keys) symbols.Stack(k.process, k.id);
+  keys.assign(cross_rank.objects().begin(), cross_rank.objects().end());
+  std::sort(keys.begin(), keys.end(), by_key);
+  for (const EvidenceKey& k : keys) symbols.String(k.process, k.id);
   return s;
 }
 

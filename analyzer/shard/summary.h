@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "analyzer/analysis/blame.h"
 #include "analyzer/analysis/cross_rank.h"
 #include "analyzer/analysis/device_result.h"
@@ -16,6 +18,7 @@
 #include "analyzer/analysis/job_analysis.h"
 #include "analyzer/analysis/startup.h"
 #include "analyzer/model/symbol_source.h"
+#include "analyzer/shard/summary_file.h"
 #include "summary.pb.h"
 
 namespace idlescope {
@@ -29,19 +32,32 @@ class CrossRankRecorder : public CrossRankSink {
   // The merge holds one parsed batch of every shard at once.
   static constexpr int kRecordsPerBatch = 256;
 
+  // Each full batch goes to `writer` (summary_file.h) as it is made: the map's memory stays
+  // bounded however long the job. Without one they are kept (TakeBatches).
+  explicit CrossRankRecorder(SummaryWriter* writer = nullptr) : writer_(writer) {}
+
   void Arrival(const CollectiveArrival& a) override;
   void Activity(const RankActivity& a) override;
   void NcclKernel(int32_t rank, Interval when) override;
   void Snapshot(int32_t rank, uint32_t process, uint32_t tid, Interval copy) override;
   void AdvanceTo(Ns t) override { at_ = std::max(at_, t); }
 
-  // The batches, serialized (the last one closed).
-  std::vector<std::string> TakeBatches();
+  // Closes the last batch; the batches kept (none with a writer). Errors: the writer's.
+  absl::StatusOr<std::vector<std::string>> Finish();
   uint64_t records() const { return records_; }
+  // The (process, id) of the stacks and objects the activity records name: the summary resolves
+  // them.
+  const absl::flat_hash_set<EvidenceKey>& stacks() const { return stacks_; }
+  const absl::flat_hash_set<EvidenceKey>& objects() const { return objects_; }
 
  private:
   shard::CrossRankRecord* Add();
+  void CloseBatch();
   void WriteActivity(const RankActivity& a, shard::Activity* out);
+
+  SummaryWriter* writer_;
+  absl::Status status_;
+  absl::flat_hash_set<EvidenceKey> stacks_, objects_;
 
   Ns at_ = 0;
   Ns batch_at_ = 0;  // the `at` of the batch's last record
@@ -54,7 +70,7 @@ class CrossRankRecorder : public CrossRankSink {
 // Replays one summary's cross-rank records in order, a batch at a time.
 class CrossRankReplay {
  public:
-  explicit CrossRankReplay(const shard::Summary& summary) : summary_(summary) { Load(); }
+  explicit CrossRankReplay(const SummaryFile& summary) : summary_(summary) { Load(); }
   bool done() const { return next_ >= batch_.records_size(); }
   Ns at() const { return at_; }
   // Hands the next record to `sink` and moves on. A record naming a process past `processes`
@@ -66,8 +82,8 @@ class CrossRankReplay {
  private:
   void Load();
   void Hand(const shard::CrossRankRecord& r, Ns at, CrossRankSink& sink);
-  const shard::Summary& summary_;
-  int batch_index_ = 0;
+  const SummaryFile& summary_;
+  size_t batch_index_ = 0;
   int next_ = 0;
   Ns at_ = 0;  // of the next record
   uint32_t processes_ = ~uint32_t{0};
@@ -75,9 +91,10 @@ class CrossRankReplay {
   shard::CrossRankBatch batch_;
 };
 
-// The summary of a shard's finished analysis. `symbols` resolves the ids it names (the shard's
-// reader's tables); `end` and `finished_at` as Summary says.
-shard::Summary Summarize(const JobAnalysis& analysis, CrossRankRecorder& cross_rank,
+// The summary of a shard's finished analysis but its cross-rank records (the recorder's, whose
+// stacks and objects it resolves too). `symbols` resolves the ids it names (the shard's reader's
+// tables); `end` and `finished_at` as Summary says.
+shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& cross_rank,
                          const SymbolSource& symbols, const shard::Shard& shard,
                          uint32_t shard_index, bool python_frames, Ns end, Ns finished_at);
 
