@@ -29,6 +29,13 @@ class ProgressSink : public RecordSink {
   void AddGpuRecord(const GpuRecord& /*record*/) override { Tick(); }
   // Erases the progress line, if one was written.
   void Finish();
+  // A job in shards: `events` more records read (by any shard; the caller serializes the calls),
+  // and the total once it is known.
+  void AddEvents(uint64_t events) {
+    events_ += events;
+    Check();
+  }
+  void SetTotal(uint64_t total_bytes) { total_bytes_ = total_bytes; }
 
   // The line for these figures (tests check the wording and the arithmetic).
   static std::string Line(const std::string& command, uint64_t read, uint64_t total,

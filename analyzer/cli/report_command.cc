@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
+#include "analyzer/cli/progress.h"
 #include "analyzer/report/device_strips.h"
 #include "analyzer/report/html_report.h"
 #include "analyzer/report/report_exporters.h"
@@ -78,8 +80,22 @@ void PrintThroughput(std::chrono::steady_clock::time_point started, uint64_t hos
 int ReportInShards(const std::vector<std::string>& inputs, const PipelineOptions& pipeline,
                    size_t jobs, const Exporter<JobReport>& exporter, const std::string& output) {
   auto started = std::chrono::steady_clock::now();
+  // Progress of the shards together, on a terminal.
+  std::optional<ProgressSink> progress;
+  uint64_t bytes_read = 0;
+  ShardProgress on_progress;
+  if (!pipeline.progress.empty() && ProgressSink::Wanted(false)) {
+    progress.emplace(
+        pipeline.progress, [&bytes_read] { return bytes_read; }, 0);
+    on_progress = [&](uint64_t total, uint64_t bytes, uint64_t records) {
+      progress->SetTotal(total);
+      bytes_read += bytes;
+      progress->AddEvents(records);
+    };
+  }
   absl::StatusOr<ShardedJob> job =
-      AnalyzeJobInShards(inputs, pipeline.analysis, pipeline.read, jobs);
+      AnalyzeJobInShards(inputs, pipeline.analysis, pipeline.read, jobs, on_progress);
+  if (progress) progress->Finish();
   if (!job.ok()) {
     std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
     return 1;

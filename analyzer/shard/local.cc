@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -99,7 +100,8 @@ absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::st
 
 absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& inputs,
                                               const AnalysisOptions& options,
-                                              const ReadOptions& read, size_t jobs) {
+                                              const ReadOptions& read, size_t jobs,
+                                              const ShardProgress& progress) {
   absl::StatusOr<std::vector<shard::FileIndex>> index = IndexJob(inputs, jobs);
   if (!index.ok()) return index.status();
   absl::StatusOr<shard::Plan> plan = MakePlan(*index, options, read.reorder_window);
@@ -125,8 +127,16 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
     for (size_t i = 0; i < which.size(); ++i) {
       paths[i] = absl::StrCat(dir->path(), "/summary-", round, "-", which[i]);
     }
+    std::mutex progress_mutex;
+    MapTick tick;
+    if (progress) {
+      tick = [&](uint64_t bytes, uint64_t records) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(p.total_bytes(), bytes, records);
+      };
+    }
     ForEachParallel(which.size(), jobs,
-                    [&](size_t i) { out[i] = MapShard(p, which[i], paths[i]); });
+                    [&](size_t i) { out[i] = MapShard(p, which[i], paths[i], tick); });
     for (size_t i = 0; i < which.size(); ++i) {
       if (!out[i].ok()) return out[i].status();
       Add(job.stats, out[i]->read);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,12 @@ absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::st
                                                        size_t jobs);
 
 // `jobs`: threads mapping shards (0: one per core).
+// `progress`, when given, is called (from any of the threads, one call at a time) with the job's
+// size in bytes, and the bytes read and records analyzed since its last call.
+using ShardProgress = std::function<void(uint64_t total_bytes, uint64_t bytes, uint64_t records)>;
 absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& inputs,
                                               const AnalysisOptions& options,
-                                              const ReadOptions& read, size_t jobs);
+                                              const ReadOptions& read, size_t jobs,
+                                              const ShardProgress& progress = {});
 
 }  // namespace idlescope

@@ -14,13 +14,38 @@
 namespace idlescope {
 namespace {
 
+// Counts the records the analysis is handed, and tells `tick` how far the reader is every 4096.
+class TickSink : public RecordSink {
+ public:
+  TickSink(const JobReader& reader, const MapTick& tick) : reader_(reader), tick_(tick) {}
+  ~TickSink() override { Flush(); }
+  void AddProcess(uint32_t, const ProcessInfo&) override {}
+  void AddHostEvent(const HostEvent&) override { Count(); }
+  void AddGpuRecord(const GpuRecord&) override { Count(); }
+  void Flush() {
+    const uint64_t read = reader_.BytesRead();
+    if (records_ > 0 || read > reported_) tick_(read - reported_, records_);
+    reported_ = read;
+    records_ = 0;
+  }
+
+ private:
+  void Count() {
+    if (++records_ == 4096) Flush();
+  }
+  const JobReader& reader_;
+  const MapTick& tick_;
+  uint64_t reported_ = 0;
+  uint64_t records_ = 0;
+};
+
 // Not a host name (a NUL is never part of one).
 constexpr std::string_view kAbsentHost{"\0absent", 7};
 
 }  // namespace
 
-absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index,
-                                  const std::string& path) {
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, const std::string& path,
+                                  const MapTick& tick) {
   if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
   if (index >= static_cast<uint32_t>(plan.shards_size())) {
     return absl::InvalidArgumentError(
@@ -72,7 +97,13 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index,
   ReadOptions read;
   read.reorder_window = plan.options().reorder_window();
   read.align_clocks = false;
-  (*reader)->Run(analysis, read);
+  if (tick) {
+    TickSink ticks(**reader, tick);
+    TeeSink tee({&analysis, &ticks});
+    (*reader)->Run(tee, read);
+  } else {
+    (*reader)->Run(analysis, read);
+  }
   const Ns end = analysis.End();
   const Ns finished_at = std::max(end, plan.job_end_hint());
   analysis.Finish(finished_at);

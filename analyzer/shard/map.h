@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -22,6 +23,10 @@ struct MapStats {
 // Writes the summary of shard `shard` to `path` (summary_file.h: its cross-rank records as they
 // are made). Errors (one line): no such shard, a file that cannot be read as planned, the summary
 // that cannot be written.
-absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t shard, const std::string& path);
+// `tick`, when given, is called every few thousand records with the bytes read and the records
+// handed on since its last call (progress of a long analysis).
+using MapTick = std::function<void(uint64_t bytes, uint64_t records)>;
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t shard, const std::string& path,
+                                  const MapTick& tick = {});
 
 }  // namespace idlescope
