@@ -20,6 +20,7 @@
 #include "analyzer/shard/merge.h"
 #include "analyzer/shard/plan.h"
 #include "analyzer/shard/summary_file.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace idlescope {
 namespace {
@@ -62,6 +63,10 @@ size_t Threads(size_t jobs, size_t work) {
 // Runs fn(i) for i in [0, n) on `jobs` threads.
 template <typename Fn>
 void ForEachParallel(size_t n, size_t jobs, Fn&& fn) {
+  // libprotobuf makes its empty unknown-field set on first use, inside the library, where a
+  // ThreadSanitizer build cannot see the guard that orders it with the threads' reads: made here,
+  // before the threads, it is ordered by their start.
+  (void)google::protobuf::UnknownFieldSet::default_instance();
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < n; i = next++) fn(i);
