@@ -481,10 +481,36 @@ def RunRankCheckpoint(opts, workdir):
                           (spec["evidence"], text))
     reduction = 1 - sums["fixed"] / sums["bad"] if sums["bad"] > 0 else 0
     print("  waits blamed on rank %d's checkpoint reduced by %.1f%%" % (rank, 100 * reduction))
+    # The asynchronous fix keeps the device-to-host snapshot on the training thread (as
+    # torch.distributed.checkpoint.async_save stages): it removes the writes, not the copy. On a
+    # GPU the copy runs at ~25 GB/s (3 ms of a 64 MiB checkpoint's 60+ ms); on simgpu it is a host
+    # memcpy, 6.6 GB/s on an idle 2-core VM and 1.4 GB/s under load, where the snapshots alone
+    # are 20-35% of the synchronous twin's waits. So the bound is on the waits beyond what the
+    # snapshots can explain: each waiting rank waits at most each snapshot's length (the
+    # snapshot copies' idle time on rank 3, an upper bound: it includes the last one, after the
+    # last collective).
+    beyond = {}
+    for twin, report in (("bad", bad), ("fixed", fixed)):
+        snapshot_ns = sum(int(f.get("idle_ns", 0))
+                          for f in (CauseEntry(report, "checkpointing") or {}).get("findings", [])
+                          if f.get("kind") == "snapshot_copies")
+        beyond[twin] = max(0, sums[twin] - entry["waiting_ranks"] * snapshot_ns)
+        print("  %s: rank %d's snapshot copies %s; waits blamed on its checkpoint beyond them "
+              "(x%d waiting ranks) %s" % (twin, rank, Seconds(snapshot_ns), entry["waiting_ranks"],
+                                          Seconds(beyond[twin])))
+    fixed_entry = Blamed(fixed, rank).get("checkpointing")
+    if fixed_entry is not None:
+        text = StackText(fixed, fixed_entry.get("stack_id"))
+        if "write_checkpoint_file" in text:
+            raise PairFailure("fixed twin: the other ranks waited for rank %d's checkpoint writes, "
+                              "which its background thread does: %s" % (rank, text))
+    reduction = 1 - beyond["fixed"] / beyond["bad"] if beyond["bad"] > 0 else 0
+    print("  waits blamed on rank %d's checkpoint beyond its snapshot copies reduced by %.1f%%" %
+          (rank, 100 * reduction))
     if reduction < MIN_REDUCTION:
-        raise PairFailure("fixed twin: the waits blamed on rank %d's checkpoint reduced by %.1f%%, "
-                          "expected at least %.0f%%" % (rank, 100 * reduction,
-                                                        100 * MIN_REDUCTION))
+        raise PairFailure("fixed twin: the waits blamed on rank %d's checkpoint beyond its snapshot "
+                          "copies reduced by %.1f%%, expected at least %.0f%%" %
+                          (rank, 100 * reduction, 100 * MIN_REDUCTION))
     CheckDiff(opts, bad_dir, fixed_dir, "communication")
 
 
