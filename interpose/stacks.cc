@@ -307,6 +307,136 @@ std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
   return out;
 }
 
+// A big module's .dynsym, sorted, for the lookups dladdr would do. glibc's dladdr scans every
+// dynamic symbol of the module on each call: ~200 us per frame in gcc's cc1 (28,902 symbols,
+// linked -rdynamic for plugins), a quarter of a traced `make -j2`'s CPU; libtorch has several
+// times more. The names stay in our own read-only mapping of the file (valid whatever the
+// program unloads), used only when the file's build id is the loaded image's.
+class DynsymIndex {
+ public:
+  // Modules smaller than this, or with fewer dynamic symbols, keep dladdr: opening and sorting
+  // would cost more than their few lookups.
+  static constexpr off_t kMinFileBytes = 4 << 20;
+  static constexpr size_t kMinSymbols = 4096;
+
+  // The index of `path` if it is big and its build id is `build_id`; null otherwise.
+  static std::unique_ptr<DynsymIndex> Load(const std::string& path, const std::string& build_id);
+  ~DynsymIndex() { munmap(const_cast<uint8_t*>(map_), size_); }
+
+  // The function whose [start, start + size) holds `rel` (module-relative), or "".
+  std::string NameAt(uint64_t rel) const {
+    auto it = std::upper_bound(entries_.begin(), entries_.end(), rel,
+                               [](uint64_t v, const Entry& e) { return v < e.addr; });
+    if (it == entries_.begin()) return {};
+    --it;
+    if (rel >= it->addr + std::max<uint64_t>(it->size, 1)) return {};
+    return std::string(strs_ + it->name, strnlen(strs_ + it->name, strs_size_ - it->name));
+  }
+
+ private:
+  struct Entry {
+    uint64_t addr, size;
+    uint32_t name;
+  };
+  DynsymIndex(const uint8_t* map, size_t size) : map_(map), size_(size) {}
+  const uint8_t* map_;
+  size_t size_;
+  const char* strs_ = nullptr;
+  size_t strs_size_ = 0;
+  std::vector<Entry> entries_;
+};
+
+// The GNU build id among the notes of an ELF file's program headers, or "".
+std::string FileBuildId(const uint8_t* base, size_t size) {
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > size ||
+      uint64_t{eh->e_phnum} * sizeof(Elf64_Phdr) > size - eh->e_phoff) {
+    return {};
+  }
+  const auto* ph = reinterpret_cast<const Elf64_Phdr*>(base + eh->e_phoff);
+  for (int i = 0; i < eh->e_phnum; ++i) {
+    if (ph[i].p_type != PT_NOTE || ph[i].p_offset > size ||
+        ph[i].p_filesz > size - ph[i].p_offset) {
+      continue;
+    }
+    const uint8_t* p = base + ph[i].p_offset;
+    const uint8_t* end = p + ph[i].p_filesz;
+    while (p + sizeof(Elf64_Nhdr) <= end) {
+      const auto* nh = reinterpret_cast<const Elf64_Nhdr*>(p);
+      const uint8_t* name = p + sizeof(Elf64_Nhdr);
+      const uint64_t name_bytes = (uint64_t{nh->n_namesz} + 3) & ~uint64_t{3};
+      const uint64_t desc_bytes = (uint64_t{nh->n_descsz} + 3) & ~uint64_t{3};
+      if (name_bytes > static_cast<uint64_t>(end - name) ||
+          desc_bytes > static_cast<uint64_t>(end - name) - name_bytes) {
+        break;
+      }
+      const uint8_t* desc = name + name_bytes;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        return std::string(reinterpret_cast<const char*>(desc), nh->n_descsz);
+      }
+      p = desc + desc_bytes;
+    }
+  }
+  return {};
+}
+
+std::unique_ptr<DynsymIndex> DynsymIndex::Load(const std::string& path,
+                                               const std::string& build_id) {
+  if (build_id.empty()) return nullptr;  // nothing to tell the file is the loaded image
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || st.st_size < kMinFileBytes) return nullptr;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  if (fstat(fd, &st) != 0 || st.st_size < kMinFileBytes) {
+    close(fd);
+    return nullptr;
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return nullptr;
+  std::unique_ptr<DynsymIndex> index(new DynsymIndex(static_cast<const uint8_t*>(map), size));
+  const uint8_t* base = index->map_;
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  auto in_file = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_file(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr)) ||
+      FileBuildId(base, size) != build_id) {
+    return nullptr;
+  }
+  const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+  for (int i = 0; i < eh->e_shnum; ++i) {
+    const Elf64_Shdr& table = sh[i];
+    if (table.sh_type != SHT_DYNSYM || table.sh_link >= eh->e_shnum ||
+        !in_file(table.sh_offset, table.sh_size)) {
+      continue;
+    }
+    const Elf64_Shdr& strtab = sh[table.sh_link];
+    const size_t count = table.sh_size / sizeof(Elf64_Sym);
+    if (count < kMinSymbols || !in_file(strtab.sh_offset, strtab.sh_size) ||
+        strtab.sh_size > UINT32_MAX) {
+      return nullptr;
+    }
+    index->strs_ = reinterpret_cast<const char*>(base + strtab.sh_offset);
+    index->strs_size_ = strtab.sh_size;
+    const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + table.sh_offset);
+    index->entries_.reserve(count);
+    for (size_t k = 0; k < count; ++k) {
+      const Elf64_Sym& sym = syms[k];
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+          sym.st_value == 0 || sym.st_name >= strtab.sh_size) {
+        continue;
+      }
+      index->entries_.push_back({sym.st_value, sym.st_size, sym.st_name});
+    }
+    std::sort(index->entries_.begin(), index->entries_.end(),
+              [](const Entry& a, const Entry& b) { return a.addr < b.addr; });
+    return index;
+  }
+  return nullptr;
+}
+
 struct ModuleInfo {
   std::string path;
   uintptr_t bias = 0, lo = 0, hi = 0;
@@ -315,6 +445,8 @@ struct ModuleInfo {
   bool symbols_loaded = false;
   bool dynsym_loaded = false;  // `symbols` came from .dynsym too (loader_free)
   std::vector<ElfSymbol> symbols;
+  bool dynsym_index_tried = false;
+  std::unique_ptr<DynsymIndex> dynsym_index;  // a big module's, in place of dladdr
 };
 
 std::string ReadBuildId(const struct dl_phdr_info* info) {
@@ -456,10 +588,17 @@ class SymbolizerState {
   std::string FunctionName(ModuleInfo* m, uintptr_t addr, bool loader_free) {
     Dl_info info;
     std::string name;
-    if (!loader_free && dladdr(reinterpret_cast<void*>(addr), &info) != 0 &&
-        info.dli_sname != nullptr && info.dli_saddr != nullptr) {
+    if (!loader_free && m != nullptr && !m->dynsym_index_tried) {
+      m->dynsym_index_tried = true;
+      m->dynsym_index = DynsymIndex::Load(m->path, m->build_id);
+    }
+    if (!loader_free && m != nullptr && m->dynsym_index != nullptr) {
+      name = m->dynsym_index->NameAt(addr - m->bias);
+    } else if (!loader_free && dladdr(reinterpret_cast<void*>(addr), &info) != 0 &&
+               info.dli_sname != nullptr && info.dli_saddr != nullptr) {
       name = info.dli_sname;
-    } else if (m != nullptr) {
+    }
+    if (name.empty() && m != nullptr) {
       if (!m->symbols_loaded || (loader_free && !m->dynsym_loaded)) {
         m->symbols_loaded = true;
         m->dynsym_loaded = loader_free;
