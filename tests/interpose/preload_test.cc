@@ -300,7 +300,12 @@ TEST_F(PreloadTest, SigtermDuringUnderscoreExitWaitsForTheFooter) {
     ReadTrace t = ReadTraceFile(FileOf(c.pid));
     EXPECT_EQ(Count(Flatten(t), "before-_exit"), 1);
     ASSERT_NE(FooterOf(t), nullptr) << "run " << run;
-    EXPECT_EQ(FooterOf(t)->reason(), EXIT_UNDERSCORE);
+    // The killer thread starts sending as the main thread calls _exit: mostly _exit ends the
+    // trace first, but a SIGTERM handled before it (the main thread preempted between the two,
+    // on a loaded machine: 1 of 5 runs once in a test-command run) ends it as a signal. Either
+    // way the footer is written, by whichever came first.
+    const int reason = FooterOf(t)->reason();
+    EXPECT_TRUE(reason == EXIT_UNDERSCORE || reason == EXIT_SIGNAL) << reason;
   }
 }
 
