@@ -346,6 +346,28 @@ class DynsymIndex {
   std::vector<Entry> entries_;
 };
 
+// The GNU build id among the ELF notes in [p, end), or "": of a loaded image's PT_NOTE segments
+// (ReadBuildId) and of a file's (FileBuildId).
+std::string BuildIdInNotes(const uint8_t* p, const uint8_t* end) {
+  while (p + sizeof(Elf64_Nhdr) <= end) {
+    const auto* nh = reinterpret_cast<const Elf64_Nhdr*>(p);
+    const uint8_t* name = p + sizeof(Elf64_Nhdr);
+    const uint64_t name_bytes = (uint64_t{nh->n_namesz} + 3) & ~uint64_t{3};
+    const uint64_t desc_bytes = (uint64_t{nh->n_descsz} + 3) & ~uint64_t{3};
+    if (name_bytes > static_cast<uint64_t>(end - name) ||
+        nh->n_descsz > static_cast<uint64_t>(end - name) - name_bytes) {
+      break;
+    }
+    const uint8_t* desc = name + name_bytes;
+    if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+      return std::string(reinterpret_cast<const char*>(desc), nh->n_descsz);
+    }
+    if (desc_bytes > static_cast<uint64_t>(end - desc)) break;
+    p = desc + desc_bytes;
+  }
+  return {};
+}
+
 // The GNU build id among the notes of an ELF file's program headers, or "".
 std::string FileBuildId(const uint8_t* base, size_t size) {
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
@@ -359,23 +381,9 @@ std::string FileBuildId(const uint8_t* base, size_t size) {
         ph[i].p_filesz > size - ph[i].p_offset) {
       continue;
     }
-    const uint8_t* p = base + ph[i].p_offset;
-    const uint8_t* end = p + ph[i].p_filesz;
-    while (p + sizeof(Elf64_Nhdr) <= end) {
-      const auto* nh = reinterpret_cast<const Elf64_Nhdr*>(p);
-      const uint8_t* name = p + sizeof(Elf64_Nhdr);
-      const uint64_t name_bytes = (uint64_t{nh->n_namesz} + 3) & ~uint64_t{3};
-      const uint64_t desc_bytes = (uint64_t{nh->n_descsz} + 3) & ~uint64_t{3};
-      if (name_bytes > static_cast<uint64_t>(end - name) ||
-          desc_bytes > static_cast<uint64_t>(end - name) - name_bytes) {
-        break;
-      }
-      const uint8_t* desc = name + name_bytes;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-        return std::string(reinterpret_cast<const char*>(desc), nh->n_descsz);
-      }
-      p = desc + desc_bytes;
-    }
+    const uint8_t* notes = base + ph[i].p_offset;
+    std::string id = BuildIdInNotes(notes, notes + ph[i].p_filesz);
+    if (!id.empty()) return id;
   }
   return {};
 }
@@ -452,20 +460,10 @@ struct ModuleInfo {
 std::string ReadBuildId(const struct dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    if (ph.p_memsz == 0) continue;
-    const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
-    const uint8_t* end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      const ElfW(Nhdr)* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const uint8_t* name = p + sizeof(ElfW(Nhdr));
-      const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
-      if (desc + nh->n_descsz > end) break;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-        return std::string(reinterpret_cast<const char*>(desc), nh->n_descsz);
-      }
-      p = desc + ((nh->n_descsz + 3) & ~3u);
-    }
+    if (ph.p_type != PT_NOTE || ph.p_memsz == 0) continue;
+    const uint8_t* notes = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+    std::string id = BuildIdInNotes(notes, notes + ph.p_memsz);
+    if (!id.empty()) return id;
   }
   return {};
 }
