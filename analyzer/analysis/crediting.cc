@@ -8,7 +8,24 @@
 namespace idlescope {
 namespace {
 
-// Residual time of a gap that no event explains, by where the gap lies.
+// The same event (or GPU activity) as a candidate: a run of its slices continues.
+bool SameCandidate(const Candidate& a, const Candidate& b) {
+  return a.when == b.when && a.process == b.process && a.tid == b.tid && a.cause == b.cause &&
+         a.gpu_side == b.gpu_side && a.device == b.device && a.stack == b.stack &&
+         a.object == b.object && a.event_class == b.event_class && a.snapshot == b.snapshot &&
+         a.bytes == b.bytes;
+}
+
+// The time of a tail gap is also counted per cause as the tail's (savings: a checkpoint after the
+// last kernel cannot be hidden behind training).
+void CountTail(GapKind kind, const std::array<Ns, kCauseCount>& gap_ns,
+               std::array<CauseTotals, kCauseCount>& totals) {
+  if (kind != GapKind::kTail) return;
+  for (int c = 0; c < kCauseCount; ++c) totals[c].tail_ns += gap_ns[c];
+}
+
+}  // namespace
+
 Cause ResidualCause(GapKind kind) {
   switch (kind) {
     case GapKind::kStartup:
@@ -20,15 +37,19 @@ Cause ResidualCause(GapKind kind) {
   }
 }
 
-// The same event (or GPU activity) as a candidate: a run of its slices continues.
-bool SameCandidate(const Candidate& a, const Candidate& b) {
-  return a.when == b.when && a.process == b.process && a.tid == b.tid && a.cause == b.cause &&
-         a.gpu_side == b.gpu_side && a.device == b.device && a.stack == b.stack &&
-         a.object == b.object && a.event_class == b.event_class && a.snapshot == b.snapshot &&
-         a.bytes == b.bytes;
+void ExtendClosedGap(ClosedGap& gap, Ns end, std::array<CauseTotals, kCauseCount>& totals) {
+  const Ns added = end - gap.gap.end;
+  if (added <= 0) return;
+  const Cause residual = ResidualCause(gap.kind);
+  std::array<Ns, kCauseCount> added_ns{};
+  added_ns[Index(residual)] = added;
+  gap.gap.end = end;
+  gap.cause_ns[Index(residual)] += added;
+  gap.residual_ns += added;
+  gap.has_main = gap.MainShown();
+  totals[Index(residual)].ns += added;
+  CountTail(gap.kind, added_ns, totals);
 }
-
-}  // namespace
 
 void CauseTotals::Add(const CauseTotals& from) {
   ns += from.ns;
@@ -257,11 +278,10 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
   record.kind = kind;
   record.cause_ns = open.cause_ns;
   record.main = open.main;
-  // A gap mostly unexplained is not illustrated by the event that covers a sliver of it.
-  record.has_main = open.has_main && open.main_ns >= open.residual;
   record.main_found = open.has_main;
   record.main_ns = open.main_ns;
   record.residual_ns = open.residual;
+  record.has_main = record.MainShown();
   d.last_gap = record;
   d.has_last_gap = true;
   auto shorter = [](const ClosedGap& a, const ClosedGap& b) {
@@ -277,9 +297,7 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
     }
   }
-  if (kind == GapKind::kTail) {
-    for (int c = 0; c < kCauseCount; ++c) d.causes[c].tail_ns += open.cause_ns[c];
-  }
+  CountTail(kind, open.cause_ns, d.causes);
   open = OpenGap{};
   ++d.gap_serial;
 }

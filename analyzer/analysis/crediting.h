@@ -72,6 +72,10 @@ class SliceObserver {
   virtual void OnSlice(const CreditedSlice& slice) = 0;
 };
 
+// Residual time of a gap that no event explains, by where the gap lies: startup, tail, or
+// unknown between kernels.
+Cause ResidualCause(GapKind kind);
+
 // A gap, once it closed: the report's longest gaps come from these.
 struct ClosedGap {
   uint32_t device = 0;
@@ -79,11 +83,21 @@ struct ClosedGap {
   GapKind kind = GapKind::kMiddle;
   std::array<Ns, kCauseCount> cause_ns{};
   Candidate main;           // the candidate with the longest slice
-  bool has_main = false;    // and that slice is at least the gap's unexplained time
+  bool has_main = false;    // and that slice is at least the gap's unexplained time (MainShown)
   bool main_found = false;  // a candidate explains part of it (main)
   Ns main_ns = 0;           // main's slice
   Ns residual_ns = 0;       // the time no candidate explained
+
+  // A gap mostly unexplained is not illustrated by the event that covers a sliver of it.
+  bool MainShown() const { return main_found && main_ns >= residual_ns; }
 };
+
+// The device's last gap `gap`, closed at the end of what was known of the job, runs on to `end`:
+// what is added is its residual time (no candidate was left to explain it: every process that
+// could had ended), credited to the residual cause of the gap's kind in `gap` and in the device's
+// `totals` as Crediting::CloseGap would have. For a job whose end is learnt after its devices
+// were finished (a job analyzed in shards: analysis/job_merge.h).
+void ExtendClosedGap(ClosedGap& gap, Ns end, std::array<CauseTotals, kCauseCount>& totals);
 
 class Crediting {
  public:

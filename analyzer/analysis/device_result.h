@@ -47,7 +47,31 @@ struct DeviceResult {
   ClosedGap last_gap;         // (device: its index among the results)
 };
 
-// Devices visible on a host that no process used (JobDevices::UnusedVisible), by host.
+// Devices visible on a host that no process used, by host.
 using UnusedVisibleByHost = absl::flat_hash_map<std::string, uint32_t>;
+
+// Per host of `processes`: the most devices one of its processes could see (`visible_devices`, by
+// process: what its DeviceInfos said) or the distinct CUDA_VISIBLE_DEVICES entries of its
+// processes, whichever is more, less the `devices` of the host (every device a process of it
+// used). A host whose processes used no device, and could see none, has 0.
+UnusedVisibleByHost UnusedVisibleOnHosts(const std::vector<ProcessInfo>& processes,
+                                         const std::vector<uint32_t>& visible_devices,
+                                         const std::vector<DeviceResult>& devices);
+
+// What the job's end, learnt after device `d` was finished at d.finished_at, does to its last gap
+// (a job analyzed in shards learns its end only from all of them; one pass knows it, and nothing
+// changes):
+//   kNone    the job ended where the device was finished;
+//   kExtend  the last gap runs on to the job's end as residual time (ExtendToJobEnd);
+//   kRemap   a tail shorter than min_gap where the device was finished is long at the job's end:
+//            short and long gaps are attributed differently (docs/attribution.md, "Short gaps"),
+//            so the device must be analyzed again up to the job's end.
+enum class TailChange { kNone, kExtend, kRemap };
+TailChange TailChangeAt(const DeviceResult& d, Ns job_end, Ns min_gap);
+
+// `d`'s last gap runs on to `job_end` (TailChangeAt said kExtend): a new gap where there was none
+// (short or long, as the timeline would count it), a short one grown but still short, or the
+// attributed last gap extended by residual time (ExtendClosedGap).
+void ExtendToJobEnd(DeviceResult& d, Ns job_end, Ns min_gap);
 
 }  // namespace idlescope

@@ -98,17 +98,4 @@ void JobDevices::Free(uint32_t process, uint64_t ptr) {
   allocations.erase(it);
 }
 
-uint32_t JobDevices::UnusedVisible(const std::string& host) const {
-  uint32_t visible = 0;
-  absl::flat_hash_set<std::string> tokens;
-  for (const Process& p : processes_) {
-    if (p.host != host) continue;
-    visible = std::max(visible, p.visible_devices);
-    for (const auto& token : p.visible_tokens) tokens.insert(token);
-  }
-  uint32_t seen = 0;
-  for (const JobDevice& d : devices_) seen += d.host == host;
-  return UnusedVisibleDevices(visible, tokens.size(), seen);
-}
-
 }  // namespace idlescope

@@ -41,14 +41,6 @@ inline uint64_t ThreadKey(uint32_t process, uint32_t tid) {
   return (uint64_t{process} << 32) | tid;
 }
 
-// Devices of a host that no process used: the most devices one of its processes could see
-// (DeviceInfo.visible_devices) or the distinct CUDA_VISIBLE_DEVICES entries of its processes,
-// whichever is more, less the devices used there.
-inline uint32_t UnusedVisibleDevices(uint32_t most_visible, size_t distinct_tokens, size_t used) {
-  const size_t visible = std::max<size_t>(most_visible, distinct_tokens);
-  return visible > used ? static_cast<uint32_t>(visible - used) : 0;
-}
-
 class JobDevices {
  public:
   explicit JobDevices(Ns min_gap) : min_gap_(min_gap) {}
@@ -93,11 +85,7 @@ class JobDevices {
   JobDevice& operator[](uint32_t i) { return devices_[i]; }
   const JobDevice& operator[](uint32_t i) const { return devices_[i]; }
 
-  // Devices visible on `host` that no process used: the most devices a process there could see
-  // (DeviceInfo.visible_devices), or its distinct CUDA_VISIBLE_DEVICES entries, minus the
-  // devices seen on the host.
-  uint32_t UnusedVisible(const std::string& host) const;
-  // The most devices `process`'s DeviceInfos said it could see (for summaries).
+  // The most devices `process`'s DeviceInfos said it could see (UnusedVisibleOnHosts).
   uint32_t VisibleDevices(uint32_t process) const {
     return process < processes_.size() ? processes_[process].visible_devices : 0;
   }

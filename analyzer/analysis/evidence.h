@@ -61,8 +61,12 @@ class DirectoryNames {
   uint64_t Of(const HostEvent& event);
   // nullptr for a directory not named (past the bound of 65536: directories are few, files many).
   const std::string* Find(uint64_t key) const;
-  // For summaries (analyzer/shard/): a name as Of made it.
+  // A name as Of made it (summaries, analyzer/shard/), and another part's names.
   void Add(uint64_t key, std::string name) { names_.try_emplace(key, std::move(name)); }
+  void MergeFrom(const DirectoryNames& other) {
+    for (const auto& [key, name] : other.names_) names_.try_emplace(key, name);
+  }
+  const absl::flat_hash_map<uint64_t, std::string>& names() const { return names_; }
 
  private:
   absl::flat_hash_map<uint64_t, std::string> names_;

@@ -9,6 +9,8 @@ namespace idlescope {
 
 HostActivity::HostActivity(size_t top) : top_(top), tables_(kHostActivityKindCount) {}
 HostActivity::~HostActivity() = default;
+HostActivity::HostActivity(HostActivity&&) noexcept = default;
+HostActivity& HostActivity::operator=(HostActivity&&) noexcept = default;
 
 std::optional<HostActivityKind> ActivityKindOf(const HostEvent& e, EventClass event_class) {
   switch (e.type) {

@@ -38,6 +38,8 @@ class HostActivity {
   // At most `top` items per kind in the report.
   explicit HostActivity(size_t top);
   ~HostActivity();
+  HostActivity(HostActivity&&) noexcept;
+  HostActivity& operator=(HostActivity&&) noexcept;
 
   // A host event of the job; `main_thread`: its thread is its process's main thread.
   void Note(const HostEvent& event, EventClass event_class, bool main_thread);

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "analyzer/analysis/event_classes.h"
-#include "analyzer/analysis/report_builder.h"
 
 namespace idlescope {
 namespace {
@@ -76,7 +78,9 @@ void JobAnalysis::AddProcess(uint32_t process, const ProcessInfo& info) {
   if (started_) BuildFamilies();
 }
 
-void JobAnalysis::AddWarning(const ReportWarning& warning) { warnings_.push_back(warning); }
+void JobAnalysis::AddWarning(const ReportWarning& warning) {
+  (warning.kind == WarningKind::kSkippedFile ? skipped_ : warnings_).push_back(warning);
+}
 
 void JobAnalysis::AddFile(const FileReport& file) { files_.push_back(file); }
 
@@ -457,6 +461,7 @@ void JobAnalysis::Finish(Ns job_end) {
   Start();
   if (finished_) return;
   finished_ = true;
+  finished_at_ = job_end;
   window_.Merge();
   // Device by device: a device's last seal may close every gap still in the reorder window.
   for (uint32_t d = 0; d < devices_.size(); ++d) {
@@ -465,9 +470,28 @@ void JobAnalysis::Finish(Ns job_end) {
   }
 }
 
-std::vector<DeviceResult> JobAnalysis::DeviceResults() const {
-  std::vector<DeviceResult> out;
-  out.reserve(devices_.size());
+PartResults JobAnalysis::TakeResults() {
+  PartResults part(options_.top_evidence);
+  part.end = End();
+  part.finished_at = finished_at_;
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    if (!Owned(i)) continue;
+    const JobProcess& p = processes_[i];
+    part.processes.push_back({.process = i,
+                              .last_seen = p.last_seen,
+                              .end = p.end,
+                              .ended = p.ended,
+                              .visible_devices = devices_.VisibleDevices(i),
+                              .startup = startup_.process(i)});
+  }
+  for (const auto& [key, launch] : processes_.launches()) {
+    part.launches.push_back({.host = key.first, .pid = key.second, .launch = launch});
+  }
+  // In (host, pid) order: the same analysis gives the same part, byte for byte in a summary.
+  std::sort(part.launches.begin(), part.launches.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.host, a.pid) < std::tie(b.host, b.pid);
+  });
+  part.devices.reserve(devices_.size());
   for (uint32_t i = 0; i < devices_.size(); ++i) {
     const JobDevice& d = devices_[i];
     const DeviceTimeline& t = d.timeline;
@@ -499,47 +523,55 @@ std::vector<DeviceResult> JobAnalysis::DeviceResults() const {
     r.late_ns = t.late_ns();
     r.launches = d.launches;
     r.causes = crediting_.totals(i);
+    r.finished_at = finished_at_;
     if (const ClosedGap* last = crediting_.last_gap(i)) {
       r.has_last_gap = last->kind == GapKind::kTail || last->kind == GapKind::kWhole;
       r.last_gap = *last;
     }
-    out.push_back(std::move(r));
+    part.devices.push_back(std::move(r));
   }
-  return out;
+  part.top_gaps = crediting_.top_gaps();
+  part.host_activity = std::move(host_activity_);
+  part.copy_rates = copy_rates_;
+  part.directories = std::move(directories_);
+  part.host_events = host_events_;
+  part.gpu_records = gpu_records_;
+  part.forgotten_candidates = window_.forgotten();
+  part.late_candidates = crediting_.late_candidates();
+  // The reader's warnings and figures of the owned files (a guest's are its owner's).
+  absl::flat_hash_map<std::string_view, uint32_t> owned_file;
+  for (uint32_t i = 0; i < processes_.size(); ++i) {
+    if (Owned(i)) owned_file.emplace(processes_[i].info.file, i);
+  }
+  for (ReportWarning& w : warnings_) {
+    auto it = owned_file.find(w.subject);
+    if (it != owned_file.end()) part.warnings.push_back({it->second, std::move(w)});
+  }
+  for (FileReport& f : files_) {
+    auto it = owned_file.find(f.path);
+    if (it != owned_file.end()) part.files.push_back({it->second, std::move(f)});
+  }
+  warnings_.clear();
+  files_.clear();
+  return part;
+}
+
+JobInputs JobAnalysis::Inputs() const {
+  JobInputs inputs;
+  inputs.processes.reserve(processes_.size());
+  for (uint32_t i = 0; i < processes_.size(); ++i) inputs.processes.push_back(processes_[i].info);
+  inputs.skipped = skipped_;
+  inputs.clocks = clocks_;
+  return inputs;
 }
 
 JobReport JobAnalysis::BuildReport(const SymbolSource& symbols) {
   Start();
-  const Ns job_end = processes_.JobEnd(job_start_);
-  Finish(job_end);
+  Finish(End());
   cross_rank_.Finish();
-  std::vector<DeviceResult> devices = DeviceResults();
-  UnusedVisibleByHost unused;
-  for (const DeviceResult& d : devices) unused.try_emplace(d.host, 0);
-  for (uint32_t i = 0; i < processes_.size(); ++i) unused.try_emplace(processes_[i].info.host, 0);
-  for (auto& [host, count] : unused) count = devices_.UnusedVisible(host);
-  return idlescope::BuildReport({.options = options_,
-                                 .job_start = job_start_,
-                                 .job_end = job_end,
-                                 .processes = processes_,
-                                 .devices = devices,
-                                 .unused_visible = unused,
-                                 .top_gaps = crediting_.top_gaps(),
-                                 .late_candidates = crediting_.late_candidates(),
-                                 .host_activity = host_activity_,
-                                 .collectives = cross_rank_.collectives(),
-                                 .blame = cross_rank_.blame(),
-                                 .collective_stats = cross_rank_.stats(),
-                                 .startup = startup_,
-                                 .copy_rates = copy_rates_,
-                                 .directories = directories_,
-                                 .host_events = host_events_,
-                                 .gpu_records = gpu_records_,
-                                 .forgotten_candidates = window_.forgotten(),
-                                 .warnings = warnings_,
-                                 .files = files_,
-                                 .clocks = clocks_},
-                                symbols);
+  JobMerge merge(options_, Inputs());
+  merge.Add(TakeResults());
+  return merge.Build(cross_rank_, symbols);
 }
 
 }  // namespace idlescope

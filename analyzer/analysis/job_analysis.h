@@ -1,8 +1,9 @@
 // JobAnalysis: the streaming core of `idlescope report`, a RecordSink (model/record_sink.h) fed
 // the plain records of a whole job in approximate time order. It owns one object per concern
 // and routes each record to them; as the analysis window moves on (AdvanceTo) it runs the
-// timeline, gap and attribution stages and credits what became final; at the end BuildReport
-// turns the stages' results into the JobReport (analysis/report_builder.h).
+// timeline, gap and attribution stages and credits what became final; at the end its results are
+// one part of the job (analysis/part_results.h): BuildReport merges the whole job read in one pass
+// as one part (analysis/job_merge.h), a shard's map hands its part over in a summary.
 //
 //   processes (families, workers, installers) -+
 //   devices (identity, timelines, launchers) --+-> candidates -> window -> attribution
@@ -31,7 +32,9 @@
 #include "analyzer/analysis/devices.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/host_activity.h"
+#include "analyzer/analysis/job_merge.h"
 #include "analyzer/analysis/options.h"
+#include "analyzer/analysis/part_results.h"
 #include "analyzer/analysis/processes.h"
 #include "analyzer/analysis/savings.h"
 #include "analyzer/analysis/snapshots.h"
@@ -84,29 +87,20 @@ class JobAnalysis : public RecordSink {
   // report's DeviceReport.id names them.
   std::vector<std::string> DeviceIds() const;
 
-  // Closes every gap at the job's end and builds the report, resolving evidence with `symbols`.
+  // The whole job read in one pass (every process owned): closes every gap at the job's end and
+  // builds the report as the merge of this one part, resolving evidence with `symbols`.
   JobReport BuildReport(const SymbolSource& symbols);
 
   // For an analysis of part of a job, instead of BuildReport: the end of the processes read here
   // (owned and guests), then Finish(t) closes every device's last gap at `t`, the job's end as
-  // far as known (no earlier than End()), and the results below are final.
+  // far as known (no earlier than End()), and TakeResults hands over the part's results (the
+  // analysis is done then). Inputs: what the merge needs of the job besides the parts, as this
+  // analysis saw it (its processes, the files its reader skipped, the hosts' clocks).
   Ns End() const;
   void Finish(Ns job_end);
-  std::vector<DeviceResult> DeviceResults() const;
-  // Devices, as DeviceResults numbers them, whose gaps are in top_gaps().
-  const std::vector<ClosedGap>& top_gaps() const { return crediting_.top_gaps(); }
-  uint64_t late_candidates() const { return crediting_.late_candidates(); }
+  PartResults TakeResults();
+  JobInputs Inputs() const;
   const JobProcesses& processes() const { return processes_; }
-  const JobDevices& devices() const { return devices_; }
-  const HostActivity& host_activity() const { return host_activity_; }
-  const Startup& startup() const { return startup_; }
-  const CopyRates& copy_rates() const { return copy_rates_; }
-  const DirectoryNames& directories() const { return directories_; }
-  uint64_t host_events() const { return host_events_; }
-  uint64_t gpu_records() const { return gpu_records_; }
-  uint64_t forgotten_candidates() const { return window_.forgotten(); }
-  const std::vector<ReportWarning>& warnings() const { return warnings_; }
-  const std::vector<FileReport>& files() const { return files_; }
 
   // For tests and --stats: candidates held now, and the most held at once.
   size_t pending_candidates() const { return window_.size(); }
@@ -152,6 +146,7 @@ class JobAnalysis : public RecordSink {
   CrossRankSink* cross_ = &cross_rank_;
   std::vector<ProcessRole> roles_;
   bool finished_ = false;
+  Ns finished_at_ = 0;
   Startup startup_;
   CopyRates copy_rates_;
   DirectoryNames directories_;
@@ -161,7 +156,8 @@ class JobAnalysis : public RecordSink {
   std::vector<size_t> slots_;              // scratch of Attribute
   uint64_t host_events_ = 0;
   uint64_t gpu_records_ = 0;
-  std::vector<ReportWarning> warnings_;
+  std::vector<ReportWarning> warnings_;  // the reader's, but the skipped files
+  std::vector<ReportWarning> skipped_;
   std::vector<FileReport> files_;
   std::vector<HostClock> clocks_;
 };

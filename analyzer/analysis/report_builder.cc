@@ -489,7 +489,7 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
   }
 }
 
-JobReport BuildReport(const AnalysisResults& in, const SymbolSource& symbols) {
+JobReport AssembleReport(const AnalysisResults& in, const SymbolSource& symbols) {
   JobReport report;
   EvidenceResolver evidence(symbols, &report.symbols, in.options.python_frames);
   EvidenceOf of(in.processes, evidence);

@@ -25,8 +25,8 @@
 
 namespace idlescope {
 
-// What the stages hold at the end of the job (of one process's analysis, or merged from the
-// summaries of its shards).
+// What the stages hold at the end of the job, merged from the parts of its analysis
+// (analysis/job_merge.h, the only caller).
 struct AnalysisResults {
   const AnalysisOptions& options;
   Ns job_start;
@@ -51,7 +51,7 @@ struct AnalysisResults {
   const std::vector<HostClock>& clocks;
 };
 
-JobReport BuildReport(const AnalysisResults& results, const SymbolSource& symbols);
+JobReport AssembleReport(const AnalysisResults& results, const SymbolSource& symbols);
 
 // The idle time in gaps shorter than --min-gap, by the paper's thresholds on the device's compute
 // utilization U and peak memory M of its total: U <= 50% and M > 80% is insufficient_memory, U <=

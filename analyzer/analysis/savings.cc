@@ -135,6 +135,15 @@ void CopyRates::Add(const GpuRecord& r) {
   }
 }
 
+void CopyRates::MergeFrom(const CopyRates& other) {
+  for (auto [into, from] :
+       {std::pair{&pinned, &other.pinned}, std::pair{&d2h_pinned, &other.d2h_pinned},
+        std::pair{&d2h, &other.d2h}}) {
+    into->bytes += from->bytes;
+    into->ns += from->ns;
+  }
+}
+
 Saving EstimateSaving(Cause cause, Ns idle_ns, const CauseTotals& totals, const CopyRates& rates,
                       const DeviceWork& work) {
   return kSavingRules[Index(cause)](idle_ns, totals, rates, work);

@@ -38,6 +38,7 @@ struct CopyRates {
   CopyRate d2h_pinned;  // D2H into pinned memory
   CopyRate d2h;         // D2H, any host memory
   void Add(const GpuRecord& record);
+  void MergeFrom(const CopyRates& other);
 };
 
 // What a used device did besides being idle, for the rules that need it.

@@ -67,7 +67,7 @@ void DeviceTimeline::AddAllocation(int64_t delta_bytes) {
 void DeviceTimeline::CloseGap(Ns end, GapKind kind, std::vector<GapEvent>* out) {
   Interval gap{last_busy_end_, end};
   if (gap.length() <= 0) return;
-  if (gap.length() < min_gap_ && kind != GapKind::kWhole) {
+  if (IsShortGap(gap.length(), min_gap_, kind)) {
     short_gap_ns_ += gap.length();
     ++short_gaps_;
     out->push_back(GapEvent{GapEvent::kShort, device_, {}, gap});

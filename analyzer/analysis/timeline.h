@@ -22,6 +22,12 @@
 
 namespace idlescope {
 
+// A gap shorter than min_gap is only summed (a launch gap, or the tail of a device whose job ends
+// right after its last kernel); a device that ran no kernel has one gap, long whatever its length.
+inline bool IsShortGap(Ns length, Ns min_gap, GapKind kind) {
+  return length < min_gap && kind != GapKind::kWhole;
+}
+
 // What the gap stage tells attribution. A long gap is reported in pieces as the analysis window
 // moves on (kPiece: the slice [piece.start, piece.end) of the gap that began at gap_start is final
 // and idle), then once more when it ends (kClose: the whole gap, and what kind it turned out to

@@ -275,13 +275,16 @@ int MergeCommand(int argc, char** argv) {
     return 1;
   }
   if (!merged->report) {
+    const char* why = merged->why == MergeResult::Why::kSharedDevice
+                          ? "shards that drove the same device are analyzed as one"
+                          : "devices whose short tail grows long by the job's end are analyzed "
+                            "again up to it";
     if (replan.empty()) {
-      std::fprintf(stderr, "idlescope merge: %s: give --replan FILE to go on\n",
-                   merged->why.c_str());
+      std::fprintf(stderr, "idlescope merge: %s: give --replan FILE to go on\n", why);
       return 1;
     }
     if (!WriteOutput("merge", replan, merged->replan.SerializeAsString())) return 1;
-    std::fprintf(stderr, "idlescope merge: %s\n", merged->why.c_str());
+    std::fprintf(stderr, "idlescope merge: %s\n", why);
     for (uint32_t s : merged->remap) std::printf("%u\n", s);
     return kRemap;
   }

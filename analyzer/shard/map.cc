@@ -104,16 +104,13 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, const
   } else {
     (*reader)->Run(analysis, read);
   }
-  const Ns end = analysis.End();
-  const Ns finished_at = std::max(end, plan.job_end_hint());
-  analysis.Finish(finished_at);
+  analysis.Finish(std::max(analysis.End(), plan.job_end_hint()));
   JobSymbols symbols = (*reader)->TakeSymbols();
   if (absl::StatusOr<std::vector<std::string>> kept = cross_rank.Finish(); !kept.ok()) {
     return kept.status();
   }
-  absl::Status written =
-      (*writer)->Finish(Summarize(analysis, cross_rank, symbols, shard, index,
-                                  plan.options().python_frames(), end, finished_at));
+  absl::Status written = (*writer)->Finish(Summarize(analysis.TakeResults(), cross_rank, symbols,
+                                                     shard, index, plan.options().python_frames()));
   if (!written.ok()) return written;
   MapStats stats;
   stats.read = (*reader)->stats();

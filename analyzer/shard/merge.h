@@ -2,11 +2,11 @@
 // every shard of a plan merged into the job's report, the same report `idlescope report` builds
 // from the same plan.
 //
-// The merge sums what is summed (cause totals, evidence tables, host activity), takes each
-// device and process from the shard that analyzed or owned it, extends each device's last gap to
-// the job's end (known only now: the latest end over the shards), and replays the shards'
-// cross-rank records in time order into one CrossRank (analysis/cross_rank.h): collectives
-// matched across ranks and the waits blamed on the last arriver's activity.
+// Each summary carries its shard's part of the analysis (analysis/part_results.h); the parts are
+// merged as a job read in one pass is (analysis/job_merge.h: the analysis's rules live there, none
+// here), with the shards' cross-rank records replayed in time order into one CrossRank
+// (analysis/cross_rank.h): collectives matched across ranks and the waits blamed on the last
+// arriver's activity.
 //
 // Two things a plan cannot know send shards back to be mapped again (MergeResult::remap):
 //   - two shards drove one device (ranks crowding onto a GPU, a process without a rank that used
@@ -34,7 +34,11 @@ struct MergeResult {
   // No report yet: the plan to go on with, the shards of it to map (again), and why.
   shard::Plan replan;
   std::vector<uint32_t> remap;
-  std::string why;
+  enum class Why : uint8_t {
+    kNone,
+    kSharedDevice,   // shards that drove the same device are analyzed as one
+    kTailGrowsLong,  // devices whose short tail grows long by the job's end are analyzed again
+  } why = Why::kNone;
 };
 
 // `summaries`: one per shard of `plan` (matched by the processes they own; summaries of shards the

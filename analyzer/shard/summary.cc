@@ -418,28 +418,26 @@ void CrossRankReplay::Hand(const shard::CrossRankRecord& r, Ns at, CrossRankSink
 
 // --- the summary ---
 
-shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& cross_rank,
+shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross_rank,
                          const SymbolSource& source, const shard::Shard& shard,
-                         uint32_t shard_index, bool python_frames, Ns end, Ns finished_at) {
+                         uint32_t shard_index, bool python_frames) {
   shard::Summary s;
   s.set_format(kShardFormat);
   s.set_shard(shard_index);
   *s.mutable_owned() = shard.owned();
   *s.mutable_guests() = shard.guests();
-  s.set_end(end);
-  s.set_finished_at(finished_at);
+  s.set_end(part.end);
+  s.set_finished_at(part.finished_at);
   SymbolWriter symbols(source, python_frames, s.mutable_symbols());
-  const JobProcesses& processes = analysis.processes();
-  const HostActivity& activity = analysis.host_activity();
-  for (uint32_t i : shard.owned()) {
-    const JobProcess& p = processes[i];
+  const HostActivity& activity = part.host_activity;
+  for (const ProcessResult& p : part.processes) {
     shard::ProcessResult* r = s.add_processes();
-    r->set_process(i);
+    r->set_process(p.process);
     r->set_last_seen(p.last_seen);
     r->set_end(p.end);
     r->set_ended(p.ended);
-    r->set_visible_devices(analysis.devices().VisibleDevices(i));
-    const Startup::Process& st = analysis.startup().process(i);
+    r->set_visible_devices(p.visible_devices);
+    const Startup::Process& st = p.startup;
     shard::StartupProcess* m = r->mutable_startup();
     m->set_launched(st.launched);
     m->set_first_launch(st.first_launch);
@@ -450,21 +448,20 @@ shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& c
     m->set_code_read_bytes(st.code_read_bytes);
     m->set_code_read_ns(st.code_read_ns);
     m->set_model_read_bytes(st.model_read_bytes);
-    symbols.String(i, st.longest_cuda_api);
-    if (i < activity.reads().size()) {
-      const HostActivity::FileReads& reads = activity.reads()[i];
+    symbols.String(p.process, st.longest_cuda_api);
+    if (p.process < activity.reads().size()) {
+      const HostActivity::FileReads& reads = activity.reads()[p.process];
       r->mutable_reads()->set_reads(reads.reads);
       r->mutable_reads()->set_bytes(reads.bytes);
       r->mutable_reads()->set_ns(reads.ns);
     }
   }
-  for (DeviceResult& d : analysis.DeviceResults()) {
-    d.finished_at = finished_at;
+  for (const DeviceResult& d : part.devices) {
     for (const CauseTotals& t : d.causes) EvidenceSymbols(t, symbols);
     if (d.has_last_gap) GapSymbols(d.last_gap, symbols);
     ToMessage(d, s.add_devices());
   }
-  for (const ClosedGap& g : analysis.top_gaps()) {
+  for (const ClosedGap& g : part.top_gaps) {
     GapSymbols(g, symbols);
     ToMessage(g, s.add_top_gaps());
   }
@@ -499,7 +496,7 @@ shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& c
       symbols.Stack(key.process, w->stack);
     }
   }
-  const CopyRates& rates = analysis.copy_rates();
+  const CopyRates& rates = part.copy_rates;
   shard::CopyRates* r = s.mutable_copy_rates();
   r->set_pinned_bytes(rates.pinned.bytes);
   r->set_pinned_ns(rates.pinned.ns);
@@ -517,50 +514,37 @@ shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& c
   std::vector<uint64_t> sorted(directories.begin(), directories.end());
   std::sort(sorted.begin(), sorted.end());
   for (uint64_t key : sorted) {
-    const std::string* name = analysis.directories().Find(key);
+    const std::string* name = part.directories.Find(key);
     if (name == nullptr) continue;
     shard::Directory* d = s.add_directories();
     d->set_key(key);
     d->set_name(*name);
   }
-  std::vector<std::pair<std::pair<std::string, uint32_t>, const JobProcesses::Launch*>> launches;
-  for (const auto& [key, launch] : processes.launches()) launches.push_back({key, &launch});
-  std::sort(launches.begin(), launches.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [key, launch] : launches) {
+  for (const InstallerLaunch& launch : part.launches) {
     shard::Launch* l = s.add_launches();
-    l->set_host(key.first);
-    l->set_pid(key.second);
-    l->set_command(launch->command);
-    l->set_stack_process(launch->stack_process);
-    l->set_stack(launch->stack);
-    l->set_exec_stack(launch->exec_stack);
-    symbols.Stack(launch->stack_process, launch->stack);
+    l->set_host(launch.host);
+    l->set_pid(launch.pid);
+    l->set_command(launch.launch.command);
+    l->set_stack_process(launch.launch.stack_process);
+    l->set_stack(launch.launch.stack);
+    l->set_exec_stack(launch.launch.exec_stack);
+    symbols.Stack(launch.launch.stack_process, launch.launch.stack);
   }
-  s.set_host_events(analysis.host_events());
-  s.set_gpu_records(analysis.gpu_records());
-  s.set_forgotten_candidates(analysis.forgotten_candidates());
-  s.set_late_candidates(analysis.late_candidates());
-  // Warnings and files of its owned processes only (a guest's are its owner's).
-  absl::flat_hash_map<std::string_view, uint32_t> owned_file;
-  for (uint32_t i : shard.owned()) owned_file.emplace(processes[i].info.file, i);
-  for (const ReportWarning& w : analysis.warnings()) {
-    auto it = owned_file.find(w.subject);
-    if (it == owned_file.end()) continue;
-    ToMessage(w, it->second, s.add_warnings());
-  }
-  for (const FileReport& f : analysis.files()) {
-    auto it = owned_file.find(f.path);
-    if (it == owned_file.end()) continue;
+  s.set_host_events(part.host_events);
+  s.set_gpu_records(part.gpu_records);
+  s.set_forgotten_candidates(part.forgotten_candidates);
+  s.set_late_candidates(part.late_candidates);
+  for (const FileWarning& w : part.warnings) ToMessage(w.warning, w.file, s.add_warnings());
+  for (const FileResult& f : part.files) {
     shard::FileReport* m = s.add_files();
-    m->set_file(it->second);
-    m->set_path(f.path);
-    m->set_pid(f.pid);
-    m->set_rank(f.rank);
-    m->set_host(f.host);
-    m->set_events(f.events);
-    m->set_gpu_activities(f.gpu_activities);
-    m->set_footer(f.footer);
+    m->set_file(f.file);
+    m->set_path(f.report.path);
+    m->set_pid(f.report.pid);
+    m->set_rank(f.report.rank);
+    m->set_host(f.report.host);
+    m->set_events(f.report.events);
+    m->set_gpu_activities(f.report.gpu_activities);
+    m->set_footer(f.report.footer);
   }
   // Blame's evidence: the activity's stacks and objects (sorted: the same summary, byte for byte).
   std::vector<EvidenceKey> keys(cross_rank.stacks().begin(), cross_rank.stacks().end());
@@ -576,6 +560,24 @@ shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& c
 }
 
 // --- back from the messages ---
+
+namespace {
+
+ClosedGap FromMessage(const shard::Gap& m) {
+  ClosedGap g;
+  g.device = m.device();
+  g.gap = {m.start(), m.end()};
+  g.kind = static_cast<GapKind>(m.kind());
+  for (int c = 0; c < m.cause_ns_size() && c < kCauseCount; ++c) {
+    g.cause_ns[static_cast<size_t>(c)] = m.cause_ns(c);
+  }
+  g.has_main = m.main_shown();
+  g.main_found = m.main_found();
+  g.main_ns = m.main_ns();
+  g.residual_ns = m.residual_ns();
+  if (m.has_main()) g.main = FromMessage(m.main());
+  return g;
+}
 
 DeviceResult FromMessage(const shard::DeviceResult& m) {
   DeviceResult d;
@@ -612,22 +614,6 @@ DeviceResult FromMessage(const shard::DeviceResult& m) {
   d.has_last_gap = m.has_last_gap();
   if (d.has_last_gap) d.last_gap = FromMessage(m.last_gap());
   return d;
-}
-
-ClosedGap FromMessage(const shard::Gap& m) {
-  ClosedGap g;
-  g.device = m.device();
-  g.gap = {m.start(), m.end()};
-  g.kind = static_cast<GapKind>(m.kind());
-  for (int c = 0; c < m.cause_ns_size() && c < kCauseCount; ++c) {
-    g.cause_ns[static_cast<size_t>(c)] = m.cause_ns(c);
-  }
-  g.has_main = m.main_shown();
-  g.main_found = m.main_found();
-  g.main_ns = m.main_ns();
-  g.residual_ns = m.residual_ns();
-  if (m.has_main()) g.main = FromMessage(m.main());
-  return g;
 }
 
 Startup::Process FromMessage(const shard::StartupProcess& m, const ProcessInfo& info) {
@@ -681,20 +667,8 @@ FileReport FromMessage(const shard::FileReport& m) {
   return f;
 }
 
-HostClock FromMessage(const shard::HostClock& m) {
-  HostClock c;
-  c.host = m.host();
-  c.method = static_cast<ClockMethod>(m.method());
-  c.via = m.via();
-  c.correction_ns = m.correction();
-  c.collectives = m.collectives();
-  c.residual_ns = m.residual();
-  return c;
-}
-
-void MergeHostActivity(const shard::HostActivity& m, HostActivity& into) {
-  HostActivity part(0);
-  std::vector<HostActivity::Table>& tables = part.mutable_tables();
+void FromMessage(const shard::HostActivity& m, HostActivity& into) {
+  std::vector<HostActivity::Table>& tables = into.mutable_tables();
   for (int k = 0; k < m.tables_size() && k < static_cast<int>(tables.size()); ++k) {
     const shard::ActivityTable& t = m.tables(k);
     HostActivity::Table& table = tables[static_cast<size_t>(k)];
@@ -718,7 +692,58 @@ void MergeHostActivity(const shard::HostActivity& m, HostActivity& into) {
       w.installer = item.installer();
     }
   }
-  into.MergeFrom(part);
+}
+
+}  // namespace
+
+PartResults PartOf(const shard::Summary& s, const std::vector<ProcessInfo>& processes,
+                   size_t top_evidence) {
+  PartResults part(top_evidence);
+  part.end = s.end();
+  part.finished_at = s.finished_at();
+  for (const shard::ProcessResult& r : s.processes()) {
+    if (r.process() >= processes.size()) continue;
+    part.processes.push_back({.process = r.process(),
+                              .last_seen = r.last_seen(),
+                              .end = r.end(),
+                              .ended = r.ended(),
+                              .visible_devices = r.visible_devices(),
+                              .startup = FromMessage(r.startup(), processes[r.process()])});
+    part.host_activity.RestoreReads(
+        r.process(),
+        {.reads = r.reads().reads(), .bytes = r.reads().bytes(), .ns = r.reads().ns()});
+  }
+  for (const shard::Launch& l : s.launches()) {
+    part.launches.push_back({.host = l.host(),
+                             .pid = l.pid(),
+                             .launch = {.command = l.command(),
+                                        .stack_process = l.stack_process(),
+                                        .stack = l.stack(),
+                                        .exec_stack = l.exec_stack()}});
+  }
+  for (const shard::DeviceResult& m : s.devices()) part.devices.push_back(FromMessage(m));
+  for (const shard::Gap& m : s.top_gaps()) part.top_gaps.push_back(FromMessage(m));
+  FromMessage(s.host_activity(), part.host_activity);
+  part.copy_rates = FromMessage(s.copy_rates());
+  for (const shard::Directory& d : s.directories()) part.directories.Add(d.key(), d.name());
+  part.host_events = s.host_events();
+  part.gpu_records = s.gpu_records();
+  part.forgotten_candidates = s.forgotten_candidates();
+  part.late_candidates = s.late_candidates();
+  for (const shard::Warning& w : s.warnings()) part.warnings.push_back({w.file(), FromMessage(w)});
+  for (const shard::FileReport& f : s.files()) part.files.push_back({f.file(), FromMessage(f)});
+  return part;
+}
+
+HostClock FromMessage(const shard::HostClock& m) {
+  HostClock c;
+  c.host = m.host();
+  c.method = static_cast<ClockMethod>(m.method());
+  c.via = m.via();
+  c.correction_ns = m.correction();
+  c.collectives = m.collectives();
+  c.residual_ns = m.residual();
+  return c;
 }
 
 // --- symbols ---

@@ -15,7 +15,7 @@
 #include "analyzer/analysis/cross_rank.h"
 #include "analyzer/analysis/device_result.h"
 #include "analyzer/analysis/host_activity.h"
-#include "analyzer/analysis/job_analysis.h"
+#include "analyzer/analysis/part_results.h"
 #include "analyzer/analysis/startup.h"
 #include "analyzer/model/symbol_source.h"
 #include "analyzer/shard/summary_file.h"
@@ -91,23 +91,18 @@ class CrossRankReplay {
   shard::CrossRankBatch batch_;
 };
 
-// The summary of a shard's finished analysis but its cross-rank records (the recorder's, whose
-// stacks and objects it resolves too). `symbols` resolves the ids it names (the shard's reader's
-// tables); `end` and `finished_at` as Summary says.
-shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& cross_rank,
+// The summary of a shard's analysis: its part of the job (`part`, analysis/part_results.h) and
+// the symbols its ids name, but its cross-rank records (the recorder's, whose stacks and objects
+// it resolves too). `symbols` resolves the ids (the shard's reader's tables).
+shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross_rank,
                          const SymbolSource& symbols, const shard::Shard& shard,
-                         uint32_t shard_index, bool python_frames, Ns end, Ns finished_at);
+                         uint32_t shard_index, bool python_frames);
 
-// Back from the messages, for the merge.
-DeviceResult FromMessage(const shard::DeviceResult& m);
-ClosedGap FromMessage(const shard::Gap& m);
-Startup::Process FromMessage(const shard::StartupProcess& m, const ProcessInfo& info);
-CopyRates FromMessage(const shard::CopyRates& m);
-ReportWarning FromMessage(const shard::Warning& m);
-FileReport FromMessage(const shard::FileReport& m);
+// Back: the part a summary carries. `processes`: the job's processes, in the plan's numbering
+// (what a summary names outside it is left out; shard/merge.cc checks summaries first).
+PartResults PartOf(const shard::Summary& summary, const std::vector<ProcessInfo>& processes,
+                   size_t top_evidence);
 HostClock FromMessage(const shard::HostClock& m);
-// Adds the summary's host activity to `into`.
-void MergeHostActivity(const shard::HostActivity& m, HostActivity& into);
 
 // The strings and stacks of every summary, by (process, id): what the merge resolves evidence
 // with. The summaries must outlive it.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzer/analysis/device_result.h"
+
 namespace idlescope {
 namespace {
 
@@ -81,17 +83,24 @@ TEST(Devices, LaunchersAllocationsAndRelinking) {
 }
 
 TEST(Devices, UnusedVisibleDevicesPerHost) {
-  JobDevices d(1'000'000);
-  d.AddProcess(0, Info("node0"));
-  d.AddProcess(1, Info("node1", -1, "0,1,2"));
-  d.AddDeviceInfo(0, Props(0, "GPU-a", /*visible=*/4));
-  bool linked = false;
-  d.DeviceFor(0, 0, &linked);
-  EXPECT_EQ(d.UnusedVisible("node0"), 3u);
-  EXPECT_EQ(d.UnusedVisible("node1"), 3u);  // three CUDA_VISIBLE_DEVICES entries, none used
-  d.DeviceFor(1, 0, &linked);
-  EXPECT_EQ(d.UnusedVisible("node1"), 2u);
-  EXPECT_EQ(d.UnusedVisible("node9"), 0u);
+  // node0: a process that could see 4 devices used one; node1: two processes with three
+  // CUDA_VISIBLE_DEVICES entries; node2: a process that could see nothing.
+  const std::vector<ProcessInfo> processes = {Info("node0"), Info("node1", -1, "0,1,2"),
+                                              Info("node1", -1, "2"), Info("node2")};
+  const std::vector<uint32_t> visible = {4, 0, 1, 0};
+  DeviceResult used;
+  used.id = "node0/GPU-a";
+  used.host = "node0";
+  UnusedVisibleByHost unused = UnusedVisibleOnHosts(processes, visible, {used});
+  EXPECT_EQ(unused["node0"], 3u);
+  EXPECT_EQ(unused["node1"], 3u);  // three distinct entries, none used
+  EXPECT_EQ(unused["node2"], 0u);
+  DeviceResult other;
+  other.id = "node1/1";
+  other.host = "node1";
+  unused = UnusedVisibleOnHosts(processes, visible, {used, other});
+  EXPECT_EQ(unused["node1"], 2u);
+  EXPECT_FALSE(unused.contains("node9"));
 }
 
 }  // namespace
