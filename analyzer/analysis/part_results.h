@@ -34,7 +34,7 @@ struct ProcessResult {
   Ns end = 0;
   bool ended = false;
   uint32_t visible_devices = 0;  // the most devices its DeviceInfos said it could see
-  Startup::Process startup;
+  Startup::Process startup = {};
 };
 
 // A warning of the reader about an owned file, or that file's figures; `file` is the process.

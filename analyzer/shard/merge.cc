@@ -64,13 +64,14 @@ shard::Plan Unite(const shard::Plan& plan, const std::vector<uint32_t>& group_of
   return out;
 }
 
+absl::Status OutOfRangeError(const shard::Summary& s, const char* what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("summary of shard %u is corrupt: %s out of range", s.shard(), what));
+}
+
 // What a summary names must exist: its processes in the plan, its gaps' devices in it. (A summary
 // is a file a user hands over: a corrupt one is an error, never a crash.)
 absl::Status CheckSummary(const shard::Summary& s, uint32_t files) {
-  auto bad = [&](const char* what) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("summary of shard %u is corrupt: %s out of range", s.shard(), what));
-  };
   auto evidence = [&](const shard::Evidence& e) {
     for (uint32_t p : e.process()) {
       if (p >= files) return false;
@@ -78,25 +79,28 @@ absl::Status CheckSummary(const shard::Summary& s, uint32_t files) {
     return true;
   };
   for (const shard::ProcessResult& r : s.processes()) {
-    if (r.process() >= files) return bad("a process");
+    if (r.process() >= files) return OutOfRangeError(s, "a process");
   }
   for (const shard::DeviceResult& d : s.devices()) {
     for (const shard::CauseTotals& t : d.causes()) {
-      if (!evidence(t.stacks()) || !evidence(t.objects())) return bad("an evidence process");
+      if (!evidence(t.stacks()) || !evidence(t.objects()))
+        return OutOfRangeError(s, "an evidence process");
     }
-    if (d.has_last_gap() && d.last_gap().main().process() >= files) return bad("a gap's process");
+    if (d.has_last_gap() && d.last_gap().main().process() >= files)
+      return OutOfRangeError(s, "a gap's process");
   }
   for (const shard::Gap& g : s.top_gaps()) {
-    if (g.device() >= static_cast<uint32_t>(s.devices_size())) return bad("a gap's device");
-    if (g.main().process() >= files) return bad("a gap's process");
+    if (g.device() >= static_cast<uint32_t>(s.devices_size()))
+      return OutOfRangeError(s, "a gap's device");
+    if (g.main().process() >= files) return OutOfRangeError(s, "a gap's process");
   }
   for (const shard::ActivityTable& t : s.host_activity().tables()) {
     for (const shard::ActivityItem& item : t.items()) {
-      if (item.process() >= files) return bad("a host activity process");
+      if (item.process() >= files) return OutOfRangeError(s, "a host activity process");
     }
   }
   for (const shard::Launch& l : s.launches()) {
-    if (l.stack_process() >= files) return bad("a launch's process");
+    if (l.stack_process() >= files) return OutOfRangeError(s, "a launch's process");
   }
   return absl::OkStatus();
 }

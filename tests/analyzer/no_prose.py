@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Checks that no sentence is built outside the exporters (issue 11: the report is data).
 
-The stages that read traces and analyze them (analyzer/read, analyzer/analysis) and the diff's
-logic (analyzer/diff/diff.cc, step_census.cc) may not hold string literals that read as words
-for people: a literal with a letter and a space, or with a letter and a printf directive
+The stages that read traces and analyze them (analyzer/read, analyzer/analysis, analyzer/shard)
+and the diff's logic (analyzer/diff/diff.cc, step_census.cc) may not hold string literals that
+read as words for people: a literal with a letter and a space, or with a letter and a printf directive
 (separators such as ", " are no words). Two places are allowed to:
   - errors: a literal inside a statement that builds an absl::Status (`...Error(`), the one-line
     message a user gets for bad input, not part of any report;
@@ -20,6 +20,7 @@ import sys
 CHECKED = [
     ("analyzer/read", None),
     ("analyzer/analysis", None),
+    ("analyzer/shard", None),
     ("analyzer/diff", {"diff.cc", "diff.h", "step_census.cc", "step_census.h"}),
 ]
 
