@@ -1,7 +1,8 @@
-// The one way from a job's trace files to its report, shared by `idlescope report`, `idlescope
-// diff` and the exporters to come: read the files once (read/job_reader.h) into the analysis
-// (analysis/job_analysis.h) and any extra sinks beside it (a TeeSink), then build the report with
-// the files' symbols.
+// A job's trace files read in one pass into its report, for `idlescope report --single-process`
+// (and a job that is one shard), `idlescope diff` and the outputs that watch the analysis (HTML,
+// timelines): read the files once (read/job_reader.h) into the analysis (analysis/job_analysis.h)
+// and any extra sinks beside it (a TeeSink), then merge its one part into the report
+// (analysis/job_merge.h, as a job in shards is: analyzer/shard/local.h) with the files' symbols.
 #pragma once
 
 #include <string>
