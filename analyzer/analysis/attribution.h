@@ -55,7 +55,7 @@ struct Candidate {
   uint64_t object = 0;     // per-process string id: file path, address, program, kernel name
   uint64_t directory = 0;  // file events: hash of the file's directory (0: none)
   uint64_t bytes = 0;
-  uint64_t seq = 0;  // the order candidates were added in (analysis/candidate_windows.h)
+  uint64_t seq = 0;  // the order candidates were added in (analysis/candidate_window.h)
 };
 
 struct RankedCandidate {

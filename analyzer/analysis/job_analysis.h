@@ -25,7 +25,7 @@
 
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/analysis/blame.h"
-#include "analyzer/analysis/candidate_windows.h"
+#include "analyzer/analysis/candidate_window.h"
 #include "analyzer/analysis/crediting.h"
 #include "analyzer/analysis/cross_rank.h"
 #include "analyzer/analysis/device_result.h"

@@ -54,7 +54,7 @@ struct JobProcess {
   std::vector<uint32_t> family;  // itself, its ancestors and descendants (same host)
   std::vector<uint32_t> own_devices;  // devices it drives itself
   std::vector<uint32_t> devices;      // devices whose gaps its events may explain (see above)
-  // The process whose candidate window holds its events (analysis/candidate_windows.h): itself
+  // The process whose candidate window holds its events (analysis/candidate_window.h): itself
   // when it drives a device, else its nearest driving ancestor, or -1 (the shared window) when
   // it has none or when its descendants drive devices too.
   int64_t window_owner = -1;

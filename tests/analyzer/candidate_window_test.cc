@@ -1,12 +1,11 @@
-// The candidate window on its own (analysis/candidate_window.h), and split by process
-// (analysis/candidate_windows.h).
+// The candidate window on its own, and split by process (analysis/candidate_window.h:
+// CandidateWindow, CandidateWindows).
 #include "analyzer/analysis/candidate_window.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "analyzer/analysis/candidate_windows.h"
 #include "tests/analyzer/job_builder.h"
 
 namespace idlescope::testing {
