@@ -100,5 +100,22 @@ TEST(Evidence, DirectoriesOfFileEvents) {
   EXPECT_EQ(names.Find(12345), nullptr);
 }
 
+TEST(Evidence, DirectoryNamesOfTwoPartsAreBoth) {
+  DirectoryNames a, b;
+  HostEvent e;
+  e.type = FILE_READ;
+  e.path = "/data/train/0.tar";
+  const uint64_t train = a.Of(e);
+  e.path = "/data/val/0.tar";
+  const uint64_t val = b.Of(e);
+  e.path = "/data/train/1.tar";
+  EXPECT_EQ(b.Of(e), train);  // keys are the same in every process (FNV-1a of the path)
+  a.MergeFrom(b);
+  ASSERT_NE(a.Find(val), nullptr);
+  EXPECT_EQ(*a.Find(val), "/data/val");
+  EXPECT_EQ(*a.Find(train), "/data/train");
+  EXPECT_EQ(a.names().size(), 2u);
+}
+
 }  // namespace
 }  // namespace idlescope

@@ -140,6 +140,46 @@ TEST(HostActivity, ItemsMergeAcrossProcessesByWhatTheyName) {
   EXPECT_EQ(no_gpu.stacks.size(), 2u);  // stack 42 of process 0 (checkpoint) and 1 (the read)
 }
 
+TEST(HostActivity, TwoPartsMergedReportAsTheWholeJob) {
+  // The main process's calls in one part, its worker's in another (a job analyzed in shards):
+  // merged, the section is the one a single analysis of every call makes.
+  Job whole, main_part, worker_part;
+  for (Job* job : {&whole, &main_part}) {
+    job->Call(0, 100, FILE_WRITE, 100, 400, "/ckpt/model.pt", EventClass::kCheckpointWrite);
+    job->Call(0, 100, FILE_READ, 0, 20, "/data/a.bin", EventClass::kReadLocal, FS_NFS, 4096);
+  }
+  // MapSymbols numbers strings across processes: the worker's part numbers the main process's
+  // first, as the whole job's does (a trace file numbers its own process's strings only).
+  worker_part.names.Intern(0, "/ckpt/model.pt");
+  worker_part.names.Intern(0, "/data/a.bin");
+  for (Job* job : {&whole, &worker_part}) {
+    job->Call(1, 101, FILE_READ, 20, 50, "/data/a.bin", EventClass::kReadLocal, FS_NFS, 4096);
+    job->Call(1, 101, FILE_READ, 50, 52, "/data/b.bin", EventClass::kReadLocal, FS_LOCAL, 10);
+  }
+  main_part.activity.MergeFrom(worker_part.activity);
+  ReportSymbols whole_out, merged_out;
+  EvidenceResolver whole_evidence(whole.names, &whole_out);
+  EvidenceResolver merged_evidence(whole.names, &merged_out);
+  const HostActivityReport a = whole.activity.Build(whole.processes, whole_evidence);
+  const HostActivityReport b = main_part.activity.Build(main_part.processes, merged_evidence);
+  ASSERT_EQ(a.groups.size(), b.groups.size());
+  for (size_t g = 0; g < a.groups.size(); ++g) {
+    EXPECT_EQ(a.groups[g].kind, b.groups[g].kind);
+    EXPECT_EQ(a.groups[g].ns, b.groups[g].ns);
+    EXPECT_EQ(a.groups[g].main_thread_ns, b.groups[g].main_thread_ns);
+    ASSERT_EQ(a.groups[g].items.size(), b.groups[g].items.size());
+    for (size_t i = 0; i < a.groups[g].items.size(); ++i) {
+      EXPECT_EQ(a.groups[g].items[i].ns, b.groups[g].items[i].ns);
+      EXPECT_EQ(a.groups[g].items[i].processes, b.groups[g].items[i].processes);
+      EXPECT_EQ(a.groups[g].items[i].pid, b.groups[g].items[i].pid);
+    }
+  }
+  ASSERT_EQ(b.workers.size(), 1u);
+  EXPECT_EQ(b.workers[0].reads, a.workers[0].reads);
+  EXPECT_EQ(b.workers[0].read_bytes, a.workers[0].read_bytes);
+  EXPECT_EQ(b.workers[0].read_bytes, 4106u);
+}
+
 TEST(HostActivity, TablesAreBoundedAndSayWhenApproximate) {
   Job job;
   for (int i = 0; i < 1100; ++i) {

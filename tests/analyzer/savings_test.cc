@@ -34,6 +34,21 @@ TEST(Savings, CopyRatesComeFromLargeGpuCopiesOnly) {
   EXPECT_EQ(CopyRates{}.pinned.BytesPerNs(), 0);
 }
 
+TEST(Savings, CopyRatesOfTwoPartsAreThoseOfTheirCopiesTogether) {
+  CopyRates a, b, both;
+  for (CopyRates* r : {&a, &both}) r->Add(Copy(COPY_H2D, MEM_PINNED, 1ull << 30, 50));
+  for (CopyRates* r : {&b, &both}) {
+    r->Add(Copy(COPY_D2H, MEM_PINNED, 1ull << 30, 100));
+    r->Add(Copy(COPY_D2H, MEM_PAGEABLE, 1ull << 30, 100));
+  }
+  a.MergeFrom(b);
+  for (auto [merged, whole] :
+       {std::pair{a.pinned, both.pinned}, {a.d2h_pinned, both.d2h_pinned}, {a.d2h, both.d2h}}) {
+    EXPECT_EQ(merged.bytes, whole.bytes);
+    EXPECT_EQ(merged.ns, whole.ns);
+  }
+}
+
 TEST(Savings, PageableCopiesSaveTheirTimeMinusThePinnedTimeThatComputeCannotHide) {
   CauseTotals t;
   t.pageable_ns = Ms(100);
