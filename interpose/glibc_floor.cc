@@ -43,10 +43,19 @@ extern "C" int __xstat(int version, const char* path, struct stat* buf);
 extern "C" int __lxstat(int version, const char* path, struct stat* buf);
 extern "C" int __fxstat(int version, int fd, struct stat* buf);
 extern "C" int __fxstatat(int version, int dirfd, const char* path, struct stat* buf, int flags);
+extern "C" int __xstat64(int version, const char* path, struct stat64* buf);
+extern "C" int __lxstat64(int version, const char* path, struct stat64* buf);
+extern "C" int __fxstat64(int version, int fd, struct stat64* buf);
+extern "C" int __fxstatat64(int version, int dirfd, const char* path, struct stat64* buf,
+                            int flags);
 __asm__(".symver __xstat,__xstat@GLIBC_2.2.5");
 __asm__(".symver __lxstat,__lxstat@GLIBC_2.2.5");
 __asm__(".symver __fxstat,__fxstat@GLIBC_2.2.5");
 __asm__(".symver __fxstatat,__fxstatat@GLIBC_2.4");
+__asm__(".symver __xstat64,__xstat64@GLIBC_2.2.5");
+__asm__(".symver __lxstat64,__lxstat64@GLIBC_2.2.5");
+__asm__(".symver __fxstat64,__fxstat64@GLIBC_2.2.5");
+__asm__(".symver __fxstatat64,__fxstatat64@GLIBC_2.4");
 
 // libpthread's own name of pthread_key_create (no header declares it).
 extern "C" int __pthread_key_create(pthread_key_t* key, void (*destructor)(void*));
@@ -58,6 +67,7 @@ constexpr int kStatVersion = 1;  // _STAT_VER_LINUX on x86_64
 using CondClockwaitFn = int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t,
                                 const struct timespec*);
 using FindObjectFn = int (*)(void*, struct dl_find_object*);
+using ThreadAtexitFn = int (*)(void (*)(void*), void*, void*);
 
 // glibc's own functions where the running glibc has them (2.30, 2.35, 2.33): found once at load,
 // before anything of the library can call the wrappers (constructor priority 101 runs before the
@@ -65,6 +75,7 @@ using FindObjectFn = int (*)(void*, struct dl_find_object*);
 // later (the unwinder may run in a signal handler).
 CondClockwaitFn g_cond_clockwait = nullptr;
 FindObjectFn g_find_object = nullptr;
+ThreadAtexitFn g_thread_atexit = nullptr;
 #if IDLESCOPE_HAS_CPUID_FEATURE_LEAF
 using CpuidFeatureLeafFn = const struct cpuid_feature* (*)(unsigned int);
 CpuidFeatureLeafFn g_cpuid_feature_leaf = nullptr;
@@ -74,6 +85,8 @@ __attribute__((constructor(101))) void FindNewerGlibcFunctions() {
   g_cond_clockwait =
       reinterpret_cast<CondClockwaitFn>(dlsym(RTLD_DEFAULT, "pthread_cond_clockwait"));
   g_find_object = reinterpret_cast<FindObjectFn>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  g_thread_atexit =
+      reinterpret_cast<ThreadAtexitFn>(dlsym(RTLD_DEFAULT, "__cxa_thread_atexit_impl"));
 #if IDLESCOPE_HAS_CPUID_FEATURE_LEAF
   g_cpuid_feature_leaf =
       reinterpret_cast<CpuidFeatureLeafFn>(dlsym(RTLD_DEFAULT, "__x86_get_cpuid_feature_leaf"));
@@ -174,6 +187,19 @@ IDLESCOPE_WRAP int __wrap_pthread_setspecific(pthread_key_t key, const void* val
   return pthread_setspecific(key, value);
 }
 
+IDLESCOPE_WRAP int __wrap_pthread_join(pthread_t thread, void** result) {
+  return pthread_join(thread, result);
+}
+
+IDLESCOPE_WRAP int __wrap_pthread_detach(pthread_t thread) { return pthread_detach(thread); }
+
+#ifndef IDLESCOPE_GLIBC_FLOOR_HOOKS_PTHREAD_CREATE
+IDLESCOPE_WRAP int __wrap_pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                         void* (*start)(void*), void* arg) {
+  return pthread_create(thread, attr, start, arg);
+}
+#endif
+
 // glibc 2.32's flag "the process has one thread", read by libstdc++ to skip atomic operations
 // (reference counts, static initialization guards). Zero means "maybe more than one": the
 // atomic path, always correct.
@@ -214,11 +240,61 @@ IDLESCOPE_WRAP int __wrap__dl_find_object(void* pc, struct dl_find_object* resul
   return search.found ? 0 : -1;
 }
 
+// glibc 2.18: runs a thread_local object's destructor when its thread exits (libstdc++'s
+// __cxa_thread_atexit). Before 2.18, what libstdc++ does where glibc lacks it (atexit_thread.cc):
+// a per-thread list run, newest first, by a pthread key's destructor at thread exit, and for the
+// thread that calls exit(), by an atexit handler.
+namespace {
+
+struct ThreadExitDestructor {
+  void (*destructor)(void*);
+  void* object;
+  ThreadExitDestructor* next;
+};
+pthread_key_t g_thread_exit_key;
+pthread_once_t g_thread_exit_once = PTHREAD_ONCE_INIT;
+
+void RunThreadExitDestructors(void* list) {
+  // A destructor may register more (a thread_local first used in another's destructor).
+  for (auto* d = static_cast<ThreadExitDestructor*>(list); d != nullptr;) {
+    pthread_setspecific(g_thread_exit_key, d->next);
+    d->destructor(d->object);
+    free(d);
+    d = static_cast<ThreadExitDestructor*>(pthread_getspecific(g_thread_exit_key));
+  }
+}
+
+void RunThisThreadsDestructors() {
+  void* list = pthread_getspecific(g_thread_exit_key);
+  if (list != nullptr) RunThreadExitDestructors(list);
+}
+
+void CreateThreadExitKey() {
+  pthread_key_create(&g_thread_exit_key, RunThreadExitDestructors);
+  atexit(RunThisThreadsDestructors);
+}
+
+}  // namespace
+
+IDLESCOPE_WRAP int __wrap___cxa_thread_atexit_impl(void (*destructor)(void*), void* object,
+                                                   void* dso_handle) {
+  if (g_thread_atexit != nullptr) return g_thread_atexit(destructor, object, dso_handle);
+  pthread_once(&g_thread_exit_once, CreateThreadExitKey);
+  auto* d = static_cast<ThreadExitDestructor*>(malloc(sizeof(ThreadExitDestructor)));
+  if (d == nullptr) return -1;
+  d->destructor = destructor;
+  d->object = object;
+  d->next = static_cast<ThreadExitDestructor*>(pthread_getspecific(g_thread_exit_key));
+  pthread_setspecific(g_thread_exit_key, d);
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // References from our own sources to functions without a version up to 2.17.
 
-// glibc 2.33 exported stat, fstat, lstat and fstatat as functions; before, they were inline
-// calls of __xstat and its siblings, which every later glibc still exports.
+// glibc 2.33 exported stat, fstat, lstat and fstatat (and their *64 twins, the same on x86_64)
+// as functions; before, they were inline calls of __xstat and its siblings, which every later
+// glibc still exports.
 IDLESCOPE_WRAP int __wrap_stat(const char* path, struct stat* buf) {
   return __xstat(kStatVersion, path, buf);
 }
@@ -233,6 +309,22 @@ IDLESCOPE_WRAP int __wrap_fstat(int fd, struct stat* buf) {
 
 IDLESCOPE_WRAP int __wrap_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
   return __fxstatat(kStatVersion, dirfd, path, buf, flags);
+}
+
+IDLESCOPE_WRAP int __wrap_stat64(const char* path, struct stat64* buf) {
+  return __xstat64(kStatVersion, path, buf);
+}
+
+IDLESCOPE_WRAP int __wrap_lstat64(const char* path, struct stat64* buf) {
+  return __lxstat64(kStatVersion, path, buf);
+}
+
+IDLESCOPE_WRAP int __wrap_fstat64(int fd, struct stat64* buf) {
+  return __fxstat64(kStatVersion, fd, buf);
+}
+
+IDLESCOPE_WRAP int __wrap_fstatat64(int dirfd, const char* path, struct stat64* buf, int flags) {
+  return __fxstatat64(kStatVersion, dirfd, path, buf, flags);
 }
 
 // glibc 2.30; what std::condition_variable::wait_for and wait_until(steady_clock) call. Before

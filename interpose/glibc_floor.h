@@ -12,10 +12,11 @@
 //
 // The list is every pthread_*, sem_* and dl* function whose default version is newer than 2.17
 // and whose newest version up to 2.17 is the same code as the default one, as glibc 2.36's
-// libc.so.6 exports them (objdump -T: same address), except:
-//   - pthread_create: the library defines it (a hook, interpose/lifecycle.cc); a .symver here
-//     would version our own definition;
-//   - pthread_kill: its GLIBC_2.2.5 version is different code (ESRCH for an exited thread).
+// libc.so.6 exports them (objdump -T: same address), except pthread_kill, whose GLIBC_2.2.5
+// version is different code (ESRCH for an exited thread). pthread_create is bound only where the
+// target does not define it itself: the preload library does (a hook, interpose/lifecycle.cc),
+// and a .symver there would version our own definition (IDLESCOPE_GLIBC_FLOOR_HOOKS_PTHREAD_CREATE,
+// set by idlescope_glibc_floor(... HOOKS_PTHREAD_CREATE)).
 // Functions new after 2.17 (pthread_cond_clockwait, _dl_find_object, ...) have no old twin: they
 // are looked up at run time behind -Wl,--wrap (interpose/glibc_floor.cc).
 //
@@ -60,6 +61,9 @@ IDLESCOPE_GLIBC_BIND(pthread_condattr_getpshared, "GLIBC_2.2.5");
 IDLESCOPE_GLIBC_BIND(pthread_condattr_setclock, "GLIBC_2.3.3");
 IDLESCOPE_GLIBC_BIND(pthread_condattr_setpshared, "GLIBC_2.2.5");
 IDLESCOPE_GLIBC_BIND(pthread_detach, "GLIBC_2.2.5");
+#ifndef IDLESCOPE_GLIBC_FLOOR_HOOKS_PTHREAD_CREATE
+IDLESCOPE_GLIBC_BIND(pthread_create, "GLIBC_2.2.5");
+#endif
 IDLESCOPE_GLIBC_BIND(pthread_getaffinity_np, "GLIBC_2.3.4");
 IDLESCOPE_GLIBC_BIND(pthread_getattr_np, "GLIBC_2.2.5");
 IDLESCOPE_GLIBC_BIND(pthread_getconcurrency, "GLIBC_2.2.5");
