@@ -183,9 +183,9 @@ std::string SignalName(int sig) {
 // The preload probe. A preload library the dynamic loader cannot load on this system (a glibc
 // older than its floor, README.md "Supported systems"; a file of another architecture) does not
 // just go untraced: where a version or symbol it needs is missing, ld.so refuses to start the
-// program at all (exit 127), and it would refuse every process of the job. So before the job,
-// a tiny program of the system is started once with the same LD_PRELOAD; if it does not start
-// cleanly, the job runs untraced and the loader's reason is said in one line.
+// program at all (exit status 1 or 127), and it would refuse every process of the job. So before
+// the job, a tiny program of the system is started once with the same LD_PRELOAD; if it does not
+// start cleanly, the job runs untraced and the loader's reason is said in one line.
 
 // Dynamically linked programs every Linux userland has (coreutils, a shell): the probe needs one
 // linked against the system's own glibc, which this (static) CLI is not.
@@ -250,8 +250,9 @@ bool PreloadWorks(const std::string& lib, const std::string& dir, std::string* r
     setenv("IDLESCOPE_QUIET", "1", 1);  // only the loader may speak
     unsetenv("IDLESCOPE_STDERR");
     std::vector<char*> argv;
-    for (int i = 0; i < 3 && program[i] != nullptr; ++i)
+    for (int i = 0; i < 3 && program[i] != nullptr; ++i) {
       argv.push_back(const_cast<char*>(program[i]));
+    }
     argv.push_back(nullptr);
     execv(program[0], argv.data());
     _exit(kExitCannotExecute);
@@ -339,17 +340,15 @@ std::string WhyNotPreloaded(const std::string& name) {
     if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
       why = "it is a 32-bit program, and the library is 64-bit";
     } else if (eh.e_phentsize == sizeof(Elf64_Phdr)) {
-      bool has_loader = false;
-      for (uint16_t i = 0; i < eh.e_phnum && !has_loader; ++i) {
+      // No PT_INTERP: no dynamic loader runs (a static-pie has PT_DYNAMIC, but no loader).
+      bool read_all = true, has_interp = false;
+      for (uint16_t i = 0; i < eh.e_phnum && read_all && !has_interp; ++i) {
         Elf64_Phdr ph;
-        if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) !=
-            static_cast<ssize_t>(sizeof ph)) {
-          has_loader = true;                  // unreadable: claim nothing
-        } else if (ph.p_type == PT_INTERP) {  // a static-pie has PT_DYNAMIC, but no loader
-          has_loader = true;
-        }
+        read_all = pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) ==
+                   static_cast<ssize_t>(sizeof ph);
+        has_interp = read_all && ph.p_type == PT_INTERP;
       }
-      if (!has_loader) {
+      if (read_all && !has_interp) {
         why = "it is statically linked, and LD_PRELOAD applies to dynamically linked programs only";
       }
     }

@@ -14,6 +14,7 @@
 # (default: the Debian archive apt uses here). Needs root (chroot, mount) and debootstrap: exit 77
 # (skipped) without them.
 set -euo pipefail
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) work=$3 simgpu=${4:-} cuda_job=${5:-}
 rm -rf "$work" && mkdir -p "$work" && work=$(cd "$work" && pwd)
 
@@ -94,7 +95,7 @@ causes_of() {
     grep -oE '"cause": "[a-z_]+"' | sort -u | cut -d'"' -f4 | tr '\n' ' '
 }
 
-glibc=$(in_root ldd --version | head -1)
+glibc=$(in_root ldd --version | sed -n 1p)
 echo "root: $root ($glibc)"
 grep -q ' 2\.31$' <<< "$glibc" || { echo "FAIL: the root's glibc is not 2.31"; exit 1; }
 

@@ -3,9 +3,11 @@
 # here (a copy of libidlescope.so whose need of GLIBC_2.17 is renamed GLIBC_9.17, a version no
 # glibc has: what a system below the library's floor sees), the command runs untraced, with its
 # own output, environment and exit status, after one line of idlescope's that gives the loader's
-# reason. Without the probe the job itself would fail to start (ld.so exits 1 or 127).
+# reason. Without the probe the job itself would fail to start (ld.so exits 1 or 127). And a run
+# of a static program, which no preload library can trace, says so.
 #   unloadable_library_test.sh IDLESCOPE PRELOAD_LIB WORK_DIR
 set -euo pipefail
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
 idlescope=$1 lib=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" && work=$(cd "$work" && pwd)
 
@@ -14,20 +16,16 @@ cp "$lib" "$work/libidlescope.so"
 perl -pi -e 's/GLIBC_2\.17\0/GLIBC_9.17\0/' "$work/libidlescope.so"
 readelf -V -W "$work/libidlescope.so" | grep -q 'Name: GLIBC_9.17' ||
   { echo "FAIL: could not make the copy unloadable (no GLIBC_2.17 need in $lib?)"; exit 1; }
-set +e
-LD_PRELOAD="$work/libidlescope.so" /bin/true 2> "$work/direct.err"
-direct=$?
-set -e
+direct=0
+LD_PRELOAD="$work/libidlescope.so" /bin/true 2> "$work/direct.err" || direct=$?
 echo "LD_PRELOAD=copy /bin/true: exit $direct, $(head -1 "$work/direct.err")"
 [ "$direct" -ne 0 ] || { echo "FAIL: the copy loads after all; the test proves nothing"; exit 1; }
 
 job='echo "job ran, LD_PRELOAD=[${LD_PRELOAD:-}] IDLESCOPE_OUT=[${IDLESCOPE_OUT:-}]"; exit 7'
 echo "$ IDLESCOPE_LIB=copy idlescope run -o $work/trace -- sh -c '...; exit 7'"
-set +e
+status=0
 IDLESCOPE_LIB="$work/libidlescope.so" LD_PRELOAD= "$idlescope" run -o "$work/trace" -- \
-  sh -c "$job" > "$work/out" 2> "$work/err"
-status=$?
-set -e
+  sh -c "$job" > "$work/out" 2> "$work/err" || status=$?
 cat "$work/out" "$work/err"
 [ "$status" -eq 7 ] || { echo "FAIL: exit status $status, the job's was 7"; exit 1; }
 grep -qx 'job ran, LD_PRELOAD=\[\] IDLESCOPE_OUT=\[\]' "$work/out" ||
@@ -50,4 +48,12 @@ IDLESCOPE_LIB="$lib" "$idlescope" run -o "$work/traced" -- sh -c "$job" > "$work
   true
 grep -q "cannot be loaded" "$work/err2" && { echo "FAIL: the loadable library was refused"; exit 1; }
 ls "$work/traced"/*.idlescope > /dev/null || { echo "FAIL: no trace with the real library"; exit 1; }
+
+# A statically linked program (the CLI itself) loads no preload library: the summary says that,
+# not a guess.
+IDLESCOPE_LIB="$lib" "$idlescope" run -o "$work/static" -- "$idlescope" --version > /dev/null \
+  2> "$work/err3"
+cat "$work/err3"
+grep -q "no trace file was written to .*: it is statically linked" "$work/err3" ||
+  { echo "FAIL: the summary does not say the program is static"; exit 1; }
 echo ok

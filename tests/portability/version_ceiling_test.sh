@@ -9,6 +9,7 @@
 # static (cmake/static_cli.cmake).
 #   version_ceiling_test.sh ELF_FILE...
 set -euo pipefail
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
 
 # Prints "WORD major.minor.patch" for each version a file needs (readelf's .gnu.version_r).
 version_needs() {
