@@ -81,7 +81,10 @@ using CpuidFeatureLeafFn = const struct cpuid_feature* (*)(unsigned int);
 CpuidFeatureLeafFn g_cpuid_feature_leaf = nullptr;
 #endif
 
+// IDLESCOPE_GLIBC_FLOOR_FALLBACKS_ONLY: looks nothing up, so every wrapper takes the way of a
+// glibc without the function (tests/portability/glibc_floor_test.cc compares them with glibc's).
 __attribute__((constructor(101))) void FindNewerGlibcFunctions() {
+#if !defined(IDLESCOPE_GLIBC_FLOOR_FALLBACKS_ONLY)
   g_cond_clockwait =
       reinterpret_cast<CondClockwaitFn>(dlsym(RTLD_DEFAULT, "pthread_cond_clockwait"));
   g_find_object = reinterpret_cast<FindObjectFn>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
@@ -91,10 +94,12 @@ __attribute__((constructor(101))) void FindNewerGlibcFunctions() {
   g_cpuid_feature_leaf =
       reinterpret_cast<CpuidFeatureLeafFn>(dlsym(RTLD_DEFAULT, "__x86_get_cpuid_feature_leaf"));
 #endif
+#endif  // IDLESCOPE_GLIBC_FLOOR_FALLBACKS_ONLY
 }
 
 // Fills `buf` with random bytes from the kernel: getrandom (Linux 3.17), else /dev/urandom (as
-// glibc's arc4random does). False if neither works.
+// glibc's arc4random does). System calls only: open and read would be the preload library's own
+// hooks. False if neither works; errno may change.
 bool KernelRandom(void* buf, size_t len) {
   auto* p = static_cast<unsigned char*>(buf);
   size_t done = 0;
@@ -109,10 +114,10 @@ bool KernelRandom(void* buf, size_t len) {
     }
   }
   if (done == len) return true;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  long fd = syscall(SYS_openat, AT_FDCWD, "/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   while (done < len) {
-    ssize_t n = read(fd, p + done, len - done);
+    long n = syscall(SYS_read, fd, p + done, len - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -121,7 +126,7 @@ bool KernelRandom(void* buf, size_t len) {
       break;
     }
   }
-  close(fd);
+  syscall(SYS_close, fd);
   return done == len;
 }
 
@@ -131,7 +136,9 @@ struct FindObjectSearch {
   bool found;
 };
 
-// One loaded object for dl_iterate_phdr: the one with a PT_LOAD segment that holds the pc.
+// One loaded object for dl_iterate_phdr: the one with a PT_LOAD segment that holds the pc. Its
+// extent as glibc's link map has it: from the first segment's page to the end of the last.
+constexpr uintptr_t kPageSize = 4096;  // x86_64
 int FindObjectOf(struct dl_phdr_info* info, size_t, void* arg) {
   auto* search = static_cast<FindObjectSearch*>(arg);
   uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -150,7 +157,7 @@ int FindObjectOf(struct dl_phdr_info* info, size_t, void* arg) {
   }
   if (!holds_pc) return 0;
   memset(search->result, 0, sizeof(*search->result));
-  search->result->dlfo_map_start = reinterpret_cast<void*>(lo);
+  search->result->dlfo_map_start = reinterpret_cast<void*>(lo & ~(kPageSize - 1));
   search->result->dlfo_map_end = reinterpret_cast<void*>(hi);
   search->result->dlfo_eh_frame = const_cast<void*>(eh_frame);
   search->found = true;
@@ -210,9 +217,11 @@ __attribute__((visibility("hidden"))) char __wrap___libc_single_threaded = 0;
 // glibc 2.36 (arc4random) and 2.25 (getentropy), reached from std::random_device, which the
 // static libstdc++ links in with its string instantiations.
 IDLESCOPE_WRAP uint32_t __wrap_arc4random() {
+  const int saved_errno = errno;
   uint32_t value;
   // glibc's arc4random cannot fail either: it ends the process when the kernel gives no entropy.
   if (!KernelRandom(&value, sizeof(value))) abort();
+  errno = saved_errno;
   return value;
 }
 
@@ -221,10 +230,12 @@ IDLESCOPE_WRAP int __wrap_getentropy(void* buf, size_t len) {
     errno = EIO;
     return -1;
   }
+  const int saved_errno = errno;
   if (!KernelRandom(buf, len)) {
     errno = ENOSYS;
     return -1;
   }
+  errno = saved_errno;
   return 0;
 }
 
