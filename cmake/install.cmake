@@ -1,42 +1,50 @@
 # `cmake --install` and `cpack`: the layout the installed `idlescope run` expects, and a
 # relocatable tarball for a GPU machine that cannot build idlescope.
 #
-#   PREFIX/bin/idlescope             the CLI; `idlescope run` preloads <bin>/../lib/libidlescope.so
-#   PREFIX/lib/libidlescope.so       the preload library (needs only libc and the loader)
-#   PREFIX/lib/idlescope/            the CLI's own libprotobuf and libabsl_* (IDLESCOPE_BUNDLE_LIBS):
-#                                    a stock CUDA image has neither; found through the CLI's
-#                                    DT_RPATH $ORIGIN/../lib/idlescope, which (unlike RUNPATH) also
-#                                    serves their dependencies on each other, so the traced job's
-#                                    environment is never touched
+#   PREFIX/bin/idlescope             the CLI, statically linked (cmake/static_cli.cmake): runs on
+#                                    any x86_64 Linux; `idlescope run` preloads
+#                                    <bin>/../lib/libidlescope.so
+#   PREFIX/bin/dask_report.py        the analysis on a Dask cluster (docs/scale-out.md); finds
+#                                    the idlescope beside it
+#   PREFIX/lib/libidlescope.so       the preload library (needs only glibc >= 2.17 and its
+#                                    loader: cmake/glibc_floor.cmake)
 #   PREFIX/share/doc/idlescope/      README.md and docs/
+#
+# Both binaries are installed without their DWARF debug information (objcopy --strip-debug: a
+# tenth of the size; the symbol table stays, so a backtrace and the recorder's own symbolizer
+# still name every function) and with it beside them, in <file>.debug, which they name in a
+# .gnu_debuglink section: gdb finds it there by itself.
 #
 # `cpack` (in the build directory) packs the same into idlescope-VERSION-Linux-ARCH.tar.gz; unpack
 # it anywhere and run bin/idlescope.
-option(IDLESCOPE_BUNDLE_LIBS "Install the CLI's protobuf and abseil libraries beside it" ON)
 
 install(TARGETS idlescope RUNTIME DESTINATION bin)
+set(IDLESCOPE_INSTALLED_BINARIES bin/$<TARGET_FILE_NAME:idlescope>)
 if(TARGET idlescope_preload)
   install(TARGETS idlescope_preload LIBRARY DESTINATION lib)
+  list(APPEND IDLESCOPE_INSTALLED_BINARIES lib/$<TARGET_FILE_NAME:idlescope_preload>)
 endif()
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/tools/dask_report.py DESTINATION bin)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION share/doc/idlescope)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION share/doc/idlescope/docs)
 
-if(IDLESCOPE_BUNDLE_LIBS)
-  set_target_properties(idlescope PROPERTIES INSTALL_RPATH "$ORIGIN/../lib/idlescope")
-  target_link_options(idlescope PRIVATE -Wl,--disable-new-dtags)
-  # The libraries by their sonames (what the CLI's DT_NEEDED names), with the files the soname
-  # links point to: FOLLOW_SYMLINK_CHAIN installs both.
-  install(CODE [[
-    file(GET_RUNTIME_DEPENDENCIES
-         EXECUTABLES $<TARGET_FILE:idlescope>
-         RESOLVED_DEPENDENCIES_VAR idlescope_deps
-         PRE_INCLUDE_REGEXES "libprotobuf" "libabsl_"
-         PRE_EXCLUDE_REGEXES ".*"
-         POST_INCLUDE_REGEXES "libprotobuf" "libabsl_"
-         POST_EXCLUDE_REGEXES ".*")
-    file(INSTALL ${idlescope_deps} DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/idlescope"
-         FOLLOW_SYMLINK_CHAIN)
-  ]])
+# The debug information out of the installed binaries, into <file>.debug beside each.
+if(CMAKE_OBJCOPY)
+  install(CODE "
+    set(objcopy \"${CMAKE_OBJCOPY}\")
+    set(binaries \"${IDLESCOPE_INSTALLED_BINARIES}\")
+    foreach(binary IN LISTS binaries)
+      set(file \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${binary}\")
+      get_filename_component(name \"\${file}\" NAME)
+      get_filename_component(dir \"\${file}\" DIRECTORY)
+      message(STATUS \"Splitting debug information: \${file}.debug\")
+      # --add-gnu-debuglink records the file's name and CRC: run where the .debug file lies.
+      execute_process(COMMAND \${objcopy} --only-keep-debug \${name} \${name}.debug
+                      COMMAND_ERROR_IS_FATAL ANY WORKING_DIRECTORY \${dir})
+      execute_process(COMMAND \${objcopy} --strip-debug --add-gnu-debuglink=\${name}.debug
+                              \${name} WORKING_DIRECTORY \${dir} COMMAND_ERROR_IS_FATAL ANY)
+    endforeach()
+  ")
 endif()
 
 set(CPACK_GENERATOR TGZ)

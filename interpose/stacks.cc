@@ -38,6 +38,18 @@ constexpr int kMaxDepth = 128;
 // Unwinding (unwind.h).
 
 uint32_t g_depth = 0;
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#define IDLESCOPE_HAS_DL_FIND_OBJECT 1
+// glibc >= 2.35's _dl_find_object, looked up at Init (not linked: the library loads on an older
+// glibc too, README.md). Without it no module is found without the loader's locks (the final
+// flush of a signal leaves such frames unnamed).
+using FindObjectFn = int (*)(void*, struct dl_find_object*);
+FindObjectFn g_find_object = nullptr;
+#else
+#define IDLESCOPE_HAS_DL_FIND_OBJECT 0
+#endif
+
 // Our own code's address range: frames inside it (the hook that called CaptureStack) are not
 // part of the program's stack.
 uintptr_t g_self_lo = 0, g_self_hi = 0;
@@ -181,6 +193,9 @@ void* MapZeroed(size_t bytes) {
 }  // namespace
 
 void Init(uint32_t depth) {
+#if IDLESCOPE_HAS_DL_FIND_OBJECT
+  g_find_object = reinterpret_cast<FindObjectFn>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+#endif
   if (depth == 0) return;
   g_slots = static_cast<TrieSlot*>(MapZeroed(sizeof(TrieSlot) * kTrieSlots));
   g_nodes = static_cast<Node*>(MapZeroed(sizeof(Node) * kMaxNodes));
@@ -546,9 +561,9 @@ class SymbolizerState {
   // inside dlopen: a Python import). _dl_find_object (glibc 2.35) is lock-free; the module's
   // program headers and build id are read from its image, whose first page holds the ELF header.
   ModuleInfo* FindWithoutLoader(uintptr_t addr) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#if IDLESCOPE_HAS_DL_FIND_OBJECT
     struct dl_find_object found;
-    if (_dl_find_object(reinterpret_cast<void*>(addr), &found) != 0 ||
+    if (g_find_object == nullptr || g_find_object(reinterpret_cast<void*>(addr), &found) != 0 ||
         found.dlfo_link_map == nullptr) {
       return nullptr;
     }

@@ -14,6 +14,8 @@ packages=(
   libpython3.11-testsuite clang libclang-rt-dev
   # the Dask driver of a job analyzed in shards (tools/dask_report.py, tests/analyzer/shards.py)
   python3-distributed
+  # the Debian 11 root of tests/portability (an older glibc than this system's)
+  debootstrap
 )
 # chromium renders the HTML report in its tests (tests/html/, through puppeteer-core from npm,
 # which the tests' setup installs from tests/html/package-lock.json).

@@ -1,6 +1,9 @@
 // `idlescope run [-o DIR] [--quiet] -- CMD...`: run CMD with the preload library, one trace file
 // per process in DIR, and behave like CMD itself towards the caller (exit status, signals).
+#include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -176,6 +179,184 @@ std::string SignalName(int sig) {
   return abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", sig);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The preload probe. A preload library the dynamic loader cannot load on this system (a glibc
+// older than its floor, README.md "Supported systems"; a file of another architecture) does not
+// just go untraced: where a version or symbol it needs is missing, ld.so refuses to start the
+// program at all (exit status 1 or 127), and it would refuse every process of the job. So before
+// the job, a tiny program of the system is started once with the same LD_PRELOAD; if it does not
+// start cleanly, the job runs untraced and the loader's reason is said in one line.
+
+// Dynamically linked programs every Linux userland has (coreutils, a shell): the probe needs one
+// linked against the system's own glibc, which this (static) CLI is not.
+constexpr const char* kProbePrograms[][3] = {
+    {"/bin/true", nullptr, nullptr},
+    {"/usr/bin/true", nullptr, nullptr},
+    {"/bin/sh", "-c", ":"},
+};
+// A library start takes milliseconds; one that has not finished in this long would hang the job.
+constexpr int kProbeTimeoutMs = 10000;
+
+void RemoveTree(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      unlink(absl::StrCat(dir, "/", e->d_name).c_str());
+    }
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+// The first line of the loader's message, without the probe program's path it starts with.
+std::string LoaderReason(const std::string& err, const char* program) {
+  std::string line = err.substr(0, err.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  const std::string prefix = absl::StrCat(program, ": ");
+  if (line.starts_with(prefix)) line.erase(0, prefix.size());
+  return line;
+}
+
+// Whether `lib` can be preloaded here; if not, `reason` says why (the loader's words). The
+// library really starts in the probe (its trace goes to a scratch directory in `dir`, removed
+// after): a library that loads but then crashes or hangs at start is caught too.
+bool PreloadWorks(const std::string& lib, const std::string& dir, std::string* reason) {
+  const char* const* program = nullptr;
+  for (const auto& candidate : kProbePrograms) {
+    if (access(candidate[0], X_OK) == 0) {
+      program = candidate;
+      break;
+    }
+  }
+  if (program == nullptr) return true;  // nothing to probe with: trace as before
+  std::string scratch = absl::StrCat(dir, "/.idlescope-probe-XXXXXX");
+  if (mkdtemp(scratch.data()) == nullptr) return true;
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    RemoveTree(scratch);
+    return true;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      dup2(null_fd, STDIN_FILENO);
+      dup2(null_fd, STDOUT_FILENO);
+    }
+    dup2(err_pipe[1], STDERR_FILENO);
+    setenv("LD_PRELOAD", lib.c_str(), 1);
+    setenv("IDLESCOPE_OUT", scratch.c_str(), 1);
+    setenv("IDLESCOPE_QUIET", "1", 1);  // only the loader may speak
+    unsetenv("IDLESCOPE_STDERR");
+    std::vector<char*> argv;
+    for (int i = 0; i < 3 && program[i] != nullptr; ++i) {
+      argv.push_back(const_cast<char*>(program[i]));
+    }
+    argv.push_back(nullptr);
+    execv(program[0], argv.data());
+    _exit(kExitCannotExecute);
+  }
+  close(err_pipe[1]);
+  if (pid < 0) {
+    close(err_pipe[0]);
+    RemoveTree(scratch);
+    return true;
+  }
+  // The probe's stderr until it closes (the probe ended) or the time is up.
+  std::string err;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  bool timed_out = false;
+  for (;;) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const long elapsed_ms =
+        (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (elapsed_ms >= kProbeTimeoutMs) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd p = {err_pipe[0], POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(kProbeTimeoutMs - elapsed_ms));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the deadline is checked above
+    char buf[4096];
+    ssize_t n = read(err_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (err.size() < 65536) err.append(buf, static_cast<size_t>(n));
+  }
+  close(err_pipe[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  RemoveTree(scratch);
+  // ld.so, when the library cannot be opened at all: "ERROR: ld.so: object '...' from
+  // LD_PRELOAD cannot be preloaded (...): ignored." and the program runs without it.
+  const bool ignored = err.find("cannot be preloaded") != std::string::npos;
+  if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !ignored) return true;
+  if (timed_out) {
+    *reason =
+        absl::StrCat(program[0], " with it did not finish within ", kProbeTimeoutMs / 1000, " s");
+  } else if (!err.empty()) {
+    *reason = LoaderReason(err, program[0]);
+  } else if (WIFSIGNALED(status)) {
+    *reason = absl::StrCat(program[0], " with it was killed by ", SignalName(WTERMSIG(status)));
+  } else {
+    *reason = absl::StrCat(program[0], " with it exited with status ", WEXITSTATUS(status));
+  }
+  return false;
+}
+
+// What the program `name` is, when that explains a run without trace files: the dynamic loader
+// ignores LD_PRELOAD for a statically linked program (it never runs) and for a setuid or setgid
+// one (secure-execution mode, ld.so(8)). Empty when neither applies or it cannot be told.
+std::string WhyNotPreloaded(const std::string& name) {
+  std::string path;
+  if (name.find('/') != std::string::npos) {
+    path = name;
+  } else if (const char* env_path = getenv("PATH")) {  // as execvp searched it
+    for (absl::string_view dir : absl::StrSplit(env_path, ':')) {
+      std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", name);
+      if (access(candidate.c_str(), X_OK) == 0) {
+        path = candidate;
+        break;
+      }
+    }
+  }
+  struct stat st;
+  if (path.empty() || stat(path.c_str(), &st) != 0) return "";
+  if (st.st_mode & (S_ISUID | S_ISGID)) {
+    return "it is setuid or setgid, and the loader ignores LD_PRELOAD for such programs";
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  Elf64_Ehdr eh;
+  std::string why;
+  if (pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) &&
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0) {
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+      why = "it is a 32-bit program, and the library is 64-bit";
+    } else if (eh.e_phentsize == sizeof(Elf64_Phdr)) {
+      // No PT_INTERP: no dynamic loader runs (a static-pie has PT_DYNAMIC, but no loader).
+      bool read_all = true, has_interp = false;
+      for (uint16_t i = 0; i < eh.e_phnum && read_all && !has_interp; ++i) {
+        Elf64_Phdr ph;
+        read_all = pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) ==
+                   static_cast<ssize_t>(sizeof ph);
+        has_interp = read_all && ph.p_type == PT_INTERP;
+      }
+      if (read_all && !has_interp) {
+        why = "it is statically linked, and LD_PRELOAD applies to dynamically linked programs only";
+      }
+    }
+  }
+  close(fd);
+  return why;
+}
+
 void PrintSummary(const std::string& dir, const std::vector<char*>& cmd, int status) {
   uint64_t files = 0, bytes = 0;
   if (auto list = ListTraceFiles(dir); list.ok()) {
@@ -192,11 +373,9 @@ void PrintSummary(const std::string& dir, const std::vector<char*>& cmd, int sta
                         : absl::StrCat("exited with status ", WEXITSTATUS(status));
   std::string name = cmd[0];
   if (files == 0) {
-    std::fprintf(stderr,
-                 "idlescope: %s %s, and no trace file was written to %s: was the program "
-                 "statically linked or setuid (LD_PRELOAD is ignored then), or did it clear "
-                 "LD_PRELOAD?\n",
-                 name.c_str(), how.c_str(), dir.c_str());
+    const std::string why = WhyNotPreloaded(name);
+    std::fprintf(stderr, "idlescope: %s %s, and no trace file was written to %s%s%s\n",
+                 name.c_str(), how.c_str(), dir.c_str(), why.empty() ? "" : ": ", why.c_str());
     return;
   }
   std::fprintf(stderr,
@@ -269,7 +448,8 @@ int RunCommand(int argc, char** argv) {
     std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
     return kExitOwnError;
   }
-  if (dir.empty() ? !MakeDefaultDir(&dir, &error) : !MakeDirs(dir, &error)) {
+  const bool default_dir = dir.empty();
+  if (default_dir ? !MakeDefaultDir(&dir, &error) : !MakeDirs(dir, &error)) {
     std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
     return kExitOwnError;
   }
@@ -283,6 +463,14 @@ int RunCommand(int argc, char** argv) {
   if (!CanCreateFilesIn(abs_dir, &error)) {
     std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
     return kExitOwnError;
+  }
+  // The job is never turned away: where the library cannot be loaded, it runs untraced.
+  std::string unloadable;
+  const bool traced = PreloadWorks(lib, abs_dir, &unloadable);
+  if (!traced) {
+    std::fprintf(stderr, "idlescope run: %s cannot be loaded here (%s); running %s untraced\n",
+                 lib.c_str(), unloadable.c_str(), cmd[0]);
+    if (default_dir) rmdir(abs_dir.c_str());  // ours, and no trace will come
   }
   // Keep the caller's own preloads, after ours: ours must see the program's calls first.
   std::string preload = lib;
@@ -313,9 +501,11 @@ int RunCommand(int argc, char** argv) {
     for (size_t s = 0; s < std::size(kForwardedSignals); ++s) {
       sigaction(kForwardedSignals[s], &saved[s], nullptr);
     }
-    setenv("IDLESCOPE_OUT", abs_dir.c_str(), 1);
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("IDLESCOPE_STDERR", StderrPolicyFor(getpid()).c_str(), 1);
+    if (traced) {
+      setenv("IDLESCOPE_OUT", abs_dir.c_str(), 1);
+      setenv("LD_PRELOAD", preload.c_str(), 1);
+      setenv("IDLESCOPE_STDERR", StderrPolicyFor(getpid()).c_str(), 1);
+    }
     execvp(cmd[0], cmd.data());
     const int err = errno;
     std::fprintf(stderr, "idlescope run: cannot run %s: %s\n", cmd[0], std::strerror(err));
@@ -335,7 +525,7 @@ int RunCommand(int argc, char** argv) {
     sigaction(kForwardedSignals[s], &saved[s], nullptr);
   }
 
-  if (!quiet) PrintSummary(abs_dir, cmd, status);
+  if (traced && !quiet) PrintSummary(abs_dir, cmd, status);
   std::fflush(nullptr);
   if (WIFSIGNALED(status)) DieOfSignal(WTERMSIG(status));
   return WEXITSTATUS(status);

@@ -1,10 +1,9 @@
 #!/bin/bash
 # examples/gpu/pack-kit.sh BUILD_DIR KIT_DIR: packs a built idlescope for a GPU machine that
 # cannot build it (no abseil/protobuf development packages, no network). The kit is the `cpack`
-# tarball of BUILD_DIR unpacked (bin/idlescope, lib/libidlescope.so, the CLI's own libprotobuf
-# and libabsl_* in lib/idlescope/, found through its RPATH, so nothing is set in the traced job's
-# environment; cmake/install.cmake), plus the nvcc-built CUDA examples and test programs that
-# examples/gpu/check.sh runs. On the GPU machine:
+# tarball of BUILD_DIR unpacked (bin/idlescope, statically linked, and lib/libidlescope.so, which
+# needs glibc 2.17 at the most: cmake/install.cmake), plus the nvcc-built CUDA examples and test
+# programs that examples/gpu/check.sh runs. On the GPU machine:
 #   examples/gpu/check.sh --skip-build --build-dir KIT_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) kit=$2

@@ -2,8 +2,11 @@
 # cmake --install into a temporary prefix, then the installed `idlescope run` + `report` on an
 # example (examples/cuda/host_transfer on simgpu when it is built, else a shell job that reads a
 # file), with IDLESCOPE_LIB unset: the installed CLI must find the installed preload library by
-# itself. Then `cpack` in a scratch directory, the tarball unpacked elsewhere, and its
-# bin/idlescope run on a golden trace with its bundled libraries (no build tree on any path).
+# itself. The installed binaries carry no DWARF (it lies beside them in <file>.debug, named by
+# their .gnu_debuglink) but keep their symbol table; the CLI is statically linked;
+# dask_report.py is installed beside it and finds it. Then `cpack` in a scratch directory, the
+# tarball unpacked elsewhere, and its bin/idlescope run on a golden trace (no build tree on any
+# path).
 #   install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR [SIMGPU_LIB_DIR EXAMPLES_DIR]
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) work=$3 simgpu=${4:-} examples=${5:-}
@@ -14,11 +17,37 @@ unset IDLESCOPE_LIB
 
 echo "$ cmake --install $build --prefix $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
-for f in bin/idlescope lib/libidlescope.so share/doc/idlescope/README.md \
+for f in bin/idlescope bin/idlescope.debug bin/dask_report.py lib/libidlescope.so \
+         lib/libidlescope.so.debug share/doc/idlescope/README.md \
          share/doc/idlescope/docs/html-report.md; do
   [ -e "$work/prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 echo "installed: $(cd "$work/prefix" && find . -type f | wc -l) files, $(du -sh "$work/prefix" | cut -f1)"
+
+# Stripped of DWARF, symbol table kept, debug information beside (found through the debuglink).
+for f in bin/idlescope lib/libidlescope.so; do
+  sections=$(readelf -SW "$work/prefix/$f")
+  if grep -q '\.debug_info' <<< "$sections"; then echo "FAIL: $f keeps its DWARF"; exit 1; fi
+  grep -q '\.symtab' <<< "$sections" || { echo "FAIL: $f lost its symbol table"; exit 1; }
+  link=$(readelf -p .gnu_debuglink "$work/prefix/$f" 2>/dev/null | grep -o "$(basename "$f").debug")
+  [ -n "$link" ] || { echo "FAIL: $f does not name $(basename "$f").debug"; exit 1; }
+  readelf -SW "$work/prefix/$f.debug" | grep -q '\.debug_info' ||
+    { echo "FAIL: $f.debug has no DWARF"; exit 1; }
+  echo "$f: $(stat -c %s "$work/prefix/$f") bytes, $f.debug: $(stat -c %s "$work/prefix/$f.debug") bytes"
+done
+# Statically linked: no loader, so it runs whatever the system's glibc and libstdc++.
+if readelf -lW "$work/prefix/bin/idlescope" | grep -q INTERP; then
+  echo "FAIL: the installed idlescope is dynamically linked"; exit 1
+fi
+# dask_report.py runs the idlescope beside it by default.
+found=$(python3 -c 'import importlib.util as u, sys
+spec = u.spec_from_file_location("dask_report", sys.argv[1])
+module = u.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.default_binary())' "$work/prefix/bin/dask_report.py")
+[ "$found" = "$work/prefix/bin/idlescope" ] ||
+  { echo "FAIL: the installed dask_report.py runs $found"; exit 1; }
+echo "dask_report.py runs $found"
 
 installed=$work/prefix/bin/idlescope
 "$installed" --version
@@ -44,15 +73,11 @@ tarball=$(ls "$work"/package/idlescope-*.tar.gz)
 echo "tarball: $(basename "$tarball"), $(stat -c %s "$tarball") bytes"
 mkdir -p "$work/unpacked" && tar -xzf "$tarball" -C "$work/unpacked"
 root=$(ls -d "$work"/unpacked/idlescope-*)
-# The unpacked CLI must load its bundled libraries, not the build tree's or the system's.
-if ldd "$root/bin/idlescope" | grep -E "libprotobuf|libabsl" | grep -v "=> $root/" |
-   grep -q .; then
-  echo "FAIL: the unpacked idlescope loads protobuf/abseil from outside the tarball:"
-  ldd "$root/bin/idlescope" | grep -E "libprotobuf|libabsl" | head -5
-  exit 1
-fi
+for f in bin/idlescope bin/idlescope.debug bin/dask_report.py lib/libidlescope.so \
+         lib/libidlescope.so.debug; do
+  [ -e "$root/$f" ] || { echo "FAIL: the tarball has no $f"; exit 1; }
+done
 # Into a file, then head: a pipe to head could end the report with SIGPIPE (pipefail).
 "$root/bin/idlescope" report "$src/tests/golden/transfer_checkpoint" > "$work/unpacked.txt" 2> /dev/null
 head -3 "$work/unpacked.txt"
-[ -e "$root/lib/libidlescope.so" ] || { echo "FAIL: the tarball has no lib/libidlescope.so"; exit 1; }
 echo ok
