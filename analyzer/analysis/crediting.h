@@ -44,7 +44,7 @@ struct CauseTotals {
   Ns exposed_ns = 0;  // synchronization: launching-thread CPU time after the sync that opened a gap
   Ns tail_ns = 0;     // in the device's tail gap (after its last kernel)
   double bytes = 0;   // bytes of the credited events, in proportion to the time credited
-  std::array<Ns, 11> nccl_op_ns{};  // by NcclOp
+  std::array<Ns, NcclOp_ARRAYSIZE> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;
   TopEvidence objects;
   TopEvidence directories;  // key id: hash of the directory
