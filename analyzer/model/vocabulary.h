@@ -1,5 +1,6 @@
 // Small vocabulary types that the analysis stages produce and the report model and exporters
-// read: what kind of gap an idle interval is, what kind of host activity a blocked call is.
+// read: what kind of gap an idle interval is, what kind of host activity a blocked call is, how
+// an estimated saving is computed.
 #pragma once
 
 #include <cstdint>
@@ -68,5 +69,21 @@ constexpr std::string_view HostActivityKindName(HostActivityKind kind) {
   }
   return "?";
 }
+
+// How an estimated saving was computed (docs/attribution.md, "The numbers").
+enum class SavingMethod : uint8_t {
+  kNone,                     // no estimate: the cause has no specific fix (startup, unknown)
+  kAll,                      // all of the idle time: the fix takes the work off the GPU's path
+  kHalf,                     // half of it: a heuristic (launch-bound and memory-bound short gaps)
+  kPageableAtPinnedRate,     // copies from pinned memory (the pageable bytes at the pinned
+                             // bandwidth), overlapped with compute: what compute cannot hide stays
+  kCheckpointMinusSnapshot,  // blocked checkpoint time minus the snapshot an asynchronous
+                             // checkpoint keeps
+  kOverlapWithCompute,       // communication overlapped with compute: up to the compute time,
+                             // less the waits for slower ranks
+  kFillTheDevice,            // a batch batch_growth times larger (as memory allows)
+  kSpreadOverDevices,        // unused GPUs: released (GPU time), or given their share of the work
+                             // (the job's time)
+};
 
 }  // namespace idlescope

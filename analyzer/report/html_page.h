@@ -22,9 +22,10 @@ std::string HtmlPageStart(std::string_view title);
 // "</main>...</html>", with `scripts` (inline <script> elements) before the end of the body.
 std::string HtmlPageEnd(std::string_view scripts);
 
-// The colour a cause is drawn in (the strip, the charts, the findings' borders), "#rrggbb";
-// kBusyColor for a device's busy time (kernels, and gaps shorter than --min-gap).
-std::string_view CauseColor(Cause cause);
+// The colour a cause is drawn in (the strip, the charts, the findings' borders), "#rrggbb": its
+// `color` in model/causes.def. kBusyColor for a device's busy time (kernels, and gaps shorter
+// than --min-gap).
+constexpr std::string_view CauseColor(Cause cause) { return InfoOf(cause).color; }
 inline constexpr std::string_view kBusyColor = "#9cc5a1";
 
 // A horizontal bar chart row: a bar of `fraction` of `width_px` in `color`.

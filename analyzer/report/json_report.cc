@@ -16,84 +16,6 @@
 namespace idlescope {
 namespace {
 
-// The JSON names of a finding kind and of the figures it sets (docs/report-json.md, "Findings").
-// An empty name: the kind does not set that figure.
-struct FindingFields {
-  std::string_view kind = {};
-  std::string_view ns = {};
-  std::string_view other_ns = {};
-  std::string_view bytes = {};
-  std::string_view count = {};
-  std::string_view other_count = {};
-  std::string_view of_count = {};
-  std::string_view calls = {};
-  bool rank = false;
-  bool pid = false;
-  bool nccl_op = false;
-  bool activity = false;
-  std::string_view api = {};
-  bool blame = false;  // first/last waiting rank; kBlamedActivity: the cause and its evidence
-};
-
-// In the order of enum FindingKind.
-constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
-    {.kind = "pageable_copies", .ns = "pageable_ns", .other_ns = "other_copies_ns"},
-    {.kind = "gpu_only_copies", .ns = "idle_ns"},
-    {.kind = "snapshot_copies", .ns = "idle_ns"},
-    {.kind = "checkpoint_bytes_written", .bytes = "bytes"},
-    {.kind = "nccl_op_blocked", .ns = "blocked_ns", .nccl_op = true},
-    {.kind = "exposed_nccl_kernels", .ns = "idle_ns"},
-    {.kind = "straggler_rank",
-     .ns = "waited_for_ns",
-     .other_ns = "longest_wait_ns",
-     .count = "last_arrivals",
-     .of_count = "matched_collectives",
-     .rank = true},
-    {.kind = "blamed_activity",
-     .ns = "waited_ns",
-     .count = "waiting_ranks",
-     .rank = true,
-     .blame = true},
-    {.kind = "blamed_compute",
-     .ns = "waited_ns",
-     .count = "waiting_ranks",
-     .rank = true,
-     .blame = true},
-    {.kind = "remote_reads", .ns = "idle_ns"},
-    {.kind = "worker_queue_waits", .ns = "idle_ns"},
-    {.kind = "launcher_preprocessing", .ns = "idle_ns"},
-    {.kind = "host_work_after_sync", .ns = "idle_ns"},
-    {.kind = "compute_kernels", .ns = "total_ns", .count = "kernels"},
-    {.kind = "kernels_below_sm_count", .count = "kernels", .of_count = "kernels_with_grid"},
-    {.kind = "startup_first_kernel", .ns = "since_start_ns", .rank = true, .pid = true},
-    {.kind = "startup_before_cuda",
-     .ns = "duration_ns",
-     .other_ns = "code_read_ns",
-     .bytes = "code_read_bytes",
-     .count = "code_reads"},
-    {.kind = "startup_cuda_to_kernel",
-     .ns = "duration_ns",
-     .other_ns = "longest_cuda_call_ns",
-     .bytes = "model_read_bytes",
-     .api = "longest_cuda_call"},
-    {.kind = "host_activity",
-     .ns = "blocked_ns",
-     .bytes = "bytes",
-     .count = "calls",
-     .activity = true},
-    {.kind = "worker_processes",
-     .bytes = "read_bytes",
-     .count = "workers",
-     .other_count = "workers_reading_files",
-     .calls = "file_reads"},
-    {.kind = "ranks_share_device",
-     .count = "ranks",
-     .other_count = "unused_visible_devices",
-     .rank = true,
-     .api = "device"},
-    {.kind = "evidence_approximate"},
-}};
-
 std::string_view SavingMethodName(SavingMethod m) {
   switch (m) {
     case SavingMethod::kNone:
@@ -192,10 +114,11 @@ void CauseMap(JsonWriter& j, std::string_view key, const std::array<Ns, kCauseCo
   j.EndObject();
 }
 
+// A finding as its row of model/findings.def names its fields.
 void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols) {
-  const FindingFields& names = kFindingFields[static_cast<size_t>(f.kind)];
+  const FindingKindInfo& names = InfoOf(f.kind);
   j.BeginObject();
-  j.String("kind", names.kind);
+  j.String("kind", names.name);
   if (!names.ns.empty()) j.Int(names.ns, f.ns);
   if (!names.other_ns.empty()) j.Int(names.other_ns, f.other_ns);
   if (!names.bytes.empty()) j.Uint(names.bytes, f.bytes);
@@ -208,11 +131,11 @@ void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols)
   if (names.nccl_op) j.String("op", NcclOpName(f.nccl_op));
   if (names.activity) j.String("activity", HostActivityKindName(f.activity));
   if (!names.api.empty()) OptionalString(j, names.api, symbols.String(f.api));
-  if (names.blame) {
+  if (names.waiting_ranks) {
     j.Int("first_waiting_rank", f.first_rank);
     j.Int("last_waiting_rank", f.last_rank);
   }
-  if (f.kind == FindingKind::kBlamedActivity) {
+  if (names.activity_evidence) {
     j.String("activity_cause", InfoOf(f.cause).name);
     j.Key("stack_id");
     if (f.stack != 0) {
