@@ -1,6 +1,7 @@
 #include "analyzer/model/causes.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace idlescope {
 namespace {
@@ -16,23 +17,40 @@ constexpr bool IsColor(std::string_view c) {
   return c.size() == 7 && c[0] == '#' && std::all_of(c.begin() + 1, c.end(), IsHexDigit);
 }
 
+// A row of causes.def with every field optional, so that its check tells a field left out from
+// one set to its zero (SavingMethod::kNone is a rule). The compiler keeps it in step with
+// CauseInfo: a row's designators must name these fields, in this order.
+struct CauseRow {
+  std::optional<std::string_view> name = {};
+  std::optional<std::string_view> dimension = {};
+  std::optional<std::string_view> paper_category = {};
+  std::optional<int> precedence = {};
+  std::optional<SavingMethod> saving = {};
+  std::optional<std::string_view> color = {};
+  std::optional<std::string_view> fix = {};
+};
+
 // Each row of causes.def, checked where it stands: the message names the cause and its field.
-#define IDLESCOPE_CAUSE(id, ...)                                                                  \
-  static_assert(!CauseInfo{__VA_ARGS__}.name.empty(), "causes.def: " #id " needs .name");         \
-  static_assert(IsDimension(CauseInfo{__VA_ARGS__}.dimension),                                    \
-                "causes.def: " #id " needs .dimension: job, model, data, library or none");       \
-  static_assert(!CauseInfo{__VA_ARGS__}.paper_category.empty(),                                   \
-                "causes.def: " #id " needs .paper_category");                                     \
-  static_assert(                                                                                  \
-      CauseInfo{__VA_ARGS__}.precedence >= 1 && CauseInfo{__VA_ARGS__}.precedence <= kCauseCount, \
-      "causes.def: " #id " needs .precedence, from 1 to the number of causes");                   \
-  static_assert(CauseInfo{__VA_ARGS__}.saving != SavingMethod::kSpreadOverDevices,                \
-                "causes.def: " #id                                                                \
-                " .saving: spread_over_devices is the job's rule for unused "                     \
-                "GPUs (analysis/report_builder.cc), not a device's");                             \
-  static_assert(IsColor(CauseInfo{__VA_ARGS__}.color),                                            \
-                "causes.def: " #id " needs .color, \"#rrggbb\" (lower case)");                    \
-  static_assert(!CauseInfo{__VA_ARGS__}.fix.empty(), "causes.def: " #id " needs .fix");
+#define IDLESCOPE_CAUSE(id, ...)                                                              \
+  static_assert(!CauseRow{__VA_ARGS__}.name.value_or("").empty(),                             \
+                "causes.def: " #id " needs .name");                                           \
+  static_assert(IsDimension(CauseRow{__VA_ARGS__}.dimension.value_or("")),                    \
+                "causes.def: " #id " needs .dimension: job, model, data, library or none");   \
+  static_assert(!CauseRow{__VA_ARGS__}.paper_category.value_or("").empty(),                   \
+                "causes.def: " #id " needs .paper_category");                                 \
+  static_assert(CauseRow{__VA_ARGS__}.precedence.value_or(0) >= 1 &&                          \
+                    CauseRow{__VA_ARGS__}.precedence.value_or(0) <= kCauseCount,              \
+                "causes.def: " #id " needs .precedence, from 1 to the number of causes");     \
+  static_assert(CauseRow{__VA_ARGS__}.saving.has_value(),                                     \
+                "causes.def: " #id " needs .saving (a SavingMethod)");                        \
+  static_assert(CauseRow{__VA_ARGS__}.saving != SavingMethod::kSpreadOverDevices,             \
+                "causes.def: " #id                                                            \
+                " .saving: spread_over_devices is the job's rule for unused "                 \
+                "GPUs (analysis/report_builder.cc), not a device's");                         \
+  static_assert(IsColor(CauseRow{__VA_ARGS__}.color.value_or("")),                            \
+                "causes.def: " #id " needs .color, \"#rrggbb\" (lower case)");                \
+  static_assert(!CauseRow{__VA_ARGS__}.fix.value_or("").empty(), "causes.def: " #id " needs " \
+                                                                                    ".fix");
 #include "analyzer/model/causes.def"
 #undef IDLESCOPE_CAUSE
 
