@@ -99,6 +99,9 @@ shard::Summary Summarize(const JobAnalysis& analysis, const CrossRankRecorder& c
                          uint32_t shard_index, bool python_frames, Ns end, Ns finished_at);
 
 // Back from the messages, for the merge.
+// OK when `s` was written with this idlescope's list of causes (Summary.causes), which its
+// by-cause fields follow; else the one-line error the merge gives.
+absl::Status CheckCauses(const shard::Summary& s);
 DeviceResult FromMessage(const shard::DeviceResult& m);
 ClosedGap FromMessage(const shard::Gap& m);
 Startup::Process FromMessage(const shard::StartupProcess& m, const ProcessInfo& info);

@@ -17,6 +17,7 @@
 #include "analyzer/model/causes.h"
 #include "analyzer/model/findings.h"
 #include "analyzer/report/report_exporters.h"
+#include "analyzer/shard/summary.h"
 
 namespace idlescope {
 namespace {
@@ -176,6 +177,21 @@ TEST(FindingList, EveryKindIsARowOfTheDocsTableNamingItsFields) {
           << info.name << ": `" << field << "` is not documented";
     }
   }
+}
+
+// A shard's summary carries its cause list: its by-cause fields are read only by an idlescope
+// with the same list, never shifted by a cause added or moved in between.
+TEST(SummaryCauses, AreTheWritersListAndTheMergeRefusesAnother) {
+  shard::Summary summary;
+  for (Cause c : kAllCauses) summary.add_causes(std::string(InfoOf(c).name));
+  EXPECT_TRUE(CheckCauses(summary).ok());
+  summary.mutable_causes()->SwapElements(0, 1);
+  EXPECT_FALSE(CheckCauses(summary).ok());
+  summary.mutable_causes()->SwapElements(0, 1);
+  summary.add_causes("cpu_preprocessing");
+  absl::Status refused = CheckCauses(summary);
+  EXPECT_NE(refused.message().find("another list of causes"), std::string_view::npos)
+      << refused.message();
 }
 
 }  // namespace
