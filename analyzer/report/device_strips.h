@@ -1,6 +1,6 @@
 // DeviceStrips: each device's idle time by cause over the job, in a fixed number of time buckets:
 // what the HTML report's timeline strip draws. It watches the analysis's credited slices
-// (analysis/crediting.h, corrections included) and never the analysis itself; the report's
+// (model/credited_slice.h, corrections included) and never the analysis itself; the report's
 // figures stay the report's own, the buckets only place them in time.
 //
 // Memory is bounded whatever the job's length: the bucket width starts at kFirstBucketNs and
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis/crediting.h"
 #include "analyzer/model/causes.h"
+#include "analyzer/model/credited_slice.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
 

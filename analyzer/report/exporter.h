@@ -7,7 +7,7 @@
 //   2. list it in the exporter table of report/report_exporters.cc;
 //   3. document its format in docs/.
 // The CLI finds it by name (`--format html`). Exporters that need more than the report (a
-// timeline of credited slices) take an analysis observer instead (analysis/crediting.h).
+// timeline of credited slices) take a slice observer instead (model/credited_slice.h).
 #pragma once
 
 #include <cstdio>
