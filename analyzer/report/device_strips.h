@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,7 @@ class DeviceStripRecorder : public RecordSink, public SliceObserver {
 
   // The strips over [job start, job start + span), devices named by `device_ids` (the
   // analysis's device numbering, JobAnalysis::DeviceIds).
-  JobStrips Finish(Ns span, const std::vector<std::string>& device_ids) const;
+  JobStrips Finish(Ns span, std::span<const std::string> device_ids) const;
 
   Ns bucket_ns() const { return bucket_ns_; }
 

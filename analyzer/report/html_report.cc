@@ -406,7 +406,33 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
   out += "</table>\n</details>\n";
 }
 
+// The page's export: the strips watch the read (the processes' starts give the job's start, the
+// credited slices the idle time in time).
+class HtmlExport : public Export<ReportedJob> {
+ public:
+  Watch watch() override { return {.records = &strips_, .slices = &strips_}; }
+  void Write(const ReportedJob& job, Output& out) override {
+    out.Write(FormatHtmlReport(job.report, strips_.Finish(job.report.span, job.device_ids)));
+  }
+
+ private:
+  DeviceStripRecorder strips_;
+};
+
+class HtmlExporter : public Exporter<ReportedJob> {
+ public:
+  std::string_view name() const override { return "html"; }
+  std::unique_ptr<Export<ReportedJob>> Start() const override {
+    return std::make_unique<HtmlExport>();
+  }
+};
+
 }  // namespace
+
+const Exporter<ReportedJob>& HtmlReportExporter() {
+  static const HtmlExporter exporter;
+  return exporter;
+}
 
 std::string FormatHtmlReport(const JobReport& report, const JobStrips& strips) {
   std::string out = HtmlPageStart("idlescope report");

@@ -230,7 +230,7 @@ void JobTimelineRecorder::OnSlice(const CreditedSlice& s) {
 }
 
 JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
-                                       const std::vector<std::string>& device_ids) const {
+                                       std::span<const std::string> device_ids) const {
   JobTimeline out;
   uint64_t next_uuid = 1;
   bool have_start = false;

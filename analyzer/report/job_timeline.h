@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,7 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
 
   // The timeline, names resolved with `symbols`, idle tracks named by `device_ids` (the
   // analysis's device numbering, JobAnalysis::DeviceIds).
-  JobTimeline Build(const SymbolSource& symbols, const std::vector<std::string>& device_ids) const;
+  JobTimeline Build(const SymbolSource& symbols, std::span<const std::string> device_ids) const;
 
  private:
   struct Host {
