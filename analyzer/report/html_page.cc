@@ -46,12 +46,6 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
-std::string ScriptJsonString(std::string_view text) {
-  std::string out;
-  AppendJsonString(&out, text, /*in_script=*/true);
-  return out;
-}
-
 std::string HtmlPageStart(std::string_view title) {
   return Cat(
       "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -13,9 +13,6 @@ namespace idlescope {
 // `text` with & < > " ' escaped, for element content and attribute values (and a byte that is
 // not UTF-8 as U+FFFD, ValidUtf8).
 std::string HtmlEscape(std::string_view text);
-// `text` as a JSON string literal (quotes included) that is safe inside a <script> element:
-// "<" is written as \u003c, so no "</script>" can end the element early (AppendJsonString).
-std::string ScriptJsonString(std::string_view text);
 
 // "<!doctype html>...<body><main>" with the page's inline style sheet.
 std::string HtmlPageStart(std::string_view title);
