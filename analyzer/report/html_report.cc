@@ -10,11 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/labels.h"
+#include "analyzer/report/findings_text.h"
 #include "analyzer/report/html_assets.h"
 #include "analyzer/report/html_page.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
-#include "analyzer/report/report_text.h"
 #include "analyzer/report/text_cat.h"
 #include "analyzer/report/units.h"
 
