@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <tuple>
 #include <utility>
 
@@ -19,6 +20,8 @@ namespace {
 enum class HostLane : uint8_t { kCuda, kNccl, kIo, kSync, kProcess };
 constexpr std::string_view kHostLaneName[] = {"CUDA", "NCCL", "I/O", "syncs", "process"};
 constexpr std::string_view kHostLaneCategory[] = {"cuda", "nccl", "io", "sync", "process"};
+static_assert(std::size(kHostLaneName) == static_cast<size_t>(HostLane::kProcess) + 1 &&
+              std::size(kHostLaneCategory) == std::size(kHostLaneName));
 
 HostLane LaneOf(EventType type) {
   if (type == CUDA_SYNC) return HostLane::kSync;
@@ -31,6 +34,7 @@ HostLane LaneOf(EventType type) {
 // A device ordinal's tracks.
 enum class GpuLane : uint8_t { kCompute, kCommunication, kTransfer, kOther };
 constexpr std::string_view kGpuLaneName[] = {"compute", "communication", "transfer", "other"};
+static_assert(std::size(kGpuLaneName) == static_cast<size_t>(GpuLane::kOther) + 1);
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -12,6 +12,7 @@
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
 #include "analyzer/report/units.h"
+#include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
 namespace {
@@ -84,10 +85,26 @@ std::string_view WarningKindName(WarningKind k) {
   return "";
 }
 
-// TailProblem (analyzer/trace/trace_reader.h), in its order.
-constexpr std::array<std::string_view, 7> kTailProblemNames = {
-    "none",        "cut_in_packet",      "cut_in_framing", "oversized_packet",
-    "bad_framing", "unparseable_packet", "read_error"};
+// ReportWarning::tail, a TailProblem of the reader.
+std::string_view TailProblemName(int tail) {
+  switch (static_cast<TailProblem>(tail)) {
+    case TailProblem::kNone:
+      return "none";
+    case TailProblem::kCutInPacket:
+      return "cut_in_packet";
+    case TailProblem::kCutInFraming:
+      return "cut_in_framing";
+    case TailProblem::kOversizedPacket:
+      return "oversized_packet";
+    case TailProblem::kBadFraming:
+      return "bad_framing";
+    case TailProblem::kUnparseablePacket:
+      return "unparseable_packet";
+    case TailProblem::kReadError:
+      return "read_error";
+  }
+  return "";
+}
 
 void OptionalString(JsonWriter& j, std::string_view key, std::string_view s) {
   if (s.empty()) {
@@ -444,9 +461,7 @@ void WriteWarnings(JsonWriter& j, const JobReport& r) {
     switch (w.kind) {
       case WarningKind::kTraceCut:
         j.String("file", w.subject);
-        j.String("problem", static_cast<size_t>(w.tail) < kTailProblemNames.size()
-                                ? kTailProblemNames[static_cast<size_t>(w.tail)]
-                                : "");
+        j.String("problem", TailProblemName(w.tail));
         j.Uint("dropped_bytes", w.count);
         j.Uint("good_end_offset", w.other_count);
         OptionalString(j, "detail", w.tail_detail);

@@ -9,7 +9,7 @@ output. A folder's allowed includes besides itself:
   read      trace, model
   analysis  model
   shard     read, analysis, trace, model
-  report    model, trace (findings_text.cc: the reader's words for a cut file, TailDescription)
+  report    model, trace (TailProblem: the reader's names and words for a cut file)
   diff      report, model
   cli       anything
 
