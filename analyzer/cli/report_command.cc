@@ -8,7 +8,8 @@
 // the export watches the read (Export::watch: the HTML report's strip, the timeline exports) or
 // --single-process asks for one pass: then the analysis and what the export watches read the
 // files together, once (cli/pipeline.h). `idlescope export` is the same command
-// (export_command.cc). Ends with one line on stderr: throughput and peak memory.
+// (export_command.cc). Ends with a line on stderr: throughput and peak memory (after a line on
+// what was written, for the exports that say: Export::Summary).
 #include <sys/resource.h>
 
 #include <chrono>
