@@ -6,9 +6,9 @@
 namespace idlescope {
 namespace {
 
-// Lower ranks first: tier, then the cause order of enum Cause.
+// Lower ranks first: tier, then the cause's precedence (causes.def: 1 to kCauseCount).
 int Rank(const RankedCandidate& c) {
-  return static_cast<int>(c.tier) * kCauseCount + Index(c.candidate->cause);
+  return static_cast<int>(c.tier) * (kCauseCount + 1) + InfoOf(c.candidate->cause).precedence;
 }
 
 // Whether `a` explains a slice before `b`: its rank, then the one that started first (not the one

@@ -6,8 +6,9 @@
 // to the candidate that ranks first:
 //   1. tier: the device's launching threads (what the thread that feeds the GPU was blocked in)
 //      before other threads/processes of the job, before GPU-side activity;
-//   2. within a tier, the cause order of enum Cause (transfer, communication, checkpointing,
-//      upload, data loading, download, installation, synchronization).
+//   2. within a tier, the cause's precedence (model/causes.def: transfer, communication,
+//      checkpointing, upload, data loading, download, installation, interactive, synchronization,
+//      then unknown).
 // Two refinements replace a launching-thread winner that only says "waiting": a sync while an
 // NCCL kernel or a copy runs on the device is that communication or transfer; a read of a pipe or
 // socket (waiting for DataLoader workers) while a worker reads files or downloads is that read,

@@ -9,8 +9,9 @@
 //   - checkpoint snapshots: the newest kMaxCopyCredits slices credited to device-to-host copies
 //     (and syncs of a copy run) are remembered, and move to checkpointing when a checkpoint write
 //     shows they were its snapshot (ReclassifySnapshot).
-// An optional SliceObserver sees every slice as it is credited, and every later correction: the
-// input of a timeline exporter (Perfetto), which needs more than the report's totals.
+// An optional SliceObserver (model/credited_slice.h) sees every slice as it is credited, and every
+// later correction, with its candidate as a value (SliceEvidence): the input of the outputs that
+// place idle time in time (the HTML strip, the timeline exports).
 #pragma once
 
 #include <array>
@@ -21,6 +22,7 @@
 
 #include "analyzer/analysis/attribution.h"
 #include "analyzer/model/causes.h"
+#include "analyzer/model/credited_slice.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/vocabulary.h"
 
@@ -44,32 +46,12 @@ struct CauseTotals {
   Ns exposed_ns = 0;  // synchronization: launching-thread CPU time after the sync that opened a gap
   Ns tail_ns = 0;     // in the device's tail gap (after its last kernel)
   double bytes = 0;   // bytes of the credited events, in proportion to the time credited
-  std::array<Ns, 11> nccl_op_ns{};  // by NcclOp
+  std::array<Ns, NcclOp_ARRAYSIZE> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;
   TopEvidence objects;
   TopEvidence directories;  // key id: hash of the directory
 
   void Add(const CauseTotals& other);
-};
-
-// One credited slice, as the observer sees it.
-struct CreditedSlice {
-  uint32_t device = 0;
-  Interval when;
-  Cause cause = Cause::kUnknown;
-  // The candidate that explains it (valid during the call); nullptr for residual time, which is
-  // handed out when its gap closes and its cause (startup, tail, unknown, data_loading) is known.
-  const Candidate* candidate = nullptr;
-  // `when` had been handed out before as `replaces`: a late event took residual time back, or a
-  // copy turned out to be a checkpoint snapshot.
-  bool correction = false;
-  Cause replaces = Cause::kUnknown;
-};
-
-class SliceObserver {
- public:
-  virtual ~SliceObserver() = default;
-  virtual void OnSlice(const CreditedSlice& slice) = 0;
 };
 
 // Residual time of a gap that no event explains, by where the gap lies: startup, tail, or
@@ -211,7 +193,20 @@ class Crediting {
                  bool may_become_snapshot);
   void Observe(uint32_t device, Interval when, Cause cause, const Candidate* c,
                bool correction = false, Cause replaces = Cause::kUnknown) {
-    if (observer_ != nullptr) observer_->OnSlice({device, when, cause, c, correction, replaces});
+    if (observer_ == nullptr) return;
+    CreditedSlice slice{.device = device, .when = when, .cause = cause};
+    if (c != nullptr) {
+      slice.evidence = SliceEvidence{.event_class = c->event_class,
+                                     .gpu_side = c->gpu_side,
+                                     .process = c->process,
+                                     .tid = c->tid,
+                                     .stack = c->stack,
+                                     .object = c->object,
+                                     .bytes = c->bytes};
+    }
+    slice.correction = correction;
+    slice.replaces = replaces;
+    observer_->OnSlice(slice);
   }
 
   size_t top_gaps_limit_;

@@ -8,6 +8,7 @@
 
 #include "analyzer/model/causes.h"
 #include "analyzer/model/job_model.h"
+#include "analyzer/model/vocabulary.h"
 #include "trace.pb.h"
 
 namespace idlescope {
@@ -47,29 +48,6 @@ bool IsTerminalEvent(const HostEvent& event);
 // loop, a listening socket's accept, a poll/select on a mix of descriptors or on descriptors that
 // are neither a terminal, pipes nor connected sockets (docs/attribution.md, "Waits").
 bool IsIdleWait(const HostEvent& event);
-
-// What one host event says about a gap it overlaps. kNone: the event does not explain idle time
-// (launches, allocations, opens, marks).
-enum class EventClass : uint8_t {
-  kNone,
-  kCopyPageable,     // CUDA copy with a pageable host side (or unknown host memory)
-  kCopyPinned,       // CUDA copy with pinned/device/managed memory
-  kNccl,             // NCCL collective, group end
-  kCheckpointWrite,  // write/fsync/rename/close of a model file
-  kUploadWrite,      // write/fsync of any other file, sends/writes to public addresses
-  kIpcWrite,         // writes into pipes and local sockets: the analysis decides (has workers?)
-  kPeerSend,         // sends/writes to cluster-local (private) addresses: gloo, stores, PS
-  kReadLocal,        // reads of local files
-  kReadRemote,       // reads of remote filesystem files
-  kReadWorkerQueue,  // reads of pipes/sockets (a launching thread's waits on them too): waiting
-                     // for DataLoader workers
-  kDownload,         // NET_* with a public address
-  kInstaller,        // exec/spawn of a package installer
-  kTerminalRead,     // reads of stdin or a terminal, and waits on one: waiting for a person
-  kIdleWait,         // a launching thread's idle waits (IsIdleWait: a sleep, an event loop):
-                     // waiting for nothing
-  kSync,             // cudaDeviceSynchronize & co
-};
 
 struct EventClassification {
   EventClass event_class = EventClass::kNone;

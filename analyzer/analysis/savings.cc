@@ -97,26 +97,38 @@ Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRat
                     .tail_ns = idle_ns - hidden}};
 }
 
-// In the order of enum Cause.
-constexpr std::array<Rule, kCauseCount> kSavingRules = {
-    PageableAtPinnedRate,     // host_gpu_transfer
-    OverlapWithCompute,       // communication
-    CheckpointMinusSnapshot,  // checkpointing
-    All,                      // intermediate_upload: moved to a background thread
-    All,                      // data_loading: if loading runs ahead of compute
-    All,                      // external_download: downloaded before the job
-    All,                      // library_installation: a prebuilt environment
-    All,                      // interactive: run as a batch job
-    All,                      // synchronization: if the synchronization is not needed
-    FillTheDevice,            // small_batch
-    Half,                     // insufficient_memory
-    Half,                     // launch_bound
-    None,                     // startup: no specific fix
-    All,                      // tail: release the GPU after the last kernel
-    None,                     // unknown: no specific fix
-    All,                      // unused_gpus: not needed (JobSaving: their share of the work)
-    All,                      // no_gpu_work: not needed
-};
+// The rule of a saving method. kSpreadOverDevices is no device's rule: the report spreads the
+// work of unused GPUs over the job (report_builder.cc), and causes.def may not name it.
+constexpr Rule RuleOf(SavingMethod method) {
+  switch (method) {
+    case SavingMethod::kNone:
+      return None;
+    case SavingMethod::kAll:
+      return All;
+    case SavingMethod::kHalf:
+      return Half;
+    case SavingMethod::kPageableAtPinnedRate:
+      return PageableAtPinnedRate;
+    case SavingMethod::kCheckpointMinusSnapshot:
+      return CheckpointMinusSnapshot;
+    case SavingMethod::kOverlapWithCompute:
+      return OverlapWithCompute;
+    case SavingMethod::kFillTheDevice:
+      return FillTheDevice;
+    case SavingMethod::kSpreadOverDevices:
+      break;
+  }
+  return nullptr;
+}
+
+// Each cause's rule, from its `saving` column in causes.def.
+constexpr std::array<Rule, kCauseCount> kSavingRules = [] {
+  std::array<Rule, kCauseCount> rules{};
+  for (Cause c : kAllCauses) rules[Index(c)] = RuleOf(InfoOf(c).saving);
+  return rules;
+}();
+static_assert(std::find(kSavingRules.begin(), kSavingRules.end(), nullptr) == kSavingRules.end(),
+              "causes.def: every cause's .saving is a device's rule");
 
 }  // namespace
 

@@ -1,9 +1,10 @@
 // Estimated savings (docs/attribution.md, "The numbers"): for each cause, what its fix would
 // remove from each used device's timeline (idle time, and for a larger batch the compute time of
-// the kernels that did not fill the GPU), and how that was computed. One rule per cause
-// (kSavingRules); the bandwidths come from the job's own GPU copies where it has them. The job's
-// figures (JobSavings) are the sum over devices (GPU time) and what the job's span becomes when
-// every device's timeline shrinks so: it ends when the last device does.
+// the kernels that did not fill the GPU), and how that was computed. One rule per saving method;
+// each cause names its method in model/causes.def (`saving`). The bandwidths come from the job's
+// own GPU copies where it has them. The job's figures (JobSavings) are the sum over devices (GPU
+// time) and what the job's span becomes when every device's timeline shrinks so: it ends when the
+// last device does.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,13 @@
 // each gets argv with argv[0] = the command name and returns the process exit status.
 #pragma once
 
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/cli/pipeline.h"
+
 namespace idlescope {
 
 // idlescope run [-o DIR] -- CMD...   (run_command.cc)
@@ -12,8 +19,22 @@ int DumpCommand(int argc, char** argv);
 int ReportCommand(int argc, char** argv);
 // idlescope diff BEFORE AFTER        (diff_command.cc)
 int DiffCommand(int argc, char** argv);
-// idlescope export --format F -o FILE DIR|FILE...   (export_command.cc)
+// idlescope export --format F -o FILE DIR|FILE...   (export_command.cc): `report` with -o
+// required, kept for the timeline formats' sake
 int ExportCommand(int argc, char** argv);
+
+// What `idlescope report` (and `export`) runs once its flags are parsed (report_command.cc): the
+// job analyzed, written through the exporter named `format`. Returns the exit status.
+struct ReportRequest {
+  std::string_view command;  // for messages: "report", "export"
+  std::vector<std::string> inputs;
+  PipelineOptions pipeline;
+  size_t jobs = 0;              // threads for the shards (0: one per core)
+  bool single_process = false;  // one pass even when the export watches nothing
+  std::string_view format;
+  std::string output;  // "": stdout
+};
+int RunReport(const ReportRequest& request);
 // idlescope index | plan | map | merge: a job analyzed in shards, step by step
 // (shard_commands.cc)
 int IndexCommand(int argc, char** argv);

@@ -133,7 +133,7 @@ int DiffCommand(int argc, char** argv) {
 
   JobDiff diff = CompareRuns(*before, *after, options);
   StringOutput out;
-  exporter->Write(diff, out);
+  exporter->Start()->Write(diff, out);
   if (!WriteOutput("diff", output, out.text())) return kDiffExitUnreadable;
   for (const GateResult& g : diff.gates) {
     if (g.tripped)

@@ -1,9 +1,9 @@
 // idlescope export --format perfetto|chrome -o FILE [--min-gap MS] [--reorder-window MS]
 //                  DIR|FILE...
 //
-// Reads a job's trace files once, through the analysis (for the idle slices and their causes)
-// and a JobTimelineRecorder beside it (report/job_timeline.h), and writes the job's timeline in
-// the format asked for (report/timeline_exporters.h, docs/timeline-export.md).
+// `idlescope report --format perfetto|chrome -o FILE`, by the name the timeline exports had first
+// (docs/timeline-export.md): the same exporter table and run (report_command.cc), with -o
+// required since the output is a file to open in a viewer. Any format of `report` is accepted.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -13,8 +13,7 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
-#include "analyzer/report/job_timeline.h"
-#include "analyzer/report/timeline_exporters.h"
+#include "analyzer/report/report_exporters.h"
 
 namespace idlescope {
 namespace {
@@ -23,9 +22,11 @@ constexpr char kUsage[] =
     "usage: idlescope export --format perfetto|chrome -o FILE [--min-gap MS]\n"
     "                        [--reorder-window MS] DIR|FILE...\n"
     "  --format FORMAT      perfetto (Perfetto's protobuf trace: open it in ui.perfetto.dev)\n"
-    "                       or chrome (Trace Event Format JSON: chrome://tracing, Perfetto)\n"
+    "                       or chrome (Trace Event Format JSON: chrome://tracing, Perfetto);\n"
+    "                       any format of idlescope report works (this is that command)\n"
     "  -o, --output FILE    where to write it (required)\n"
-    "  -q, --quiet          no progress line (shown on a terminal for long analyses)\n"
+    "  -q, --quiet          no progress line (shown on a terminal for long analyses) and no\n"
+    "                       closing lines\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms)\n"
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n";
 
@@ -47,7 +48,8 @@ int ExportCommand(int argc, char** argv) {
       return 0;
     } else if (ParseFormatFlag(argc, argv, &i, &format)) {
       if (format == nullptr) {
-        std::fprintf(stderr, "idlescope export: --format needs a value (perfetto, chrome)\n");
+        std::fprintf(stderr, "idlescope export: --format needs a value (%s)\n",
+                     ReportExporterNames().c_str());
         return 2;
       }
     } else if (ParseOutputFlag(argc, argv, &i, &output)) {
@@ -66,32 +68,11 @@ int ExportCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  std::string_view name = format;
-  if (name != "perfetto" && name != "chrome") {
-    std::fprintf(stderr, "idlescope export: unknown format '%s' (formats: perfetto, chrome)\n",
-                 format);
-    return 2;
-  }
-
-  JobTimelineRecorder recorder;
-  pipeline.slices = &recorder;
-  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(inputs, pipeline, {&recorder});
-  if (!job.ok()) {
-    std::fprintf(stderr, "idlescope export: %s\n", std::string(job.status().message()).c_str());
-    return 1;
-  }
-  JobTimeline timeline = recorder.Build(job->symbols, job->device_ids);
-  std::string bytes =
-      name == "perfetto" ? FormatPerfettoTrace(timeline) : FormatChromeTrace(timeline);
-  if (!WriteOutput("export", output, bytes)) return 1;
-  if (!pipeline.progress.empty()) {
-    std::fprintf(stderr,
-                 "idlescope export: %zu tracks, %zu slices written to %s (%llu GPU records "
-                 "without a flow: they start before their call)\n",
-                 timeline.tracks.size(), timeline.slices.size(), output.c_str(),
-                 static_cast<unsigned long long>(timeline.flows_before_their_call));
-  }
-  return 0;
+  return RunReport({.command = "export",
+                    .inputs = std::move(inputs),
+                    .pipeline = std::move(pipeline),
+                    .format = format,
+                    .output = std::move(output)});
 }
 
 }  // namespace idlescope

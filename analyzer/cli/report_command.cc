@@ -1,13 +1,15 @@
-// idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]
+// idlescope report [--format text|json|html|perfetto|chrome] [-o FILE] [--min-gap MS] [--top N]
 //                  [--reorder-window MS] [--no-python-frames] [--jobs N] [--single-process]
 //                  DIR|FILE...
 //
-// Reads a job's trace files, attributes every idle GPU second to a cause and prints the report
+// Reads a job's trace files, attributes every idle GPU second to a cause and writes the job
 // through the exporter named by --format (report/report_exporters.h; --json is --format json).
-// The job is analyzed in shards, one per rank, on every core (analyzer/shard/local.h);
-// --single-process reads it in one pass instead (cli/pipeline.h), as html does: it also watches
-// the credited slices for its timeline strip (report/html_report.h).
-// Ends with one line on stderr: throughput and peak memory.
+// The job is analyzed in shards, one per rank, on every core (analyzer/shard/local.h), unless
+// the export watches the read (Export::watch: the HTML report's strip, the timeline exports) or
+// --single-process asks for one pass: then the analysis and what the export watches read the
+// files together, once (cli/pipeline.h). `idlescope export` is the same command
+// (export_command.cc). Ends with a line on stderr: throughput and peak memory (after a line on
+// what was written, for the exports that say: Export::Summary).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -24,8 +26,6 @@
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
 #include "analyzer/cli/progress.h"
-#include "analyzer/report/device_strips.h"
-#include "analyzer/report/html_report.h"
 #include "analyzer/report/report_exporters.h"
 #include "analyzer/shard/local.h"
 
@@ -33,11 +33,13 @@ namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope report [--format text|json|html] [-o FILE] [--min-gap MS] [--top N]\n"
+    "usage: idlescope report [--format FORMAT] [-o FILE] [--min-gap MS] [--top N]\n"
     "                        [--reorder-window MS] [--no-python-frames] DIR|FILE...\n"
     "  --format FORMAT      text (default), json (machine-readable; schema:\n"
-    "                       docs/report-json.md) or html (one self-contained page with a\n"
-    "                       timeline: docs/html-report.md)\n"
+    "                       docs/report-json.md), html (one self-contained page with a\n"
+    "                       timeline: docs/html-report.md), perfetto (the job's timeline as\n"
+    "                       Perfetto's protobuf trace: open it in ui.perfetto.dev) or chrome\n"
+    "                       (Trace Event Format JSON: docs/timeline-export.md)\n"
     "  --json               the same as --format json\n"
     "  -o, --output FILE    write the report to FILE instead of stdout\n"
     "  -q, --quiet          no progress line (shown on a terminal for long analyses) and no\n"
@@ -50,14 +52,15 @@ constexpr char kUsage[] =
     "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n"
     "  --jobs N             threads analyzing the job's shards (one per rank; default: one\n"
     "                       per core)\n"
-    "  --single-process     the whole job in one pass, no shards (what html does; the\n"
-    "                       report is the same)\n";
+    "  --single-process     the whole job in one pass, no shards (what html, perfetto and\n"
+    "                       chrome do; the report is the same)\n";
 
 // The closing line: throughput per CPU second (every thread's; one pass is single-threaded, so it
 // is then "on one core" even on a loaded machine) and per wall second; peak RSS from the kernel's
 // high-water mark. `how`: how the job was analyzed ("" for one pass).
-void PrintThroughput(std::chrono::steady_clock::time_point started, uint64_t host_events,
-                     uint64_t gpu_records, uint64_t files, const std::string& how) {
+void PrintThroughput(std::string_view command, std::chrono::steady_clock::time_point started,
+                     uint64_t host_events, uint64_t gpu_records, uint64_t files,
+                     const std::string& how) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   uint64_t records = host_events + gpu_records;
   struct rusage usage;
@@ -67,18 +70,33 @@ void PrintThroughput(std::chrono::steady_clock::time_point started, uint64_t hos
   auto rate = [&](double seconds) {
     return seconds > 0 ? static_cast<double>(records) / seconds / 1e6 : 0.0;
   };
-  std::fprintf(
-      stderr,
-      "idlescope report: %llu events (%llu host, %llu GPU) from %llu files: "
-      "%.3f s CPU (%.2f M events/s), %.3f s wall (%.2f M events/s), "
-      "peak RSS %.1f MiB%s\n",
-      static_cast<unsigned long long>(records), static_cast<unsigned long long>(host_events),
-      static_cast<unsigned long long>(gpu_records), static_cast<unsigned long long>(files), cpu,
-      rate(cpu), wall, rate(wall), static_cast<double>(usage.ru_maxrss) / 1024.0, how.c_str());
+  std::fprintf(stderr,
+               "idlescope %s: %llu events (%llu host, %llu GPU) from %llu files: "
+               "%.3f s CPU (%.2f M events/s), %.3f s wall (%.2f M events/s), "
+               "peak RSS %.1f MiB%s\n",
+               std::string(command).c_str(), static_cast<unsigned long long>(records),
+               static_cast<unsigned long long>(host_events),
+               static_cast<unsigned long long>(gpu_records), static_cast<unsigned long long>(files),
+               cpu, rate(cpu), wall, rate(wall), static_cast<double>(usage.ru_maxrss) / 1024.0,
+               how.c_str());
 }
 
-int ReportInShards(const std::vector<std::string>& inputs, const PipelineOptions& pipeline,
-                   size_t jobs, const Exporter<JobReport>& exporter, const std::string& output) {
+// Writes `job` through `run` to `output`, and what it wrote on stderr ("" output: stdout).
+bool WriteJob(const ReportRequest& request, const ReportedJob& job, Export<ReportedJob>& run) {
+  StringOutput out;
+  run.Write(job, out);
+  if (!WriteOutput(request.command, request.output, out.text())) return false;
+  const std::string summary = run.Summary();
+  if (!summary.empty() && !request.pipeline.progress.empty()) {
+    std::fprintf(stderr, "idlescope %s: %s: %s\n", std::string(request.command).c_str(),
+                 request.output.empty() ? "stdout" : request.output.c_str(), summary.c_str());
+  }
+  return true;
+}
+
+int ReportInShards(const ReportRequest& request, Export<ReportedJob>& run) {
+  const PipelineOptions& pipeline = request.pipeline;
+  const std::string command(request.command);
   auto started = std::chrono::steady_clock::now();
   // Progress of the shards together, on a terminal.
   std::optional<ProgressSink> progress;
@@ -93,34 +111,32 @@ int ReportInShards(const std::vector<std::string>& inputs, const PipelineOptions
       progress->AddEvents(records);
     };
   }
-  absl::StatusOr<ShardedJob> job =
-      AnalyzeJobInShards(inputs, pipeline.analysis, pipeline.read, jobs, on_progress);
+  absl::StatusOr<ShardedJob> job = AnalyzeJobInShards(request.inputs, pipeline.analysis,
+                                                      pipeline.read, request.jobs, on_progress);
   if (progress) progress->Finish();
   if (!job.ok()) {
-    std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
+    std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
+                 std::string(job.status().message()).c_str());
     return 1;
   }
   if (job->one_shard) {
-    absl::StatusOr<AnalyzedJob> one = AnalyzeJob(inputs, pipeline);
+    absl::StatusOr<AnalyzedJob> one = AnalyzeJob(request.inputs, pipeline);
     if (!one.ok()) {
-      std::fprintf(stderr, "idlescope report: %s\n", std::string(one.status().message()).c_str());
+      std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
+                   std::string(one.status().message()).c_str());
       return 1;
     }
-    StringOutput text;
-    exporter.Write(one->report, text);
-    if (!WriteOutput("report", output, text.text())) return 1;
+    if (!WriteJob(request, {one->report, &one->symbols, one->device_ids}, run)) return 1;
     if (pipeline.progress.empty()) return 0;  // --quiet
-    PrintThroughput(started, one->stats.host_events, one->stats.gpu_records, one->stats.files,
-                    ", 1 shard");
+    PrintThroughput(command, started, one->stats.host_events, one->stats.gpu_records,
+                    one->stats.files, ", 1 shard");
     return 0;
   }
   job->report.tool_version = "idlescope " IDLESCOPE_VERSION;
-  StringOutput out;
-  exporter.Write(job->report, out);
-  if (!WriteOutput("report", output, out.text())) return 1;
+  if (!WriteJob(request, {job->report}, run)) return 1;
   if (pipeline.progress.empty()) return 0;  // --quiet
   const JobReport& report = job->report;
-  PrintThroughput(started, report.events, report.gpu_activities, report.files.size(),
+  PrintThroughput(command, started, report.events, report.gpu_activities, report.files.size(),
                   absl::StrFormat(", %u shards on %u threads, summaries %.1f KiB", job->shards,
                                   job->threads, static_cast<double>(job->summary_bytes) / 1024.0));
   return 0;
@@ -178,41 +194,43 @@ int ReportCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  const bool html = std::string_view(format) == "html";
-  const Exporter<JobReport>* exporter = FindReportExporter(format);
-  if (exporter == nullptr && !html) {
-    std::fprintf(stderr, "idlescope report: unknown format '%s' (formats: %s, html)\n", format,
-                 ReportExporterNames().c_str());
+  return RunReport({.command = "report",
+                    .inputs = std::move(inputs),
+                    .pipeline = std::move(pipeline),
+                    .jobs = jobs,
+                    .single_process = single_process,
+                    .format = format,
+                    .output = std::move(output)});
+}
+
+int RunReport(const ReportRequest& request) {
+  const std::string command(request.command);
+  const Exporter<ReportedJob>* exporter = FindReportExporter(request.format);
+  if (exporter == nullptr) {
+    std::fprintf(stderr, "idlescope %s: unknown format '%s' (formats: %s)\n", command.c_str(),
+                 std::string(request.format).c_str(), ReportExporterNames().c_str());
     return 2;
   }
+  std::unique_ptr<Export<ReportedJob>> run = exporter->Start();
+  const Watch watch = run->watch();
+  if (!watch.any() && !request.single_process) return ReportInShards(request, *run);
 
+  // One pass: the analysis and what the export watches read the files together.
   auto started = std::chrono::steady_clock::now();
-  if (!html && !single_process) return ReportInShards(inputs, pipeline, jobs, *exporter, output);
-  DeviceStripRecorder strips;
+  PipelineOptions pipeline = request.pipeline;
+  pipeline.slices = watch.slices;
   std::vector<RecordSink*> sinks;
-  if (html) {
-    sinks.push_back(&strips);
-    pipeline.slices = &strips;
-  }
-  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(inputs, pipeline, sinks);
+  if (watch.records != nullptr) sinks.push_back(watch.records);
+  absl::StatusOr<AnalyzedJob> job = AnalyzeJob(request.inputs, pipeline, sinks);
   if (!job.ok()) {
-    std::fprintf(stderr, "idlescope report: %s\n", std::string(job.status().message()).c_str());
+    std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
+                 std::string(job.status().message()).c_str());
     return 1;
   }
-  const JobReport& report = job->report;
-  std::string bytes;
-  if (html) {
-    bytes = FormatHtmlReport(report, strips.Finish(report.span, job->device_ids));
-  } else {
-    StringOutput out;
-    exporter->Write(report, out);
-    bytes = out.text();
-  }
-  if (!WriteOutput("report", output, bytes)) return 1;
+  if (!WriteJob(request, {job->report, &job->symbols, job->device_ids}, *run)) return 1;
   if (pipeline.progress.empty()) return 0;  // --quiet
-
   const ReadStats& stats = job->stats;
-  PrintThroughput(started, stats.host_events, stats.gpu_records, stats.files, "");
+  PrintThroughput(command, started, stats.host_events, stats.gpu_records, stats.files, "");
   return 0;
 }
 

@@ -250,10 +250,18 @@ int MergeCommand(int argc, char** argv) {
     }
   }
   if (args.size() < 2) return Usage("merge", kUsage, false), 2;
-  const Exporter<JobReport>* exporter = FindReportExporter(format);
+  const Exporter<ReportedJob>* exporter = FindReportExporter(format);
   if (exporter == nullptr) {
     std::fprintf(stderr, "idlescope merge: unknown format '%s' (formats: %s)\n", format,
                  ReportExporterNames().c_str());
+    return 2;
+  }
+  // Summaries hold the report's figures, not the records or slices an export may watch.
+  std::unique_ptr<Export<ReportedJob>> run = exporter->Start();
+  if (run->watch().any()) {
+    std::fprintf(stderr,
+                 "idlescope merge: --format %s reads the trace files: use idlescope report\n",
+                 format);
     return 2;
   }
   shard::Plan plan;
@@ -291,7 +299,7 @@ int MergeCommand(int argc, char** argv) {
   JobReport& report = *merged->report;
   report.tool_version = "idlescope " IDLESCOPE_VERSION;
   StringOutput out;
-  exporter->Write(report, out);
+  run->Write({report}, out);
   return WriteOutput("merge", output, out.text()) ? 0 : 1;
 }
 

@@ -32,14 +32,6 @@ RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus s
 
 // --- Gates ------------------------------------------------------------------------------------
 
-std::optional<Cause> CauseByName(std::string_view name) {
-  for (int i = 0; i < kCauseCount; ++i) {
-    Cause cause = static_cast<Cause>(i);
-    if (InfoOf(cause).name == name) return cause;
-  }
-  return std::nullopt;
-}
-
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec) {
   size_t colon = spec.rfind(':');
   if (colon == std::string_view::npos) {
@@ -50,8 +42,8 @@ absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec) {
   std::optional<Cause> cause = CauseByName(name);
   if (!cause) {
     std::string names;
-    for (int i = 0; i < kCauseCount; ++i) {
-      absl::StrAppend(&names, i ? ", " : "", std::string(InfoOf(static_cast<Cause>(i)).name));
+    for (Cause c : kAllCauses) {
+      absl::StrAppend(&names, names.empty() ? "" : ", ", std::string(InfoOf(c).name));
     }
     return absl::InvalidArgumentError(
         absl::StrCat("unknown cause '", std::string(name), "' (causes: ", names, ")"));

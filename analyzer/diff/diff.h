@@ -69,7 +69,6 @@ struct DiffOptions {
 
 // "checkpointing:10" -> {kCheckpointing, 10}. Cause names as in the report's JSON.
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec);
-std::optional<Cause> CauseByName(std::string_view name);
 
 // How the steps were counted.
 enum class StepBasis : uint8_t {

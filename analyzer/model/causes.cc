@@ -1,64 +1,83 @@
 #include "analyzer/model/causes.h"
 
-#include <array>
-#include <string>
+#include <algorithm>
+#include <optional>
 
 namespace idlescope {
 namespace {
 
-constexpr std::array<CauseInfo, kCauseCount> kCauseInfo = {{
-    {"host_gpu_transfer", "data", "Inefficient host-GPU data transfer",
-     "Copy from pinned memory (DataLoader(pin_memory=True), cudaMallocHost/cudaHostRegister) and "
-     "issue copies with non_blocking=True / cudaMemcpyAsync so they overlap compute."},
-    {"communication", "data", "Data exchange (communication)",
-     "Overlap communication with compute (DDP gradient bucketing, bucket_cap_mb), compress or "
-     "reduce exchanged data; when a rank is waited for, fix that rank's own idle cause."},
-    {"checkpointing", "model", "Model checkpointing",
-     "Checkpoint asynchronously (copy the state to host memory, write it from a background "
-     "thread: torch.distributed.checkpoint.async_save) and less often."},
-    {"intermediate_upload", "data", "Intermediate results uploading",
-     "Write logs, samples and metrics from a background thread or process, and less often."},
-    {"data_loading", "data", "Data preprocessing / remote data reading",
-     "Load data in parallel and ahead of time (DataLoader num_workers, prefetch_factor, "
-     "persistent_workers); preprocess offline; copy remote datasets to local disk first."},
-    {"external_download", "data", "External data usage",
-     "Download models and datasets before the job starts (or into a shared cache) instead of "
-     "from inside the training run."},
-    {"library_installation", "library", "Long library installation",
-     "Use a prebuilt environment or container image instead of installing packages at job "
-     "start."},
-    {"interactive", "job", "Interactive job",
-     "The job waited for input from a person (input(), a breakpoint, a prompt), or idled holding "
-     "the GPU (a sleep, a notebook or server waiting in its event loop): run it as a batch job, "
-     "and release the GPU while waiting."},
-    {"synchronization", "model", "Inappropriate batch size / API misuse (explicit sync)",
-     "Remove host-device synchronizations from the training loop (.item(), .cpu(), print of a "
-     "tensor, cudaDeviceSynchronize); use events or stream waits where ordering is needed."},
-    {"small_batch", "model", "Inappropriate batch size",
-     "Increase the batch size: kernels are short and launch gaps dominate while device memory "
-     "is mostly free."},
-    {"insufficient_memory", "model", "Insufficient GPU memory",
-     "Memory is nearly full, which forces small batches: use mixed precision, activation "
-     "checkpointing or gradient accumulation to afford a larger effective batch."},
-    {"launch_bound", "model", "Inappropriate batch size (launch-bound)",
-     "The CPU cannot issue kernels fast enough: fuse kernels (torch.compile), capture the step "
-     "in a CUDA Graph, or raise the work per kernel."},
-    {"startup", "job", "Job startup",
-     "Idle before the first kernel (imports, initialization): preload and cache what startup "
-     "builds; keep the GPU allocation for less time before work begins."},
-    {"tail", "job", "Unreleased job",
-     "The job kept running after its last kernel: exit (or release the GPU) when training ends; "
-     "do post-processing on a CPU node."},
-    {"unknown", "none", "Unknown (CPU work on the launching thread)",
-     "The launching thread was not in any traced call: it computed on the CPU (Python, "
-     "preprocessing) or waited in an untraced call. Profile the CPU (py-spy) during these gaps."},
-    {"unused_gpus", "job", "GPU oversubscription",
-     "Request only the GPUs the job uses (or make the job use all it requests)."},
-    {"no_gpu_work", "job", "Non-DL job", "The job ran no kernel at all: run it on a CPU pool."},
-}};
+constexpr bool IsDimension(std::string_view d) {
+  return d == "job" || d == "model" || d == "data" || d == "library" || d == "none";
+}
+
+constexpr bool IsHexDigit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// "#rrggbb", lower case: what the HTML report's style attributes and strips.js take.
+constexpr bool IsColor(std::string_view c) {
+  return c.size() == 7 && c[0] == '#' && std::all_of(c.begin() + 1, c.end(), IsHexDigit);
+}
+
+// A row of causes.def with every field optional, so that its check tells a field left out from
+// one set to its zero (SavingMethod::kNone is a rule). The compiler keeps it in step with
+// CauseInfo: a row's designators must name these fields, in this order.
+struct CauseRow {
+  std::optional<std::string_view> name = {};
+  std::optional<std::string_view> dimension = {};
+  std::optional<std::string_view> paper_category = {};
+  std::optional<int> precedence = {};
+  std::optional<SavingMethod> saving = {};
+  std::optional<std::string_view> color = {};
+  std::optional<std::string_view> fix = {};
+};
+
+// Each row of causes.def, checked where it stands: the message names the cause and its field.
+#define IDLESCOPE_CAUSE(id, ...)                                                              \
+  static_assert(!CauseRow{__VA_ARGS__}.name.value_or("").empty(),                             \
+                "causes.def: " #id " needs .name");                                           \
+  static_assert(IsDimension(CauseRow{__VA_ARGS__}.dimension.value_or("")),                    \
+                "causes.def: " #id " needs .dimension: job, model, data, library or none");   \
+  static_assert(!CauseRow{__VA_ARGS__}.paper_category.value_or("").empty(),                   \
+                "causes.def: " #id " needs .paper_category");                                 \
+  static_assert(CauseRow{__VA_ARGS__}.precedence.value_or(0) >= 1 &&                          \
+                    CauseRow{__VA_ARGS__}.precedence.value_or(0) <= kCauseCount,              \
+                "causes.def: " #id " needs .precedence, from 1 to the number of causes");     \
+  static_assert(CauseRow{__VA_ARGS__}.saving.has_value(),                                     \
+                "causes.def: " #id " needs .saving (a SavingMethod)");                        \
+  static_assert(CauseRow{__VA_ARGS__}.saving != SavingMethod::kSpreadOverDevices,             \
+                "causes.def: " #id                                                            \
+                " .saving: spread_over_devices is the job's rule for unused "                 \
+                "GPUs (analysis/report_builder.cc), not a device's");                         \
+  static_assert(IsColor(CauseRow{__VA_ARGS__}.color.value_or("")),                            \
+                "causes.def: " #id " needs .color, \"#rrggbb\" (lower case)");                \
+  static_assert(!CauseRow{__VA_ARGS__}.fix.value_or("").empty(), "causes.def: " #id " needs " \
+                                                                                    ".fix");
+#include "analyzer/model/causes.def"
+#undef IDLESCOPE_CAUSE
+
+// What no single row can say: names, colours and precedences are each the cause's own.
+template <typename Field>
+constexpr bool Distinct(Field field) {
+  for (size_t i = 0; i < kCauseInfo.size(); ++i) {
+    for (size_t j = i + 1; j < kCauseInfo.size(); ++j) {
+      if (kCauseInfo[i].*field == kCauseInfo[j].*field) return false;
+    }
+  }
+  return true;
+}
+static_assert(Distinct(&CauseInfo::name), "causes.def: two causes have the same .name");
+static_assert(Distinct(&CauseInfo::color),
+              "causes.def: two causes have the same .color (the HTML report could not tell them "
+              "apart)");
+static_assert(Distinct(&CauseInfo::precedence),
+              "causes.def: two causes have the same .precedence (which one wins a slice?)");
 
 }  // namespace
 
-const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]; }
+std::optional<Cause> CauseByName(std::string_view name) {
+  for (Cause cause : kAllCauses) {
+    if (InfoOf(cause).name == name) return cause;
+  }
+  return std::nullopt;
+}
 
 }  // namespace idlescope

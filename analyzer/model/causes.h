@@ -1,50 +1,62 @@
-// The root causes idlescope attributes GPU idle time to, mapped to the taxonomy of Gao et al.,
-// "An Empirical Study on Low GPU Utilization of Deep Learning Jobs" (ICSE'24): one table of
-// names, dimensions, paper categories and fixes. The rules that classify a host event into a
-// cause are in analysis/event_classes.h; docs/attribution.md explains every cause and rule.
+// The root causes idlescope attributes GPU idle time to: the enum Cause and one row of facts per
+// cause (its name, the paper's dimension and category, its precedence, saving rule, colour and
+// fix), both generated from the one list in model/causes.def. The rules that classify a host
+// event into a cause are in analysis/event_classes.h; docs/attribution.md explains every cause
+// and rule.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
+
+#include "analyzer/model/vocabulary.h"
 
 namespace idlescope {
 
-// Order matters twice: the event causes come first, in precedence order (when two events of the
-// same tier overlap a slice, the one whose cause comes first wins; docs/attribution.md says why),
-// and the numeric order is the order of the report's tables.
+// In the order of causes.def: the order of the report's tables. Nothing else may rest on it
+// (precedence is the `precedence` column).
 enum class Cause : uint8_t {
-  // Causes found from what a thread was blocked in (or what the GPU ran) during a gap.
-  kHostGpuTransfer,
-  kCommunication,
-  kCheckpointing,
-  kIntermediateUpload,
-  kDataLoading,
-  kExternalDownload,
-  kLibraryInstallation,
-  kInteractive,
-  kSynchronization,
-  // Causes of the idle time between kernels that is too short to slice (< --min-gap).
-  kSmallBatch,
-  kInsufficientMemory,
-  kLaunchBound,
-  // Residual idle time of a gap that no event explains, by where the gap lies.
-  kStartup,
-  kTail,
-  kUnknown,
-  // Whole devices.
-  kUnusedGpus,
-  kNoGpuWork,
+#define IDLESCOPE_CAUSE(id, ...) id,
+#include "analyzer/model/causes.def"
+#undef IDLESCOPE_CAUSE
 };
-inline constexpr int kCauseCount = static_cast<int>(Cause::kNoGpuWork) + 1;
 
+inline constexpr int kCauseCount = 0
+#define IDLESCOPE_CAUSE(id, ...) +1
+#include "analyzer/model/causes.def"
+#undef IDLESCOPE_CAUSE
+    ;
+
+// One row of causes.def (its header explains every field). No field has a default: a row that
+// leaves one out does not compile (model/causes.cc).
 struct CauseInfo {
-  std::string_view name;            // stable identifier, used in --json
-  std::string_view dimension;       // the paper's dimension: job, model, data, library, none
-  std::string_view paper_category;  // the paper's root cause this maps to
-  std::string_view fix;             // what to change
+  std::string_view name;
+  std::string_view dimension;
+  std::string_view paper_category;
+  int precedence;
+  SavingMethod saving;
+  std::string_view color;
+  std::string_view fix;
 };
 
-const CauseInfo& InfoOf(Cause cause);
-inline int Index(Cause cause) { return static_cast<int>(cause); }
+inline constexpr std::array<CauseInfo, kCauseCount> kCauseInfo = {{
+#define IDLESCOPE_CAUSE(id, ...) {__VA_ARGS__},
+#include "analyzer/model/causes.def"
+#undef IDLESCOPE_CAUSE
+}};
+
+// Every cause, in list order: `for (Cause c : kAllCauses)`.
+inline constexpr std::array<Cause, kCauseCount> kAllCauses = {
+#define IDLESCOPE_CAUSE(id, ...) Cause::id,
+#include "analyzer/model/causes.def"
+#undef IDLESCOPE_CAUSE
+};
+
+constexpr int Index(Cause cause) { return static_cast<int>(cause); }
+constexpr const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]; }
+
+// The cause called `name` (CauseInfo::name); nullopt when none is.
+std::optional<Cause> CauseByName(std::string_view name);
 
 }  // namespace idlescope

@@ -1,5 +1,6 @@
 // Small vocabulary types that the analysis stages produce and the report model and exporters
-// read: what kind of gap an idle interval is, what kind of host activity a blocked call is.
+// read: what kind of gap an idle interval is, what kind of host activity a blocked call is, what
+// kind of event explains idle time, how an estimated saving is computed.
 #pragma once
 
 #include <cstdint>
@@ -68,5 +69,44 @@ constexpr std::string_view HostActivityKindName(HostActivityKind kind) {
   }
   return "?";
 }
+
+// What one host event says about a gap it overlaps (analysis/event_classes.h classifies them).
+// kNone: the event does not explain idle time (launches, allocations, opens, marks).
+enum class EventClass : uint8_t {
+  kNone,
+  kCopyPageable,     // CUDA copy with a pageable host side (or unknown host memory)
+  kCopyPinned,       // CUDA copy with pinned/device/managed memory
+  kNccl,             // NCCL collective, group end
+  kCheckpointWrite,  // write/fsync/rename/close of a model file
+  kUploadWrite,      // write/fsync of any other file, sends/writes to public addresses
+  kIpcWrite,         // writes into pipes and local sockets: the analysis decides (has workers?)
+  kPeerSend,         // sends/writes to cluster-local (private) addresses: gloo, stores, PS
+  kReadLocal,        // reads of local files
+  kReadRemote,       // reads of remote filesystem files
+  kReadWorkerQueue,  // reads of pipes/sockets (a launching thread's waits on them too): waiting
+                     // for DataLoader workers
+  kDownload,         // NET_* with a public address
+  kInstaller,        // exec/spawn of a package installer
+  kTerminalRead,     // reads of stdin or a terminal, and waits on one: waiting for a person
+  kIdleWait,         // a launching thread's idle waits (IsIdleWait: a sleep, an event loop):
+                     // waiting for nothing
+  kSync,             // cudaDeviceSynchronize & co
+};
+
+// How an estimated saving was computed (docs/attribution.md, "The numbers").
+enum class SavingMethod : uint8_t {
+  kNone,                     // no estimate: the cause has no specific fix (startup, unknown)
+  kAll,                      // all of the idle time: the fix takes the work off the GPU's path
+  kHalf,                     // half of it: a heuristic (launch-bound and memory-bound short gaps)
+  kPageableAtPinnedRate,     // copies from pinned memory (the pageable bytes at the pinned
+                             // bandwidth), overlapped with compute: what compute cannot hide stays
+  kCheckpointMinusSnapshot,  // blocked checkpoint time minus the snapshot an asynchronous
+                             // checkpoint keeps
+  kOverlapWithCompute,       // communication overlapped with compute: up to the compute time,
+                             // less the waits for slower ranks
+  kFillTheDevice,            // a batch batch_growth times larger (as memory allows)
+  kSpreadOverDevices,        // unused GPUs: released (GPU time), or given their share of the work
+                             // (the job's time)
+};
 
 }  // namespace idlescope

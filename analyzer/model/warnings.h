@@ -1,5 +1,5 @@
 // Warnings of a report as data: what went wrong while reading or analyzing, with its figures.
-// Exporters word them (report/report_text.h); none of them is fatal.
+// Exporters word them (report/findings_text.h); none of them is fatal.
 #pragma once
 
 #include <cstdint>

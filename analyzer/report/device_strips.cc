@@ -46,7 +46,7 @@ void DeviceStripRecorder::Add(uint32_t device, Interval when, Cause cause, Ns si
   }
 }
 
-JobStrips DeviceStripRecorder::Finish(Ns span, const std::vector<std::string>& device_ids) const {
+JobStrips DeviceStripRecorder::Finish(Ns span, std::span<const std::string> device_ids) const {
   JobStrips out;
   // A job that ends in a long quiet stretch (no slice near its end) widens the buckets here.
   out.bucket_ns = bucket_ns_;

@@ -1,6 +1,6 @@
 // DeviceStrips: each device's idle time by cause over the job, in a fixed number of time buckets:
 // what the HTML report's timeline strip draws. It watches the analysis's credited slices
-// (analysis/crediting.h, corrections included) and never the analysis itself; the report's
+// (model/credited_slice.h, corrections included) and never the analysis itself; the report's
 // figures stay the report's own, the buckets only place them in time.
 //
 // Memory is bounded whatever the job's length: the bucket width starts at kFirstBucketNs and
@@ -12,11 +12,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis/crediting.h"
 #include "analyzer/model/causes.h"
+#include "analyzer/model/credited_slice.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
 
@@ -47,7 +48,7 @@ class DeviceStripRecorder : public RecordSink, public SliceObserver {
 
   // The strips over [job start, job start + span), devices named by `device_ids` (the
   // analysis's device numbering, JobAnalysis::DeviceIds).
-  JobStrips Finish(Ns span, const std::vector<std::string>& device_ids) const;
+  JobStrips Finish(Ns span, std::span<const std::string> device_ids) const;
 
   Ns bucket_ns() const { return bucket_ns_; }
 

@@ -1,19 +1,32 @@
-// Exporters: the outputs of idlescope. An exporter turns a model (the JobReport of `idlescope
-// report`, the JobDiff of `idlescope diff`) into bytes; it reads the model and nothing else, so an
-// output is added without touching the analysis (uftrace's dump ops, Perfetto's OutputWriter).
+// Exporters: the outputs of idlescope. An exporter turns a model (the ReportedJob of `idlescope
+// report`, report/report_exporters.h; the JobDiff of `idlescope diff`) into bytes. Each command
+// has one table of exporters and picks one by name (`--format`), as uftrace's `dump` picks its
+// per-format ops; the command never tests which one it got.
 //
-// To add an output (say `report --format html`):
-//   1. implement Exporter<JobReport> (name() = "html") in a file of its own in report/;
-//   2. list it in the exporter table of report/report_exporters.cc;
-//   3. document its format in docs/.
-// The CLI finds it by name (`--format html`). Exporters that need more than the report (a
-// timeline of credited slices) take an analysis observer instead (analysis/crediting.h).
+// An exporter that needs more than its model says so instead (Export::watch): a RecordSink for
+// the records as they are read, a SliceObserver for the idle slices as the analysis credits them
+// (model/credited_slice.h). The command feeds them from the same read as the analysis, and the
+// exporter reads what they gathered when it writes; it never reaches into the analysis. The HTML
+// report (its timeline strip) and the timeline exports (Perfetto, Chrome JSON) watch both.
+//
+// To add an output of `idlescope report` (say `--format flame`):
+//   1. implement Exporter<ReportedJob> (name() = "flame") in a file of its own in report/: a
+//      FormatExporter when the report is all it needs, else an Export whose watch() returns what
+//      it watches;
+//   2. list it in the table of report/report_exporters.cc;
+//   3. document its format in docs/ and the --format line of cli/report_command.cc's usage.
+// An output of `idlescope diff` is the same with Exporter<JobDiff> in diff/diff_exporters.cc
+// (whose exports watch nothing: the diff reads two runs for their reports and step census).
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "analyzer/model/credited_slice.h"
+#include "analyzer/model/record_sink.h"
 
 namespace idlescope {
 
@@ -43,25 +56,56 @@ class FileOutput : public Output {
   std::FILE* file_;
 };
 
+// What an export watches while the job's files are read, beside the analysis (nullptr: nothing).
+struct Watch {
+  RecordSink* records = nullptr;
+  SliceObserver* slices = nullptr;
+  bool any() const { return records != nullptr || slices != nullptr; }
+};
+
+// One export of a model: created before the model is built, so that it can watch how.
+template <typename Model>
+class Export {
+ public:
+  virtual ~Export() = default;
+  // What it needs fed while the job is read; the default: nothing, the model is enough.
+  virtual Watch watch() { return {}; }
+  virtual void Write(const Model& model, Output& out) = 0;
+  // What it wrote, in a few words for the command's closing line on stderr ("12 tracks, 300
+  // slices"); "" when the command's own line says enough.
+  virtual std::string Summary() const { return ""; }
+};
+
 template <typename Model>
 class Exporter {
  public:
   virtual ~Exporter() = default;
   // The --format value that selects it.
   virtual std::string_view name() const = 0;
-  virtual void Write(const Model& model, Output& out) const = 0;
+  virtual std::unique_ptr<Export<Model>> Start() const = 0;
 };
 
-// An exporter that is one function from the model to its bytes.
+// An exporter that is one function from the model to its bytes (it watches nothing).
 template <typename Model>
 class FormatExporter : public Exporter<Model> {
  public:
   using Format = std::string (*)(const Model&);
   FormatExporter(std::string_view name, Format format) : name_(name), format_(format) {}
   std::string_view name() const override { return name_; }
-  void Write(const Model& model, Output& out) const override { out.Write(format_(model)); }
+  std::unique_ptr<Export<Model>> Start() const override {
+    return std::make_unique<FormatExport>(format_);
+  }
 
  private:
+  class FormatExport : public Export<Model> {
+   public:
+    explicit FormatExport(Format format) : format_(format) {}
+    void Write(const Model& model, Output& out) override { out.Write(format_(model)); }
+
+   private:
+    Format format_;
+  };
+
   std::string_view name_;
   Format format_;
 };

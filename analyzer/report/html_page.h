@@ -13,18 +13,16 @@ namespace idlescope {
 // `text` with & < > " ' escaped, for element content and attribute values (and a byte that is
 // not UTF-8 as U+FFFD, ValidUtf8).
 std::string HtmlEscape(std::string_view text);
-// `text` as a JSON string literal (quotes included) that is safe inside a <script> element:
-// "<" is written as \u003c, so no "</script>" can end the element early (AppendJsonString).
-std::string ScriptJsonString(std::string_view text);
 
 // "<!doctype html>...<body><main>" with the page's inline style sheet.
 std::string HtmlPageStart(std::string_view title);
 // "</main>...</html>", with `scripts` (inline <script> elements) before the end of the body.
 std::string HtmlPageEnd(std::string_view scripts);
 
-// The colour a cause is drawn in (the strip, the charts, the findings' borders), "#rrggbb";
-// kBusyColor for a device's busy time (kernels, and gaps shorter than --min-gap).
-std::string_view CauseColor(Cause cause);
+// The colour a cause is drawn in (the strip, the charts, the findings' borders), "#rrggbb": its
+// `color` in model/causes.def. kBusyColor for a device's busy time (kernels, and gaps shorter
+// than --min-gap).
+constexpr std::string_view CauseColor(Cause cause) { return InfoOf(cause).color; }
 inline constexpr std::string_view kBusyColor = "#9cc5a1";
 
 // A horizontal bar chart row: a bar of `fraction` of `width_px` in `color`.

@@ -10,10 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/labels.h"
+#include "analyzer/report/findings_text.h"
 #include "analyzer/report/html_assets.h"
 #include "analyzer/report/html_page.h"
+#include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
-#include "analyzer/report/report_text.h"
 #include "analyzer/report/text_cat.h"
 #include "analyzer/report/units.h"
 
@@ -67,29 +68,41 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
   for (const DeviceStrip& s : strips.devices) strip_of[s.device] = &s;
   absl::flat_hash_map<std::string_view, size_t> row_of;
 
-  std::string out = absl::StrFormat("{\"bucket_ns\":%d,\"buckets\":%d,\"span_ns\":%d,\"states\":[",
-                                    strips.bucket_ns, strips.buckets, r.span);
-  CatTo(&out, "{\"name\":\"busy (kernels; gaps < ", Seconds(r.min_gap), ")\",\"color\":\"",
-        kBusyColor, "\"}");
-  for (int c = 0; c < kCauseCount; ++c) {
-    CatTo(&out, ",{\"name\":", ScriptJsonString(InfoOf(static_cast<Cause>(c)).name),
-          ",\"color\":\"", CauseColor(static_cast<Cause>(c)), "\"}");
-  }
-  out += "],\"rows\":[";
+  // Inside a <script> element: no "</script>" may end it early.
+  JsonWriter j(JsonLayout::kCompact, /*in_script=*/true);
+  j.BeginObject();
+  j.Int("bucket_ns", strips.bucket_ns);
+  j.Uint("buckets", strips.buckets);
+  j.Int("span_ns", r.span);
+  j.Key("states");
+  j.BeginArray();
+  auto state = [&](std::string_view name, std::string_view color) {
+    j.BeginObject();
+    j.String("name", name);
+    j.String("color", color);
+    j.EndObject();
+  };
+  state(Cat("busy (kernels; gaps < ", Seconds(r.min_gap), ")"), kBusyColor);
+  for (Cause c : kAllCauses) state(InfoOf(c).name, CauseColor(c));
+  j.EndArray();
+  j.Key("rows");
+  j.BeginArray();
   const std::vector<size_t> order = DeviceOrder(r);
   for (size_t i = 0; i < order.size(); ++i) {
     const DeviceReport& d = r.devices[order[i]];
     row_of[d.id] = i;
-    if (i > 0) out += ',';
-    CatTo(&out, "{\"label\":", ScriptJsonString(DeviceLabel(d)));
+    j.BeginObject();
+    j.String("label", DeviceLabel(d));
     auto it = strip_of.find(d.id);
     if (!d.used || it == strip_of.end()) {
-      CatTo(&out, ",\"whole\":", 1 + Index(WholeDeviceCause(d)), "}");
+      j.Int("whole", 1 + Index(WholeDeviceCause(d)));
+      j.EndObject();
       continue;
     }
-    out += ",\"whole\":-1,\"levels\":{";
+    j.Int("whole", -1);
+    j.Key("levels");
+    j.BeginObject();
     const DeviceStrip& s = *it->second;
-    bool first = true;
     for (int c = 0; c < kCauseCount; ++c) {
       std::string levels(strips.buckets, kLevels[0]);
       bool any = false;
@@ -102,21 +115,27 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
         levels[b] = kLevels[std::max(level, 1)];
         any = true;
       }
-      if (!any) continue;
-      CatTo(&out, first ? "" : ",", "\"", 1 + c, "\":\"", levels, "\"");
-      first = false;
+      if (any) j.String(Cat(1 + c), levels);
     }
-    out += "}}";
+    j.EndObject();
+    j.EndObject();
   }
-  out += "],\"gaps\":[";
-  for (size_t i = 0; i < r.top_gaps.size(); ++i) {
-    const GapReport& g = r.top_gaps[i];
+  j.EndArray();
+  j.Key("gaps");
+  j.BeginArray();
+  for (const GapReport& g : r.top_gaps) {
     auto row = row_of.find(g.device);
-    absl::StrAppendFormat(&out, "%s{\"row\":%d,\"start_ns\":%d,\"length_ns\":%d}", i > 0 ? "," : "",
-                          row == row_of.end() ? 0 : row->second, g.start, g.length);
+    j.BeginObject();
+    j.Uint("row", row == row_of.end() ? 0 : row->second);
+    j.Int("start_ns", g.start);
+    j.Int("length_ns", g.length);
+    j.EndObject();
   }
-  out += "]}";
-  return out;
+  j.EndArray();
+  j.EndObject();
+  std::string data = j.Finish();
+  data.pop_back();  // the document's final newline: the element's text ends at the data
+  return data;
 }
 
 std::string Card(std::string_view value, std::string_view key) {
@@ -406,7 +425,33 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
   out += "</table>\n</details>\n";
 }
 
+// The page's export: the strips watch the read (the processes' starts give the job's start, the
+// credited slices the idle time in time).
+class HtmlExport : public Export<ReportedJob> {
+ public:
+  Watch watch() override { return {.records = &strips_, .slices = &strips_}; }
+  void Write(const ReportedJob& job, Output& out) override {
+    out.Write(FormatHtmlReport(job.report, strips_.Finish(job.report.span, job.device_ids)));
+  }
+
+ private:
+  DeviceStripRecorder strips_;
+};
+
+class HtmlExporter : public Exporter<ReportedJob> {
+ public:
+  std::string_view name() const override { return "html"; }
+  std::unique_ptr<Export<ReportedJob>> Start() const override {
+    return std::make_unique<HtmlExport>();
+  }
+};
+
 }  // namespace
+
+const Exporter<ReportedJob>& HtmlReportExporter() {
+  static const HtmlExporter exporter;
+  return exporter;
+}
 
 std::string FormatHtmlReport(const JobReport& report, const JobStrips& strips) {
   std::string out = HtmlPageStart("idlescope report");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <tuple>
 #include <utility>
 
@@ -19,6 +20,8 @@ namespace {
 enum class HostLane : uint8_t { kCuda, kNccl, kIo, kSync, kProcess };
 constexpr std::string_view kHostLaneName[] = {"CUDA", "NCCL", "I/O", "syncs", "process"};
 constexpr std::string_view kHostLaneCategory[] = {"cuda", "nccl", "io", "sync", "process"};
+static_assert(std::size(kHostLaneName) == static_cast<size_t>(HostLane::kProcess) + 1 &&
+              std::size(kHostLaneCategory) == std::size(kHostLaneName));
 
 HostLane LaneOf(EventType type) {
   if (type == CUDA_SYNC) return HostLane::kSync;
@@ -31,6 +34,7 @@ HostLane LaneOf(EventType type) {
 // A device ordinal's tracks.
 enum class GpuLane : uint8_t { kCompute, kCommunication, kTransfer, kOther };
 constexpr std::string_view kGpuLaneName[] = {"compute", "communication", "transfer", "other"};
+static_assert(std::size(kGpuLaneName) == static_cast<size_t>(GpuLane::kOther) + 1);
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -226,22 +230,11 @@ void JobTimelineRecorder::PutIdle(uint32_t device, Ns start, const Idle& idle) {
 
 void JobTimelineRecorder::OnSlice(const CreditedSlice& s) {
   if (s.when.length() <= 0) return;
-  Idle idle{s.when.end, s.cause, s.candidate != nullptr, false, EventClass::kNone, 0, 0, 0, 0, 0};
-  if (s.candidate != nullptr) {
-    const Candidate& c = *s.candidate;
-    idle.event_class = c.event_class;
-    idle.gpu_side = c.gpu_side;
-    idle.process = c.process;
-    idle.tid = c.tid;
-    idle.object = c.object;
-    idle.stack = c.stack;
-    idle.bytes = c.bytes;
-  }
-  PutIdle(s.device, s.when.start, idle);
+  PutIdle(s.device, s.when.start, Idle{s.when.end, s.cause, s.evidence});
 }
 
 JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
-                                       const std::vector<std::string>& device_ids) const {
+                                       std::span<const std::string> device_ids) const {
   JobTimeline out;
   uint64_t next_uuid = 1;
   bool have_start = false;
@@ -441,10 +434,13 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
       t.order = static_cast<int32_t>(d);
       out.tracks.push_back(t);
       auto same = [](const Idle& a, const Idle& b) {
-        return a.cause == b.cause && a.has_candidate == b.has_candidate &&
-               a.event_class == b.event_class && a.gpu_side == b.gpu_side &&
-               a.process == b.process && a.tid == b.tid && a.object == b.object &&
-               a.stack == b.stack;
+        if (a.cause != b.cause || a.evidence.has_value() != b.evidence.has_value()) return false;
+        if (!a.evidence) return true;
+        const SliceEvidence& x = *a.evidence;
+        const SliceEvidence& y = *b.evidence;
+        return x.event_class == y.event_class && x.gpu_side == y.gpu_side &&
+               x.process == y.process && x.tid == y.tid && x.object == y.object &&
+               x.stack == y.stack;
       };
       for (auto it = idle_[d].begin(); it != idle_[d].end();) {
         // Neighbouring slices with the same cause and evidence are one slice.
@@ -460,19 +456,20 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
         s.category = "idle";
         s.name = std::string(InfoOf(idle.cause).name);
         s.args.push_back(Text("cause", s.name));
-        if (idle.has_candidate) {
-          std::string what = idle.object != 0 ? symbols.String(idle.process, idle.object) : "";
-          std::string event(EventClassName(idle.event_class));
+        if (idle.evidence) {
+          const SliceEvidence& e = *idle.evidence;
+          std::string what = e.object != 0 ? symbols.String(e.process, e.object) : "";
+          std::string event(EventClassName(e.event_class));
           s.args.push_back(Text("explained_by", what.empty() ? event : what));
           s.args.push_back(Text("event", event));
-          if (idle.bytes > 0) s.args.push_back(Number("bytes", static_cast<int64_t>(idle.bytes)));
-          if (idle.gpu_side) {
+          if (e.bytes > 0) s.args.push_back(Number("bytes", static_cast<int64_t>(e.bytes)));
+          if (e.gpu_side) {
             s.args.push_back(Text("side", "gpu"));
-          } else if (idle.process < processes_.size()) {
-            s.args.push_back(Number("pid", processes_[idle.process].pid));
-            if (idle.tid != 0) s.args.push_back(Number("tid", idle.tid));
+          } else if (e.process < processes_.size()) {
+            s.args.push_back(Number("pid", processes_[e.process].pid));
+            if (e.tid != 0) s.args.push_back(Number("tid", e.tid));
           }
-          std::string stack = StackText(symbols, idle.process, idle.stack);
+          std::string stack = StackText(symbols, e.process, e.stack);
           if (!stack.empty()) s.args.push_back(Text("stack", stack));
         } else {
           s.args.push_back(Text("explained_by", "no traced event"));

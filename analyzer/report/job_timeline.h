@@ -17,10 +17,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis/crediting.h"
+#include "analyzer/model/credited_slice.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
 #include "analyzer/model/symbol_source.h"
@@ -80,7 +82,7 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
 
   // The timeline, names resolved with `symbols`, idle tracks named by `device_ids` (the
   // analysis's device numbering, JobAnalysis::DeviceIds).
-  JobTimeline Build(const SymbolSource& symbols, const std::vector<std::string>& device_ids) const;
+  JobTimeline Build(const SymbolSource& symbols, std::span<const std::string> device_ids) const;
 
  private:
   struct Host {
@@ -104,11 +106,7 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
   struct Idle {
     Ns end;
     Cause cause;
-    bool has_candidate;
-    bool gpu_side;
-    EventClass event_class;
-    uint32_t process, tid;
-    uint64_t object, stack, bytes;
+    std::optional<SliceEvidence> evidence;  // nullopt: residual time
   };
   void PutIdle(uint32_t device, Ns start, const Idle& idle);
 

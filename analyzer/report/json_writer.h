@@ -1,7 +1,9 @@
-// JsonWriter: the one JSON writer of idlescope's outputs (report and diff). Streaming and
-// deterministic: keys come out in the order they are written, one value per line, two spaces of
-// indentation, integers exactly, ratios with 4 decimals, so the same data gives the same bytes
-// (golden tests compare them).
+// JsonWriter: the one JSON writer of idlescope's outputs (the report, the diff, the Chrome trace,
+// the data of the HTML pages). Streaming and deterministic: keys come out in the order they are
+// written, integers exactly, ratios with 4 decimals, so the same data gives the same bytes (golden
+// tests compare them). Two layouts: indented (the reports: one value per line, two spaces of
+// indentation) and compact (no whitespace but the line breaks the caller asks for: a Chrome trace
+// of millions of events, one per line).
 //
 //   JsonWriter j;
 //   j.BeginObject();
@@ -27,8 +29,17 @@ std::string ValidUtf8(std::string_view s);
 // an HTML <script> element: no "</script>" can end it early.
 void AppendJsonString(std::string* out, std::string_view s, bool in_script = false);
 
+enum class JsonLayout : uint8_t {
+  kIndented,  // one value per line, two spaces of indentation per level
+  kCompact,   // no whitespace; a newline only where LineBreak asks for one
+};
+
 class JsonWriter {
  public:
+  // `in_script`: strings are escaped for an HTML <script> element (AppendJsonString).
+  explicit JsonWriter(JsonLayout layout = JsonLayout::kIndented, bool in_script = false)
+      : compact_(layout == JsonLayout::kCompact), in_script_(in_script) {}
+
   void BeginObject() { Begin('{'); }
   void EndObject() { End('}'); }
   void BeginArray() { Begin('['); }
@@ -43,6 +54,10 @@ class JsonWriter {
   void Ratio(double v);
   // A number with `decimals` decimals (a non-finite one is written as 0).
   void Fixed(double v, int decimals);
+  // `units` / 10^decimals, exactly, with `decimals` decimals (ns as microseconds: Decimal(ns, 3)).
+  void Decimal(int64_t units, int decimals);
+  // kCompact: the next value, or the closing bracket, starts a new line.
+  void LineBreak() { line_break_ = compact_; }
   void Bool(bool v);
   void Null();
 
@@ -71,6 +86,10 @@ class JsonWriter {
     Key(key);
     Null();
   }
+  void Decimal(std::string_view key, int64_t units, int decimals) {
+    Key(key);
+    Decimal(units, decimals);
+  }
 
   // The document, with a final newline.
   std::string Finish();
@@ -81,9 +100,12 @@ class JsonWriter {
   void Separate();
   void Newline();
 
+  bool compact_;
+  bool in_script_;
   std::string out_;
   bool first_ = true;
   bool after_key_ = false;
+  bool line_break_ = false;
   int depth_ = 0;
 };
 

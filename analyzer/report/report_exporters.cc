@@ -2,19 +2,30 @@
 
 #include <array>
 
+#include "analyzer/report/html_report.h"
+#include "analyzer/report/timeline_exporters.h"
+
 namespace idlescope {
 namespace {
 
-const FormatExporter<JobReport> kText("text", FormatTextReport);
-const FormatExporter<JobReport> kJson("json", FormatJsonReport);
-const std::array<const Exporter<JobReport>*, 2> kExporters = {&kText, &kJson};
+std::string TextOf(const ReportedJob& job) { return FormatTextReport(job.report); }
+std::string JsonOf(const ReportedJob& job) { return FormatJsonReport(job.report); }
+
+// The table: `--format` names one of these (the first is the default).
+std::span<const Exporter<ReportedJob>* const> ReportExporters() {
+  static const FormatExporter<ReportedJob> text("text", TextOf);
+  static const FormatExporter<ReportedJob> json("json", JsonOf);
+  static const std::array<const Exporter<ReportedJob>*, 5> table = {
+      &text, &json, &HtmlReportExporter(), &PerfettoExporter(), &ChromeExporter()};
+  return table;
+}
 
 }  // namespace
 
-const Exporter<JobReport>* FindReportExporter(std::string_view name) {
-  return FindExporter<JobReport>(kExporters, name);
+const Exporter<ReportedJob>* FindReportExporter(std::string_view name) {
+  return FindExporter<ReportedJob>(ReportExporters(), name);
 }
 
-std::string ReportExporterNames() { return ExporterNames<JobReport>(kExporters); }
+std::string ReportExporterNames() { return ExporterNames<ReportedJob>(ReportExporters()); }
 
 }  // namespace idlescope

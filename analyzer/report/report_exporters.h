@@ -1,19 +1,35 @@
-// The exporters of `idlescope report` (report/exporter.h): text for people, JSON for tools
-// (schema version 2, docs/report-json.md). Both are deterministic: the same report gives the
-// same bytes (golden tests compare them).
+// The exporters of `idlescope report` (report/exporter.h), one table: text for people, JSON for
+// tools (schema version 2, docs/report-json.md), html (one self-contained page with a timeline
+// strip, docs/html-report.md), perfetto and chrome (the job's timeline, docs/timeline-export.md).
+// All are deterministic: the same job gives the same bytes (golden tests compare text and JSON).
 #pragma once
 
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyzer/model/job_report.h"
+#include "analyzer/model/symbol_source.h"
 #include "analyzer/report/exporter.h"
 
 namespace idlescope {
 
+// What an exporter of `idlescope report` writes from: the job's report and, for an export that
+// watched the read (Export::watch), what the ids it gathered resolve with.
+struct ReportedJob {
+  const JobReport& report;
+  // The trace files' strings and stacks, by (process, id). Set when the export watched.
+  const SymbolSource* symbols = nullptr;
+  // The ids of the devices a CreditedSlice's `device` numbers (the analysis's numbering). Set
+  // when the export watched.
+  std::span<const std::string> device_ids = {};
+};
+
 // nullptr when no exporter has this name.
-const Exporter<JobReport>* FindReportExporter(std::string_view name);
-// The names, for usage lines and errors: "text, json".
+const Exporter<ReportedJob>* FindReportExporter(std::string_view name);
+// The names, for usage lines and errors: "text, json, html, perfetto, chrome".
 std::string ReportExporterNames();
 
 std::string FormatTextReport(const JobReport& report);

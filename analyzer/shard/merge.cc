@@ -125,6 +125,7 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
       return absl::InvalidArgumentError(absl::StrFormat(
           "summary of format %u, this idlescope reads format %u", summary.format(), kShardFormat));
     }
+    if (absl::Status s = CheckCauses(summary); !s.ok()) return s;
     auto it = shard_index.find({Sorted(summary.owned()), Sorted(summary.guests())});
     if (it == shard_index.end()) continue;
     if (absl::Status s = CheckSummary(summary, files); !s.ok()) return s;

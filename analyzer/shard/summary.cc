@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "analyzer/analysis/processes.h"
 #include "analyzer/shard/plan.h"
 
@@ -423,6 +425,7 @@ shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross
                          uint32_t shard_index, bool python_frames) {
   shard::Summary s;
   s.set_format(kShardFormat);
+  for (Cause c : kAllCauses) s.add_causes(std::string(InfoOf(c).name));
   s.set_shard(shard_index);
   *s.mutable_owned() = shard.owned();
   *s.mutable_guests() = shard.guests();
@@ -560,6 +563,18 @@ shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross
 }
 
 // --- back from the messages ---
+
+absl::Status CheckCauses(const shard::Summary& s) {
+  bool same = s.causes_size() == kCauseCount;
+  for (int i = 0; same && i < kCauseCount; ++i) {
+    same = s.causes(i) == InfoOf(kAllCauses[static_cast<size_t>(i)]).name;
+  }
+  if (same) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "summary of shard %u was written with another list of causes (%s): merge it with the "
+      "idlescope that wrote it",
+      s.shard(), absl::StrJoin(s.causes(), ", ")));
+}
 
 namespace {
 

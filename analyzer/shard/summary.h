@@ -102,6 +102,9 @@ shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross
 // (what a summary names outside it is left out; shard/merge.cc checks summaries first).
 PartResults PartOf(const shard::Summary& summary, const std::vector<ProcessInfo>& processes,
                    size_t top_evidence);
+// OK when `s` was written with this idlescope's list of causes (Summary.causes), which its
+// by-cause fields follow; else the one-line error the merge gives.
+absl::Status CheckCauses(const shard::Summary& s);
 HostClock FromMessage(const shard::HostClock& m);
 
 // The strings and stacks of every summary, by (process, id): what the merge resolves evidence

@@ -39,7 +39,7 @@ foreach(command report diff)
   string(STRIP "${err}" err)
   string(FIND "${err}" "\n" newline)
   if(NOT status EQUAL 2 OR NOT out STREQUAL "" OR NOT newline EQUAL -1
-     OR NOT err MATCHES "unknown format 'xml' \\(formats: text, json, html\\)")
+     OR NOT err MATCHES "unknown format 'xml' \\(formats: text, json(, [a-z]+)*\\)")
     message(FATAL_ERROR "${command} --format xml: exit ${status}, stdout '${out}', stderr '${err}'")
   endif()
   message(STATUS "${command}: --format text|json|=json, --json and a bad format behave")

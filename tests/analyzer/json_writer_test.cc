@@ -54,5 +54,52 @@ TEST(JsonWriter, KeysAndValuesAreValidUtf8) {
   EXPECT_EQ(j.Finish(), "{\n  \"path\xef\xbf\xbd\": \"/data/caf\xef\xbf\xbd.bin\"\n}\n");
 }
 
+TEST(JsonWriter, CompactHasNoWhitespaceButTheLineBreaksAskedFor) {
+  // The Chrome trace's shape: one event per line.
+  JsonWriter j(JsonLayout::kCompact);
+  j.BeginObject();
+  j.String("unit", "ns");
+  j.Key("events");
+  j.BeginArray();
+  for (int i = 0; i < 2; ++i) {
+    j.LineBreak();
+    j.BeginObject();
+    j.Int("id", i);
+    j.Key("args");
+    j.BeginObject();
+    j.EndObject();
+    j.EndObject();
+  }
+  j.LineBreak();
+  j.EndArray();
+  j.EndObject();
+  EXPECT_EQ(j.Finish(),
+            "{\"unit\":\"ns\",\"events\":[\n{\"id\":0,\"args\":{}},\n{\"id\":1,\"args\":{}}\n]}\n");
+}
+
+TEST(JsonWriter, DecimalIsTheUnitsScaledExactly) {
+  JsonWriter j(JsonLayout::kCompact);
+  j.BeginArray();
+  j.Decimal(1'234'567, 3);
+  j.Decimal(-500, 3);
+  j.Decimal(7, 3);
+  j.Decimal(0, 3);
+  j.Decimal(42, 0);
+  // Beyond a double's 53 bits: still every digit.
+  j.Decimal(9'007'199'254'740'993, 3);
+  j.Decimal(INT64_MIN, 3);
+  j.EndArray();
+  EXPECT_EQ(j.Finish(),
+            "[1234.567,-0.500,0.007,0.000,42,9007199254740.993,-9223372036854775.808]\n");
+}
+
+TEST(JsonWriter, InScriptEscapesKeysAndValuesForAScriptElement) {
+  JsonWriter j(JsonLayout::kCompact, /*in_script=*/true);
+  j.BeginObject();
+  j.String("a<b", "</script>");
+  j.EndObject();
+  EXPECT_EQ(j.Finish(), "{\"a\\u003cb\":\"\\u003c/script\\u003e\"}\n");
+}
+
 }  // namespace
 }  // namespace idlescope::testing

@@ -7,6 +7,8 @@ read as words for people: a literal with a letter and a space, or with a letter 
 (separators such as ", " are no words). Two places are allowed to:
   - errors: a literal inside a statement that builds an absl::Status (`...Error(`), the one-line
     message a user gets for bad input, not part of any report;
+  - compile-time checks: the message of a `static_assert(`, which only the compiler prints, to
+    whoever edits the code;
   - nothing else. The model (analyzer/model) holds the taxonomy table and the labels things are
     shown by; the exporters (analyzer/report, analyzer/diff/diff_exporters.cc) and the CLI word
     everything.
@@ -92,6 +94,8 @@ def main():
             for line, statement in statements(code):
                 if "Error(" in statement:
                     continue  # an absl::Status for bad input
+                if "static_assert(" in statement:
+                    continue  # a compile-time check's message
                 for m in LITERAL.finditer(statement):
                     literal = m.group(1)
                     words = re.search(r"[A-Za-z]", re.sub(r"%[-+ #0-9.]*[a-zA-Z]", "", literal))

@@ -2,8 +2,8 @@
 // (kept in JSON).
 #include <gtest/gtest.h>
 
+#include "analyzer/report/findings_text.h"
 #include "analyzer/report/report_exporters.h"
-#include "analyzer/report/report_text.h"
 #include "tests/analyzer/job_builder.h"
 
 namespace idlescope::testing {

@@ -320,6 +320,8 @@ def CheckBadInput(opts):
         (["export", "--format", "chrome", "-o", os.path.join(opts.work, "x.json"),
           os.path.join(opts.work, "no-such-trace")], 1, ""),
         (["report", "--format", "html", "-o", missing_dir, opts.trace], 1, "cannot write"),
+        # A merge has summaries, not the records and slices a timeline watches.
+        (["merge", "--format", "perfetto", "plan", "summary"], 2, "reads the trace files"),
     ]
     for args, status, words in cases:
         proc = subprocess.run([opts.idlescope] + args, stdout=subprocess.PIPE,
@@ -332,6 +334,20 @@ def CheckBadInput(opts):
                  (" ".join(args), proc.returncode, status, proc.stderr))
     if os.path.exists(os.path.dirname(missing_dir)):
         Fail("a failed write left files behind")
+
+
+def CheckReportIsExport(opts):
+    """`export` is `report` with -o required: the same exporter, the same bytes."""
+    for fmt in ("perfetto", "chrome"):
+        paths = []
+        for command in ("report", "export"):
+            paths.append(os.path.join(opts.work, "%s.%s" % (command, fmt)))
+            Run([opts.idlescope, command, "-q", "--format", fmt, "-o", paths[-1], opts.trace])
+        same = open(paths[0], "rb").read() == open(paths[1], "rb").read()
+        print("report --format %s vs export --format %s: %s" %
+              (fmt, fmt, "same bytes" if same else "DIFFER"))
+        if not same:
+            Fail("report --format %s and export --format %s wrote different files" % (fmt, fmt))
 
 
 def Run(cmd):
@@ -377,6 +393,7 @@ def main():
     slices = CheckPerfetto(opts, report)
     if slices is not None:
         CheckChrome(opts, slices)
+    CheckReportIsExport(opts)
     CheckBadInput(opts)
     if failures:
         sys.exit("%d failures" % len(failures))

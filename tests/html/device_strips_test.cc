@@ -17,6 +17,10 @@ ProcessInfo StartingAt(Ns start) {
   return info;
 }
 
+std::vector<std::string> Ids(std::initializer_list<const char*> ids) {
+  return {ids.begin(), ids.end()};
+}
+
 Ns Total(const DeviceStrip& strip, Cause cause) {
   Ns sum = 0;
   for (const auto& bucket : strip.idle) sum += bucket[Index(cause)];
@@ -30,7 +34,7 @@ TEST(DeviceStripsTest, SplitsSlicesAtBucketEdgesSinceTheJobStart) {
   r.OnSlice({.device = 0,
              .when = {5 * kMs + kMs / 2, 5 * kMs + 5 * kMs / 2},
              .cause = Cause::kDataLoading});
-  JobStrips s = r.Finish(4 * kMs, {"h/a"});
+  JobStrips s = r.Finish(4 * kMs, Ids({"h/a"}));
   ASSERT_EQ(s.bucket_ns, kFirstBucketNs);
   ASSERT_EQ(s.buckets, 4u);
   ASSERT_EQ(s.devices.size(), 1u);
@@ -51,7 +55,7 @@ TEST(DeviceStripsTest, ACorrectionMovesTimeFromTheCauseItReplaces) {
              .cause = Cause::kCheckpointing,
              .correction = true,
              .replaces = Cause::kUnknown});
-  JobStrips s = r.Finish(3 * kMs, {"h/a", "h/b"});
+  JobStrips s = r.Finish(3 * kMs, Ids({"h/a", "h/b"}));
   ASSERT_EQ(s.devices.size(), 2u);
   EXPECT_EQ(Total(s.devices[0], Cause::kUnknown), 0);  // a device without slices: all zero
   EXPECT_EQ(Total(s.devices[1], Cause::kUnknown), 2 * kMs);
@@ -69,7 +73,7 @@ TEST(DeviceStripsTest, WideningKeepsEveryNanosecondAndBoundsTheBuckets) {
     r.OnSlice({.device = 0, .when = {t, t + 300'000}, .cause = Cause::kHostGpuTransfer});
     credited += 300'000;
   }
-  JobStrips s = r.Finish(hour, {"h/a"});
+  JobStrips s = r.Finish(hour, Ids({"h/a"}));
   EXPECT_LE(s.buckets, kMaxBuckets);
   EXPECT_GT(s.buckets, kMaxBuckets / 2);
   EXPECT_GE(static_cast<Ns>(s.buckets) * s.bucket_ns, hour);
@@ -81,7 +85,7 @@ TEST(DeviceStripsTest, AQuietEndWidensTheBucketsAtFinish) {
   r.AddProcess(0, StartingAt(0));
   r.OnSlice({.device = 0, .when = {0, 2 * kMs}, .cause = Cause::kStartup});
   // The job runs on for 10 s after its last idle slice: 10000 buckets of 1 ms would be too many.
-  JobStrips s = r.Finish(10'000 * kMs, {"h/a"});
+  JobStrips s = r.Finish(10'000 * kMs, Ids({"h/a"}));
   EXPECT_LE(s.buckets, kMaxBuckets);
   EXPECT_EQ(Total(s.devices[0], Cause::kStartup), 2 * kMs);
 }

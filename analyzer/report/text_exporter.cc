@@ -6,8 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/labels.h"
+#include "analyzer/report/findings_text.h"
 #include "analyzer/report/report_exporters.h"
-#include "analyzer/report/report_text.h"
 #include "analyzer/report/units.h"
 
 namespace idlescope {

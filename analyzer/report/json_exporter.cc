@@ -12,87 +12,10 @@
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/report_exporters.h"
 #include "analyzer/report/units.h"
+#include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
 namespace {
-
-// The JSON names of a finding kind and of the figures it sets (docs/report-json.md, "Findings").
-// An empty name: the kind does not set that figure.
-struct FindingFields {
-  std::string_view kind = {};
-  std::string_view ns = {};
-  std::string_view other_ns = {};
-  std::string_view bytes = {};
-  std::string_view count = {};
-  std::string_view other_count = {};
-  std::string_view of_count = {};
-  std::string_view calls = {};
-  bool rank = false;
-  bool pid = false;
-  bool nccl_op = false;
-  bool activity = false;
-  std::string_view api = {};
-  bool blame = false;  // first/last waiting rank; kBlamedActivity: the cause and its evidence
-};
-
-// In the order of enum FindingKind.
-constexpr std::array<FindingFields, kFindingKindCount> kFindingFields = {{
-    {.kind = "pageable_copies", .ns = "pageable_ns", .other_ns = "other_copies_ns"},
-    {.kind = "gpu_only_copies", .ns = "idle_ns"},
-    {.kind = "snapshot_copies", .ns = "idle_ns"},
-    {.kind = "checkpoint_bytes_written", .bytes = "bytes"},
-    {.kind = "nccl_op_blocked", .ns = "blocked_ns", .nccl_op = true},
-    {.kind = "exposed_nccl_kernels", .ns = "idle_ns"},
-    {.kind = "straggler_rank",
-     .ns = "waited_for_ns",
-     .other_ns = "longest_wait_ns",
-     .count = "last_arrivals",
-     .of_count = "matched_collectives",
-     .rank = true},
-    {.kind = "blamed_activity",
-     .ns = "waited_ns",
-     .count = "waiting_ranks",
-     .rank = true,
-     .blame = true},
-    {.kind = "blamed_compute",
-     .ns = "waited_ns",
-     .count = "waiting_ranks",
-     .rank = true,
-     .blame = true},
-    {.kind = "remote_reads", .ns = "idle_ns"},
-    {.kind = "worker_queue_waits", .ns = "idle_ns"},
-    {.kind = "launcher_preprocessing", .ns = "idle_ns"},
-    {.kind = "host_work_after_sync", .ns = "idle_ns"},
-    {.kind = "compute_kernels", .ns = "total_ns", .count = "kernels"},
-    {.kind = "kernels_below_sm_count", .count = "kernels", .of_count = "kernels_with_grid"},
-    {.kind = "startup_first_kernel", .ns = "since_start_ns", .rank = true, .pid = true},
-    {.kind = "startup_before_cuda",
-     .ns = "duration_ns",
-     .other_ns = "code_read_ns",
-     .bytes = "code_read_bytes",
-     .count = "code_reads"},
-    {.kind = "startup_cuda_to_kernel",
-     .ns = "duration_ns",
-     .other_ns = "longest_cuda_call_ns",
-     .bytes = "model_read_bytes",
-     .api = "longest_cuda_call"},
-    {.kind = "host_activity",
-     .ns = "blocked_ns",
-     .bytes = "bytes",
-     .count = "calls",
-     .activity = true},
-    {.kind = "worker_processes",
-     .bytes = "read_bytes",
-     .count = "workers",
-     .other_count = "workers_reading_files",
-     .calls = "file_reads"},
-    {.kind = "ranks_share_device",
-     .count = "ranks",
-     .other_count = "unused_visible_devices",
-     .rank = true,
-     .api = "device"},
-    {.kind = "evidence_approximate"},
-}};
 
 std::string_view SavingMethodName(SavingMethod m) {
   switch (m) {
@@ -162,10 +85,26 @@ std::string_view WarningKindName(WarningKind k) {
   return "";
 }
 
-// TailProblem (analyzer/trace/trace_reader.h), in its order.
-constexpr std::array<std::string_view, 7> kTailProblemNames = {
-    "none",        "cut_in_packet",      "cut_in_framing", "oversized_packet",
-    "bad_framing", "unparseable_packet", "read_error"};
+// ReportWarning::tail, a TailProblem of the reader.
+std::string_view TailProblemName(int tail) {
+  switch (static_cast<TailProblem>(tail)) {
+    case TailProblem::kNone:
+      return "none";
+    case TailProblem::kCutInPacket:
+      return "cut_in_packet";
+    case TailProblem::kCutInFraming:
+      return "cut_in_framing";
+    case TailProblem::kOversizedPacket:
+      return "oversized_packet";
+    case TailProblem::kBadFraming:
+      return "bad_framing";
+    case TailProblem::kUnparseablePacket:
+      return "unparseable_packet";
+    case TailProblem::kReadError:
+      return "read_error";
+  }
+  return "";
+}
 
 void OptionalString(JsonWriter& j, std::string_view key, std::string_view s) {
   if (s.empty()) {
@@ -192,10 +131,11 @@ void CauseMap(JsonWriter& j, std::string_view key, const std::array<Ns, kCauseCo
   j.EndObject();
 }
 
+// A finding as its row of model/findings.def names its fields.
 void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols) {
-  const FindingFields& names = kFindingFields[static_cast<size_t>(f.kind)];
+  const FindingKindInfo& names = InfoOf(f.kind);
   j.BeginObject();
-  j.String("kind", names.kind);
+  j.String("kind", names.name);
   if (!names.ns.empty()) j.Int(names.ns, f.ns);
   if (!names.other_ns.empty()) j.Int(names.other_ns, f.other_ns);
   if (!names.bytes.empty()) j.Uint(names.bytes, f.bytes);
@@ -208,11 +148,11 @@ void WriteFinding(JsonWriter& j, const Finding& f, const ReportSymbols& symbols)
   if (names.nccl_op) j.String("op", NcclOpName(f.nccl_op));
   if (names.activity) j.String("activity", HostActivityKindName(f.activity));
   if (!names.api.empty()) OptionalString(j, names.api, symbols.String(f.api));
-  if (names.blame) {
+  if (names.waiting_ranks) {
     j.Int("first_waiting_rank", f.first_rank);
     j.Int("last_waiting_rank", f.last_rank);
   }
-  if (f.kind == FindingKind::kBlamedActivity) {
+  if (names.activity_evidence) {
     j.String("activity_cause", InfoOf(f.cause).name);
     j.Key("stack_id");
     if (f.stack != 0) {
@@ -521,9 +461,7 @@ void WriteWarnings(JsonWriter& j, const JobReport& r) {
     switch (w.kind) {
       case WarningKind::kTraceCut:
         j.String("file", w.subject);
-        j.String("problem", static_cast<size_t>(w.tail) < kTailProblemNames.size()
-                                ? kTailProblemNames[static_cast<size_t>(w.tail)]
-                                : "");
+        j.String("problem", TailProblemName(w.tail));
         j.Uint("dropped_bytes", w.count);
         j.Uint("good_end_offset", w.other_count);
         OptionalString(j, "detail", w.tail_detail);

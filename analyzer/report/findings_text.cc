@@ -1,4 +1,4 @@
-#include "analyzer/report/report_text.h"
+#include "analyzer/report/findings_text.h"
 
 #include <string_view>
 #include <vector>

@@ -1,6 +1,6 @@
 // The words of the report: every sentence idlescope prints about a finding, a saving, the event
-// behind a gap and a warning, from the typed report model. Used by the text exporter (and by
-// the JSON exporter of schema version 1, whose notes were sentences).
+// behind a gap and a warning, from the typed report model. Used by the text and HTML exporters
+// (the JSON exporter writes the figures, not the words).
 #pragma once
 
 #include <string>
