@@ -1,6 +1,7 @@
-// The recorder: the one API every hook (interpose/hooks/*) and the CUPTI layer (cupti/) use to
-// put events into the trace. Hooks stay thin: take a timestamp, call the real function, fill a
-// RawEvent, Record() it, return the real result with errno preserved.
+// The recorder: the one API every hook (interpose/hooks/*) and the CUPTI layer
+// (interpose/cuda/cupti_*) use to put events into the trace. Hooks stay thin: take a timestamp,
+// call the real function, fill a RawEvent, Record() it, return the real result with errno
+// preserved.
 //
 // Hot path (Record, NowNs, the guard) touches only thread-local state: a fixed-size single-
 // producer ring per thread that the writer thread drains. Everything slow (interning new

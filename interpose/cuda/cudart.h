@@ -1,6 +1,6 @@
-// CUDA runtime interposition: what the hooks generated from interpose/cudart.def record. What they
-// share with the CUPTI layer (cupti/) is in interpose/cuda_calls.h. See docs/architecture.md,
-// "CUDA and CUPTI".
+// CUDA runtime interposition: what the hooks generated from interpose/cuda/cudart.def record. What
+// they share with the CUPTI layer (cupti_*) is in interpose/cuda/cuda_calls.h. See
+// docs/architecture.md, "CUDA and CUPTI".
 //
 // Must be compiled WITHOUT CUDA_API_PER_THREAD_DEFAULT_STREAM: with it, cuda_runtime_api.h would
 // #define cudaMemcpy to cudaMemcpy_ptds and the legacy hooks would vanish.
@@ -11,8 +11,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/cuda_calls.h"
-#include "interpose/hooks/pinned_ranges.h"
+#include "interpose/cuda/cuda_calls.h"
+#include "interpose/cuda/pinned_ranges.h"
 #include "interpose/recorder.h"
 
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
@@ -22,7 +22,7 @@
 
 namespace idlescope::cudart {
 
-// Shared with cupti/ (interpose/cuda_calls.h).
+// Shared with the CUPTI layer (interpose/cuda/cuda_calls.h).
 using cuda::ClassifyCopy;
 using cuda::CopyClass;
 using cuda::CurrentDevice;

@@ -1,5 +1,5 @@
 // Loading CUPTI, activity buffers, record conversion, flushing, CUDA_INJECTION64_PATH.
-#include "cupti/cupti_layer.h"
+#include "interpose/cuda/cupti_layer.h"
 
 #include <cuda.h>
 #include <cxxabi.h>
@@ -19,8 +19,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "cupti/cupti_api.h"
-#include "interpose/cuda_calls.h"
+#include "interpose/cuda/cuda_calls.h"
+#include "interpose/cuda/cupti_api.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 

@@ -5,7 +5,7 @@
 // The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
 // ns after the call (io::TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
 // 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
-#include "interpose/hooks/cudart.h"
+#include "interpose/cuda/cudart.h"
 
 #include <atomic>
 #include <cerrno>
@@ -15,7 +15,7 @@
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
 
-// The hooks' side of the interface with cupti/ (interpose/cuda_calls.h).
+// The hooks' side of the interface with the CUPTI layer (interpose/cuda/cuda_calls.h).
 namespace idlescope::cuda {
 
 __thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
@@ -334,5 +334,5 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     errno = saved_errno;                                                                 \
     return result;                                                                       \
   }
-#include "interpose/cudart.def"
+#include "interpose/cuda/cudart.def"
 #undef CUDART_HOOK

@@ -7,7 +7,7 @@
 
 namespace idlescope::cupti {
 
-// Starting CUPTI: cuda::EnsureCuptiStarted (interpose/cuda_calls.h), which the hooks call.
+// Starting CUPTI: cuda::EnsureCuptiStarted (interpose/cuda/cuda_calls.h), which the hooks call.
 
 // Whether activity tracing is on (CUPTI loaded and kinds enabled).
 bool ActivityEnabled();
