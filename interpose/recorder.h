@@ -215,7 +215,7 @@ namespace detail {
 extern __thread bool t_pending_open __attribute__((tls_model("initial-exec")));
 
 // A thread's pending event where the final flush of another thread can read it: in the thread's
-// ring header (recorder.cc). Only the owner writes it, inside the seqlock `seq` (odd while it
+// ring header (rings.h). Only the owner writes it, inside the seqlock `seq` (odd while it
 // writes); the head store that appends it to the ring is inside the same seqlock.
 struct PendingSlot {
   std::atomic<uint32_t> seq{0};
@@ -268,7 +268,7 @@ void SetPendingEvent(const RawEvent& event);
 // (~20 ns on the build VMs), so it writes the ring header's slot with no call.
 inline void UpdatePendingEvent(uint64_t dur, uint64_t bytes, uint64_t count) {
   detail::PendingSlot* slot = detail::t_pending_slot;
-  // Seqlock writer side, as in recorder.cc (Boehm, "Can seqlocks get along with programming
+  // Seqlock writer side, as in rings.cc (Boehm, "Can seqlocks get along with programming
   // language memory models?"): the odd count is ordered before the data stores by the release
   // fence, the even one after them by its release store.
   uint32_t seq = slot->seq.load(std::memory_order_relaxed);

@@ -1,9 +1,12 @@
-// What the recorder's own files share (recorder.cc, lifecycle.cc, stacks.cc, config.cc). Hooks
-// and the CUPTI layer use recorder.h only.
+// What the recorder's own files share (recorder.cc and its parts, lifecycle.cc, stacks.cc,
+// config.cc, alloc.cc). Hooks and the CUPTI layer use recorder.h only.
 #pragma once
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +41,30 @@ void Say(const char* text);
 void StartupDone();
 // The library constructor returns: messages of its thread are no longer "at start".
 void ConstructorDone();
+
+// Whole file into a string (for /proc files, whose size stat does not tell). No stdio anywhere in
+// the recorder: a signal arriving inside stdio's locks, or the program's own buffering, must never
+// meet ours.
+inline bool ReadFile(const char* path, std::string* out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+// `s` without its trailing newlines and spaces (a /proc file's line).
+inline std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
 
 // Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
 void Init();

@@ -304,7 +304,7 @@ IDLESCOPE_HOOK FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 // ---------------------------------------------------------------------------------------------
 // Closing and duplicating: keep the fd table right even when not recording.
 
-// Where the trace file sits in the program's table (the shared-table fallback, recorder.cc), a
+// Where the trace file sits in the program's table (the shared-table fallback, trace_file.h), a
 // program that closes every descriptor, or dup2()s onto ours, must not take it away: a close of it
 // succeeds without closing it, a dup onto it first moves ours elsewhere (uftrace and heaptrack
 // protect their descriptors the same way). Elsewhere IsTraceFd is false for every number.
