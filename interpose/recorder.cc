@@ -29,19 +29,6 @@
 #include "interpose/trace_file.h"
 #include "interpose/writer.h"
 
-// The CUPTI layer (interpose/cuda/, only in builds with CUDA) delivers its pending activity
-// buffers; weak so the recorder links without it. The second form runs the flush on the CUPTI
-// layer's own thread and waits for it (bounded): for the writer, whose descriptor table lacks the
-// CUDA driver's.
-extern "C" __attribute__((weak)) void idlescope_cupti_flush();
-extern "C" __attribute__((weak)) void idlescope_cupti_flush_on_cupti_thread();
-// Its flush thread leaves with the writer when the program's last thread ends.
-extern "C" __attribute__((weak)) void idlescope_cupti_stop_flush_thread();
-// Its fork handlers (locks it takes before it interns strings: taken before ours).
-extern "C" __attribute__((weak)) void idlescope_cupti_fork_prepare();
-extern "C" __attribute__((weak)) void idlescope_cupti_fork_parent();
-extern "C" __attribute__((weak)) void idlescope_cupti_fork_child();
-
 namespace idlescope {
 
 namespace detail {
@@ -63,6 +50,8 @@ struct ProcessLife {
   pthread_key_t thread_end_key = 0;  // its destructor runs at the end of each program thread
   int exit_status = 0;               // exit()'s, for the footer (SetExitStatus)
   bool exit_status_set = false;
+  // The layer that buffers records of its own (RegisterFlushParticipant), or null.
+  std::atomic<const FlushParticipant*> participant{nullptr};
 };
 static_assert(std::is_trivially_destructible_v<ProcessLife>);
 constinit ProcessLife g_life;
@@ -81,7 +70,7 @@ constinit ProcessLife g_life;
 // would keep the process alive, as any thread would.
 void EndOfLastThread() {
   Shutdown(trace::kExitNormal, 0, /*from_signal=*/false);
-  if (idlescope_cupti_stop_flush_thread != nullptr) idlescope_cupti_stop_flush_thread();
+  if (const FlushParticipant* p = g_life.participant.load(std::memory_order_acquire)) p->stop();
   writer::Stop();
 }
 
@@ -97,11 +86,14 @@ void OnProgramThreadEnd(void*) {
 // fork: the child traces itself into a file of its own, with none of the parent's buffered
 // events.
 //
-// The locks are taken in the order code takes them (the CUPTI layer's first: it interns under its
-// own; then flush, strings, queues, stacks), and released in the child as well: only the forking
-// thread exists there, and nothing it needs may stay held by a thread that is gone. The forking
-// thread keeps SIGTERM/SIGINT pending meanwhile (flush.h, ProgramThreadLock says why).
+// The locks are taken in the order code takes them (the flush participant's first: it interns
+// under locks of its own; then flush, strings, queues, stacks), and released in the child as well:
+// only the forking thread exists there, and nothing it needs may stay held by a thread that is
+// gone. The forking thread keeps SIGTERM/SIGINT pending meanwhile (flush.h, ProgramThreadLock says
+// why).
 __thread sigset_t t_mask_before_fork;
+// The participant whose prepare handler ran, for the same one's parent and child handlers.
+__thread const FlushParticipant* t_participant_at_fork = nullptr;
 
 void ForkPrepare() {
   sigset_t set;
@@ -109,7 +101,8 @@ void ForkPrepare() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, &t_mask_before_fork);
-  if (idlescope_cupti_fork_prepare != nullptr) idlescope_cupti_fork_prepare();
+  t_participant_at_fork = g_life.participant.load(std::memory_order_acquire);
+  if (t_participant_at_fork != nullptr) t_participant_at_fork->fork_prepare();
   flush::LockForFork();
   strings::LockForFork();
   queues::LockForFork();
@@ -121,7 +114,7 @@ void ForkParent() {
   queues::UnlockInParent();
   strings::UnlockInParent();
   flush::UnlockInParent();
-  if (idlescope_cupti_fork_parent != nullptr) idlescope_cupti_fork_parent();
+  if (t_participant_at_fork != nullptr) t_participant_at_fork->fork_parent();
   pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
@@ -135,7 +128,7 @@ void ForkChild() {
   queues::ResetInChild();
   strings::ResetInChild();
   flush::ResetInChild();
-  if (idlescope_cupti_fork_child != nullptr) idlescope_cupti_fork_child();
+  if (t_participant_at_fork != nullptr) t_participant_at_fork->fork_child();
   CaptureStartEnv();  // the parent may have set RANK and the like for this child (one thread here)
   trace_file::ResetInChild();
   rings::ResetInChild();
@@ -235,16 +228,19 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
     e.result = status;
     Record(e);
   }
-  // CUPTI's last buffers before the footer. Not from a signal handler (the writer has the CUPTI
-  // layer's thread do it), and not in a forked child: CUDA does not survive fork, and a child's
-  // call into it (DataLoader workers end in _exit) can hang.
-  bool flush_cupti = trace_file::Origin() != trace::kOriginFork && idlescope_cupti_flush != nullptr;
-  if (flush_cupti && !from_signal) idlescope_cupti_flush();
+  // The participant's last buffers (CUPTI's) before the footer. Not from a signal handler (the
+  // writer has the participant's own thread do it), and not in a forked child: CUDA does not
+  // survive fork, and a child's call into it (DataLoader workers end in _exit) can hang.
+  const FlushParticipant* participant = trace_file::Origin() != trace::kOriginFork
+                                            ? g_life.participant.load(std::memory_order_acquire)
+                                            : nullptr;
+  if (participant != nullptr && !from_signal) participant->flush();
   detail::g_recorder_active.store(false, std::memory_order_relaxed);
   // _exit is called from signal handlers too: its final flush takes the same care.
-  writer::EndTrace(reason, status, from_signal,
-                   /*signal_care=*/from_signal || reason == trace::kExitUnderscore,
-                   flush_cupti && from_signal ? idlescope_cupti_flush_on_cupti_thread : nullptr);
+  writer::EndTrace(
+      reason, status, from_signal,
+      /*signal_care=*/from_signal || reason == trace::kExitUnderscore,
+      participant != nullptr && from_signal ? participant->flush_on_own_thread : nullptr);
   --detail::t_hook_depth;
   errno = saved_errno;
 }
@@ -261,6 +257,10 @@ void ThreadStarts() {
 
 // ---------------------------------------------------------------------------------------------
 // Public API (recorder.h) that is not one part's alone.
+
+void RegisterFlushParticipant(const FlushParticipant* participant) {
+  internal::g_life.participant.store(participant, std::memory_order_release);
+}
 
 void FlushNow() {
   if (!internal::g_life.initialized.load() || !internal::InTracedProcess()) return;

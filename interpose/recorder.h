@@ -386,6 +386,28 @@ void RecordNotice(NoticeSeverity severity, std::string_view code, std::string_vi
 // Flush everything buffered so far to the file (blocking; used at exit and by tests).
 void FlushNow();
 
+// A layer that buffers records of its own and hands them over through RecordGpu, RecordNotice and
+// RecordDeviceInfo (the CUPTI layer: its activity buffers). The recorder has it deliver them before
+// the footer, stops its thread with ours, and runs its fork handlers around its own: first in
+// prepare (the layer interns names under locks of its own, so they are taken before the
+// recorder's), last in parent and child. Every member is set; none is called with a lock of the
+// recorder held.
+struct FlushParticipant {
+  void (*flush)();                // delivers everything now (a program thread, at the end)
+  void (*flush_on_own_thread)();  // the same, run on the layer's own thread and waited for
+                                  // (bounded): asked by the writer at the end on a signal, since
+                                  // the signal handler cannot flush and the writer's descriptor
+                                  // table lacks what the layer may need (the CUDA driver's)
+  void (*stop)();                 // the program's last thread is ending: the layer's threads leave
+  void (*fork_prepare)();
+  void (*fork_parent)();
+  void (*fork_child)();
+};
+// `participant` (static storage) is the one flush participant. Register at load (a library
+// constructor), before any of its locks can be taken: a fork whose prepare handler found none
+// registered leaves the layer's locks as they are in the child.
+void RegisterFlushParticipant(const FlushParticipant* participant);
+
 // exec support for the process hooks: BeforeExec() flushes and writes the footer (EXIT_EXEC: the
 // new image writes its own file with the same pid); AfterExecFailed() removes that footer again
 // when execve returned, and tracing goes on in the same file.

@@ -14,27 +14,12 @@ bool ActivityEnabled();
 
 // Delivers every completed and pending CUPTI buffer to the recorder (cuptiActivityFlushAll,
 // FORCED). Never called with a lock held: CUPTI calls our completion handler from inside it.
+// Safe to call when CUPTI was never started, and more than once. Also the recorder's flush at the
+// end of the process: the layer registers itself at load as the recorder's flush participant
+// (recorder.h), which also stops its flush thread with the writer and runs its fork handlers.
 void Flush();
 
 }  // namespace idlescope::cupti
-
-// For the recorder's shutdown (exit, _exit, signals): flush CUPTI before the footer is written.
-// Safe to call when CUPTI was never started, and more than once.
-extern "C" void idlescope_cupti_flush();
-// The same, run on the CUPTI layer's flush thread and waited for (at most 2 s): for the recorder's
-// writer, whose descriptor table lacks the CUDA driver's descriptors. No-op when that thread does
-// not run in this process.
-extern "C" void idlescope_cupti_flush_on_cupti_thread();
-
-// Stops the flush thread for good (the program's last thread is ending: recorder.cc, "Program
-// threads"); the last buffers are delivered by the exit's idlescope_cupti_flush.
-extern "C" void idlescope_cupti_stop_flush_thread();
-
-// fork handlers for the CUPTI layer's locks, called by the recorder's (interpose/recorder.cc)
-// before it takes its own.
-extern "C" void idlescope_cupti_fork_prepare();
-extern "C" void idlescope_cupti_fork_parent();
-extern "C" void idlescope_cupti_fork_child();
 
 // CUDA_INJECTION64_PATH entry point, called by libcuda at cuInit.
 extern "C" int InitializeInjection(void);
