@@ -145,6 +145,22 @@ void ForkChild() {
   pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
+// FlushNow, BeforeExec and AfterExecFailed: a program thread has `job` done on the file
+// (writer.h, RunJob). Only in the traced process (a vfork child shares our memory, not our file);
+// errno is kept, and nothing done for it is traced.
+void RunOnWriterFromProgram(writer::Job job) {
+  if (!g_life.initialized.load() || !InTracedProcess()) return;
+  int saved = errno;
+  ++detail::t_hook_depth;
+  // This thread's burst ends at exec. Other threads' open bursts are not taken: if exec fails they
+  // go on growing and would be written twice; if it succeeds they are lost (docs/architecture.md,
+  // "Pending events").
+  if (job == writer::Job::kExecFooter) RecordPendingEvent();
+  writer::RunJob(job);
+  --detail::t_hook_depth;
+  errno = saved;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -262,35 +278,9 @@ void RegisterFlushParticipant(const FlushParticipant* participant) {
   internal::g_life.participant.store(participant, std::memory_order_release);
 }
 
-void FlushNow() {
-  if (!internal::g_life.initialized.load() || !internal::InTracedProcess()) return;
-  int saved = errno;
-  ++detail::t_hook_depth;
-  writer::RunJob(writer::Job::kFlush);
-  --detail::t_hook_depth;
-  errno = saved;
-}
-
-void BeforeExec() {
-  if (!internal::g_life.initialized.load() || !internal::InTracedProcess()) return;
-  int saved = errno;
-  // This thread's burst ends here. Other threads' open bursts are not taken: if exec fails they go
-  // on growing and would be written twice; if it succeeds they are lost (docs/architecture.md).
-  RecordPendingEvent();
-  ++detail::t_hook_depth;
-  writer::RunJob(writer::Job::kExecFooter);
-  --detail::t_hook_depth;
-  errno = saved;
-}
-
-void AfterExecFailed() {
-  if (!internal::g_life.initialized.load() || !internal::InTracedProcess()) return;
-  int saved = errno;
-  ++detail::t_hook_depth;
-  writer::RunJob(writer::Job::kExecFailed);
-  --detail::t_hook_depth;
-  errno = saved;
-}
+void FlushNow() { internal::RunOnWriterFromProgram(writer::Job::kFlush); }
+void BeforeExec() { internal::RunOnWriterFromProgram(writer::Job::kExecFooter); }
+void AfterExecFailed() { internal::RunOnWriterFromProgram(writer::Job::kExecFailed); }
 
 void MoveTraceFdAwayFrom(int fd) {
   // A thread with a table of its own (a vfork child borrowing this thread) moves nothing of ours.
