@@ -149,7 +149,7 @@ extern std::atomic<int> g_program_trace_fd;
 
 namespace detail {
 // Set once a thread of the program disabled the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV): see
-// hooks/io_clock.h): clock_gettime's vDSO reads the TSC and would fault in that thread, so our
+// call_clock.h): clock_gettime's vDSO reads the TSC and would fault in that thread, so our
 // time comes from the system call from then on (~0.1-0.2 us instead of ~20 ns).
 inline std::atomic<bool> g_clock_by_syscall{false};
 }  // namespace detail

@@ -2,15 +2,16 @@
 // timestamp, call, timestamp, classify and record outside the timed span, restore errno, return
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
 //
-// The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
-// ns after the call (io::TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
-// 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
+// The two timestamps are TSC ticks (CallTicks, every family's call clock: interpose/call_clock.h),
+// converted to trace-clock ns after the call (TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through
+// the vDSO measured 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked
+// copy's added cost.
 #include "interpose/cuda/cudart.h"
 
 #include <atomic>
 #include <cerrno>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/real_symbol.h"
 
 #define IDLESCOPE_EXPORT __attribute__((visibility("default")))
@@ -257,7 +258,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
   }
   RawEvent e;
   // Tick readings become trace-clock ns here, outside the timed span.
-  io::TicksToSpan(t0, t1, &e.ts, &e.dur);
+  TicksToSpan(t0, t1, &e.ts, &e.dur);
   e.type = call.type;
   e.result = result;
   e.stack = stack;
@@ -323,9 +324,9 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     ThreadState& thread = Thread();                                                      \
     thread.in_hook = true;                                                               \
     thread.correlation = 0;                                                              \
-    const uint64_t t0 = io::CallTicks();                                                 \
+    const uint64_t t0 = CallTicks();                                                     \
     const cudaError_t result = real args;                                                \
-    const uint64_t t1 = io::CallTicks();                                                 \
+    const uint64_t t1 = CallTicks();                                                     \
     const int saved_errno = errno;                                                       \
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \

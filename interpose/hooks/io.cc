@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/recorder.h"
@@ -97,9 +97,9 @@ Ret BurstHook(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, ui
               Call&& call, Bytes&& bytes_of) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   Ret r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   bool failed = false;
   uint64_t bytes = bytes_of(r, &failed);
   if (!failed && MergeBurstCall(file_type, net_type, fd, t0, t1, bytes)) return r;
@@ -134,10 +134,10 @@ template <typename Ret, typename Call, typename Bytes>
 Ret StdioHook(uint8_t type, uint32_t (*api)(), FILE* fp, Call&& call, Bytes&& bytes_of) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   Ret r = call();
   int err = errno;
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   int fd = FileFd(fp);
   if (fd >= 0) {
     bool failed = false;

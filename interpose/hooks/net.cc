@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/hooks/net_address.h"
@@ -38,9 +38,9 @@ template <typename Call>
 ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   ssize_t r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
   uint64_t bytes = r > 0 ? static_cast<uint64_t>(r) : 0;
   if (r >= 0 && MergeBurstCall(0, type, fd, t0, t1, bytes)) return r;
@@ -61,9 +61,9 @@ int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
     if (r >= 0) ForgetFd(r);
     return r;
   }
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   int r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   int err = errno;
   if (r >= 0) ForgetFd(r);
   if (idlescope::io::LongWait(t0, t1)) {

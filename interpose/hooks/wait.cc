@@ -25,7 +25,7 @@
 
 #include <algorithm>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/recorder.h"
