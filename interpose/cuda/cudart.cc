@@ -250,8 +250,8 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
-void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
-            uint32_t correlation, uint32_t stack) {
+void RecordCall(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
+                uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
     if (call.device >= 0 && result == cudaSuccess) Thread().device = call.device;
     return;
@@ -331,7 +331,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \
     const uint32_t stack = call.stack ? CaptureStack(1) : 0;                             \
-    Finish(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);         \
+    RecordCall(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);     \
     errno = saved_errno;                                                                 \
     return result;                                                                       \
   }
