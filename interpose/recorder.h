@@ -328,6 +328,11 @@ class ApiName {
     return idlescope_api_name.id();                                 \
   }
 
+// An exported C function: a hook (it interposes the program's call of the same name) or the
+// annotation API (lifecycle.cc). The library is built with hidden visibility: nothing else of it
+// is exported.
+#define IDLESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
 namespace idlescope {
 
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,

@@ -14,8 +14,6 @@
 #include "interpose/call_clock.h"
 #include "interpose/real_symbol.h"
 
-#define IDLESCOPE_EXPORT __attribute__((visibility("default")))
-
 // The hooks' side of the interface with the CUPTI layer (interpose/cuda/cuda_calls.h).
 namespace idlescope::cuda {
 
@@ -311,7 +309,7 @@ void RecordCall(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError
 
 // The hooks. The parameter lists come from cudart.def; `describe` sees the parameters.
 #define CUDART_HOOK(name, cbid, cupti, params, args, describe)                           \
-  extern "C" IDLESCOPE_EXPORT cudaError_t name params {                                  \
+  IDLESCOPE_EXPORT cudaError_t name params {                                             \
     using namespace ::idlescope;                                                         \
     using namespace ::idlescope::cudart;                                                 \
     using Fn = cudaError_t(*) params;                                                    \

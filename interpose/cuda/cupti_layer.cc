@@ -714,7 +714,7 @@ __attribute__((constructor)) void RegisterWithTheRecorder() {
 }  // namespace
 }  // namespace idlescope::cupti
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+IDLESCOPE_EXPORT int InitializeInjection(void) {
   // libcuda calls this at cuInit when CUDA_INJECTION64_PATH names us. Our library constructor has
   // already started the recorder (Origin INJECTION: LD_PRELOAD does not name us). No hook sees the
   // runtime's exports in this mode: the CUPTI callbacks record the host side.

@@ -23,9 +23,6 @@
 
 #include "interpose/hooks/io_fd_table.h"
 
-// Exported hook (the library is built with hidden visibility).
-#define IDLESCOPE_HOOK extern "C" __attribute__((visibility("default")))
-
 namespace idlescope::io {
 
 struct LibcFunctions {

@@ -32,8 +32,6 @@ namespace io = idlescope::io;
 
 namespace {
 
-#define NET_API(name) IDLESCOPE_API(name)
-
 template <typename Call>
 ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   HookGuard guard(Family::kNet);
@@ -75,7 +73,7 @@ int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
 
 }  // namespace
 
-IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
+IDLESCOPE_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) {
     ForgetFd(fd);
@@ -102,25 +100,26 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   } else {
     ForgetFd(fd);
   }
-  RecordFdEvent(ev::kNetConnect, NET_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
+  RecordFdEvent(ev::kNetConnect, IDLESCOPE_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;
   return r;
 }
 
-IDLESCOPE_HOOK int accept(int fd, struct sockaddr* addr, socklen_t* len) {
-  return AcceptHook(NET_API("accept"), fd, [&] { return Libc().accept(fd, addr, len); });
+IDLESCOPE_EXPORT int accept(int fd, struct sockaddr* addr, socklen_t* len) {
+  return AcceptHook(IDLESCOPE_API("accept"), fd, [&] { return Libc().accept(fd, addr, len); });
 }
 
-IDLESCOPE_HOOK int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
-  return AcceptHook(NET_API("accept4"), fd, [&] { return Libc().accept4(fd, addr, len, flags); });
+IDLESCOPE_EXPORT int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+  return AcceptHook(IDLESCOPE_API("accept4"), fd,
+                    [&] { return Libc().accept4(fd, addr, len, flags); });
 }
 
 // recv/recvfrom/recvmsg and send/sendto/sendmsg: generated from io.def.
 #define IDLESCOPE_LIBC(name, ret, params)
 #define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)
-#define IDLESCOPE_NET_BURST(name, type, params, args)                                  \
-  IDLESCOPE_HOOK ssize_t name params {                                                 \
-    return SocketHook(ev::type, NET_API(#name), fd, [&] { return Libc().name args; }); \
+#define IDLESCOPE_NET_BURST(name, type, params, args)                                        \
+  IDLESCOPE_EXPORT ssize_t name params {                                                     \
+    return SocketHook(ev::type, IDLESCOPE_API(#name), fd, [&] { return Libc().name args; }); \
   }
 #include "interpose/hooks/io.def"
 #undef IDLESCOPE_NET_BURST

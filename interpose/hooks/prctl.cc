@@ -10,6 +10,7 @@
 #include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/real_symbol.h"
+#include "interpose/recorder.h"
 
 namespace {
 using PrctlFn = int (*)(int, unsigned long, unsigned long, unsigned long, unsigned long);
@@ -17,7 +18,7 @@ constinit idlescope::RealFunction<PrctlFn> g_real_prctl{"prctl"};
 }  // namespace
 
 // glibc declares prctl(int, ...); the kernel takes four unsigned long arguments after the option.
-IDLESCOPE_HOOK int prctl(int option, ...) {
+IDLESCOPE_EXPORT int prctl(int option, ...) {
   va_list ap;
   va_start(ap, option);
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long),
