@@ -1,12 +1,13 @@
-// The recorder: the one API every hook (interpose/hooks/*) and the CUPTI layer
-// (interpose/cuda/cupti_*) use to put events into the trace. Hooks stay thin: take a timestamp,
-// call the real function, fill a RawEvent, Record() it, return the real result with errno
-// preserved.
+// The recorder: the one API every hook (interpose/hooks/*, interpose/cuda/cudart.cc) and the CUPTI
+// layer (interpose/cuda/cupti_*) use to put events into the trace. Hooks stay thin: take a
+// timestamp, call the real function, fill a RawEvent, Record() it, return the real result with
+// errno preserved.
 //
 // Hot path (Record, NowNs, the guard) touches only thread-local state: a fixed-size single-
 // producer ring per thread that the writer thread drains. Everything slow (interning new
 // streams, resolving stack frames to symbols, encoding protobuf, write(2)) happens on the writer
-// thread. See docs/architecture.md.
+// thread. See docs/architecture.md, "Recorder": each function here is implemented by the part of
+// the recorder whose state it touches.
 #pragma once
 
 #include <sys/syscall.h>
@@ -420,8 +421,8 @@ void BeforeExec();
 void AfterExecFailed();
 
 // True when `fd`, a descriptor of the program's table, is the trace file. Only where the writer
-// could not get a descriptor table of its own (docs/architecture.md, "Files"); elsewhere the
-// program's table holds nothing of ours and this is false for every fd. The close/dup hooks
+// could not get a descriptor table of its own (docs/architecture.md, "The trace file"); elsewhere
+// the program's table holds nothing of ours and this is false for every fd. The close/dup hooks
 // protect it with the two functions below.
 inline bool IsTraceFd(int fd) {
   return fd >= 0 && fd == detail::g_program_trace_fd.load(std::memory_order_relaxed);
