@@ -52,6 +52,13 @@ struct ProcessLife {
   bool exit_status_set = false;
   // The layer that buffers records of its own (RegisterFlushParticipant), or null.
   std::atomic<const FlushParticipant*> participant{nullptr};
+
+  // fork child: one thread, the forking one; not ending; no exit status yet.
+  void ResetInChild() {
+    shutdown_started.store(false);
+    program_threads.store(1);
+    exit_status_set = false;
+  }
 };
 static_assert(std::is_trivially_destructible_v<ProcessLife>);
 constinit ProcessLife g_life;
@@ -133,9 +140,7 @@ void ForkChild() {
   trace_file::ResetInChild();
   rings::ResetInChild();
   writer::ResetInChild();
-  g_life.shutdown_started.store(false);
-  g_life.program_threads.store(1);  // the forking thread
-  g_life.exit_status_set = false;
+  g_life.ResetInChild();
   if (trace_child) {
     ++detail::t_hook_depth;
     bool started = writer::Start();  // the child's writer creates the child's file
