@@ -177,20 +177,6 @@ void Init() {
 
 std::mutex& Mutex() { return g_flush.mu; }
 
-ProgramThreadLock::ProgramThreadLock() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, &saved_);
-  g_flush.mu.lock();
-}
-
-ProgramThreadLock::~ProgramThreadLock() {
-  g_flush.mu.unlock();
-  pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-}
-
 // Order matters: snapshot the rings' heads and swap the queues first, then take the interned
 // data, so that every id an event uses was published before we look for new ids.
 void FlushLocked(bool final) {

@@ -8,10 +8,9 @@
 // may hold it.
 #pragma once
 
-#include <signal.h>
-
 #include <mutex>
 
+#include "interpose/recorder_internal.h"
 #include "interpose/trace_encoder.h"
 
 namespace idlescope::flush {
@@ -25,16 +24,16 @@ std::mutex& Mutex();
 // The flush lock taken by a program thread (a flush without a writer thread, the exit's final
 // flush, MoveTraceFdAwayFrom). SIGTERM and SIGINT stay pending meanwhile: their handler has the
 // writer flush, which needs this lock, and would otherwise wait for the very thread it
-// interrupted. Those calls are rare; the mask costs two system calls each.
+// interrupted.
 class ProgramThreadLock {
  public:
-  ProgramThreadLock();
-  ~ProgramThreadLock();
+  ProgramThreadLock() { Mutex().lock(); }
+  ~ProgramThreadLock() { Mutex().unlock(); }
   ProgramThreadLock(const ProgramThreadLock&) = delete;
   ProgramThreadLock& operator=(const ProgramThreadLock&) = delete;
 
  private:
-  sigset_t saved_;
+  internal::TerminationSignalsBlocked blocked_;  // first: blocked before the lock is taken
 };
 
 // Under the lock. Takes the rings' events up to a snapshot of their heads, the queues, new stack

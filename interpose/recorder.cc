@@ -166,6 +166,38 @@ void RunOnWriterFromProgram(writer::Job job) {
   errno = saved;
 }
 
+// Shutdown's first ending: records PROC_EXIT, has the flush participant deliver, turns the hooks
+// off and ends the file (writer::EndTrace). True when the writer was handed the end.
+bool EndTheTrace(trace::ExitReason reason, int status, bool from_signal) {
+  // Inside a hook (a signal that interrupted one, or _exit called by a hooked function) this
+  // thread's ring may be half-way through a Record: no event from here then.
+  bool may_record = detail::t_hook_depth == 0;
+  ++detail::t_hook_depth;
+  if (reason == trace::kExitNormal && g_life.exit_status_set) status = g_life.exit_status;
+  if (RecorderActive() && may_record) {
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kProcExit;
+    e.result = status;
+    Record(e);
+  }
+  // The participant's last buffers (CUPTI's) before the footer. Not from a signal handler (the
+  // writer has the participant's own thread do it), and not in a forked child: CUDA does not
+  // survive fork, and a child's call into it (DataLoader workers end in _exit) can hang.
+  const FlushParticipant* participant = trace_file::Origin() != trace::kOriginFork
+                                            ? g_life.participant.load(std::memory_order_acquire)
+                                            : nullptr;
+  if (participant != nullptr && !from_signal) participant->flush();
+  detail::g_recorder_active.store(false, std::memory_order_relaxed);
+  // _exit is called from signal handlers too: its final flush takes the same care.
+  bool handed_over = writer::EndTrace(
+      reason, status, from_signal,
+      /*signal_care=*/from_signal || reason == trace::kExitUnderscore,
+      participant != nullptr && from_signal ? participant->flush_on_own_thread : nullptr);
+  --detail::t_hook_depth;
+  return handed_over;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -230,39 +262,21 @@ void Init() {
 
 void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
   if (!g_life.initialized.load() || !InTracedProcess()) return;
-  if (g_life.shutdown_started.exchange(true)) {
-    // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
-    // are already in _exit): let it finish before this one lets the process die.
-    writer::WaitTraceEnded(from_signal ? 3 : 10);
-    return;
-  }
   int saved_errno = errno;
-  // Inside a hook (a signal that interrupted one, or _exit called by a hooked function) this
-  // thread's ring may be half-way through a Record: no event from here then.
-  bool may_record = detail::t_hook_depth == 0;
-  ++detail::t_hook_depth;
-  if (reason == trace::kExitNormal && g_life.exit_status_set) status = g_life.exit_status;
-  if (RecorderActive() && may_record) {
-    RawEvent e;
-    e.ts = NowNs();
-    e.type = ev::kProcExit;
-    e.result = status;
-    Record(e);
+  bool handed_over;
+  {
+    // From the claim of the end until it is handed over, SIGTERM and SIGINT stay pending in this
+    // thread: their handler ends the trace too, and on this thread it could only wait for an end
+    // this thread has not handed over yet (3 s, then the process died of the signal without its
+    // footer: PreloadTest.SigtermDuringUnderscoreExitWaitsForTheFooter, 3 of 40 runs under TSan,
+    // which delivers a signal at the next intercepted call, such as NowNs's clock_gettime).
+    TerminationSignalsBlocked blocked;
+    // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
+    // are already in _exit): this one waits for it to finish before it lets the process die.
+    handed_over =
+        g_life.shutdown_started.exchange(true) || EndTheTrace(reason, status, from_signal);
   }
-  // The participant's last buffers (CUPTI's) before the footer. Not from a signal handler (the
-  // writer has the participant's own thread do it), and not in a forked child: CUDA does not
-  // survive fork, and a child's call into it (DataLoader workers end in _exit) can hang.
-  const FlushParticipant* participant = trace_file::Origin() != trace::kOriginFork
-                                            ? g_life.participant.load(std::memory_order_acquire)
-                                            : nullptr;
-  if (participant != nullptr && !from_signal) participant->flush();
-  detail::g_recorder_active.store(false, std::memory_order_relaxed);
-  // _exit is called from signal handlers too: its final flush takes the same care.
-  writer::EndTrace(
-      reason, status, from_signal,
-      /*signal_care=*/from_signal || reason == trace::kExitUnderscore,
-      participant != nullptr && from_signal ? participant->flush_on_own_thread : nullptr);
-  --detail::t_hook_depth;
+  if (handed_over) writer::WaitTraceEnded(from_signal ? 3 : 10);
   errno = saved_errno;
 }
 

@@ -234,7 +234,7 @@ void RunJob(Job job) {
   }
 }
 
-void EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
+bool EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
               void (*participant_flush)()) {
   if (g_writer.running.load(std::memory_order_seq_cst)) {
     g_writer.final_status = status;
@@ -243,16 +243,16 @@ void EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signa
     if (signal_care) flush::AnnounceEndOnSignal();
     g_writer.final_request.store(1 + reason, std::memory_order_seq_cst);
     Wake();
-    WaitTraceEnded(from_signal ? 3 : 10);
-  } else if (!from_signal) {
-    {
-      flush::ProgramThreadLock lock;
-      flush::FinalFlushLocked(reason, status);
-    }
-    MarkFinalDone();
-  } else {
-    MarkFinalDone();  // nothing more can be written: a second ending need not wait
+    return true;
   }
+  if (!from_signal) {
+    flush::ProgramThreadLock lock;
+    flush::FinalFlushLocked(reason, status);
+  }
+  // Done, or nothing more can be written (a signal handler without a writer): a second ending
+  // need not wait.
+  MarkFinalDone();
+  return false;
 }
 
 void WaitTraceEnded(uint64_t seconds) {

@@ -34,16 +34,17 @@ enum class Job : uint32_t { kNone = 0, kFlush, kExecFooter, kExecFailed };
 // under the flush lock, where the program's table holds the file or no writer runs.
 void RunJob(Job job);
 
-// The end of the file: the last flush and the footer, once (Shutdown). By the writer, waited for
-// (bounded: 3 s `from_signal`, else 10 s; a stuck writer never hangs the exit), or here when no
-// writer runs (not from a signal handler: encoding allocates). `signal_care`: the process ends on
-// a signal or _exit, and this thread may be stopped holding any lock (flush.h,
-// AnnounceEndOnSignal). `participant_flush`: run first by the writer (a participant's flush on its
-// own thread, recorder.h), or null.
-void EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
+// The end of the file: the last flush and the footer, once (Shutdown). Handed to the writer
+// (true: the caller waits for it, WaitTraceEnded), or done here when no writer runs (not from a
+// signal handler: encoding allocates), false. `signal_care`: the process ends on a signal or
+// _exit, and this thread may be stopped holding any lock (flush.h, AnnounceEndOnSignal).
+// `participant_flush`: run first by the writer (a participant's flush on its own thread,
+// recorder.h), or null.
+bool EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
               void (*participant_flush)());
-// Waits (futex, async-signal-safe) until EndTrace is over, at most `seconds`: a second ending
-// lets the first one finish before the process dies.
+// Waits (futex, async-signal-safe) until EndTrace is over, at most `seconds` (a stuck writer never
+// hangs the exit). A second ending waits too, so that the first one finishes before the process
+// dies.
 void WaitTraceEnded(uint64_t seconds);
 
 // The program's last thread is ending (after EndTrace): the writer thread leaves and is joined,
