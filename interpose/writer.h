@@ -1,12 +1,12 @@
-// The writer: who runs the flushes (flush.h) and when. Today a thread of ours, the writer thread:
+// The writer: who runs the flushes (flush.h) and when. It is a thread of ours, the writer thread:
 // it creates the trace file in a descriptor table of its own (trace_file.h), then flushes every
 // IDLESCOPE_FLUSH_MS, when a ring passes half full, when a program thread hands it a job, and at
 // the end of the process. docs/architecture.md, "The writer".
 //
-// Whether a process gets that thread is decided by Start() alone; every other function here is
-// what the rest of the recorder asks of the writer (wake up, do this job, end the file, stop), and
-// each says what it does when there is no thread. The rest of the recorder never creates, waits
-// for, or tests for a thread of ours.
+// Starting that thread is one decision, made in Start() alone; every other function here is what
+// the rest of the recorder asks of the writer (wake up, do this job, end the file, stop), and each
+// says what it does when no thread runs. The rest of the recorder never creates, waits for, or
+// tests for a thread of ours.
 #pragma once
 
 #include <cstdint>
