@@ -111,6 +111,12 @@ __attribute__((noinline)) void RecordWait(uint32_t (*api)(), uint64_t t0, uint64
                                           int32_t result, const WaitedFds& fds) {
   RawEvent e;
   TicksToSpan(t0, t1, &e.ts, &e.dur);
+  // LongWait decided with the process's tick ratio, the span comes from this thread's anchor,
+  // whose ratio may be an earlier estimate (interpose/call_clock.h: refined at doubling
+  // intervals; 0.5% apart in a process's first milliseconds, seen under load). A wait that is
+  // not long by the span it would be recorded with is not recorded: a WAIT is never shorter than
+  // the threshold.
+  if (e.dur < kWaitRecordNs) return;
   e.count = 1;
   e.api = api();
   e.result = result;
