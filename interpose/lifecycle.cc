@@ -26,8 +26,6 @@
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 
-#define IDLESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace idlescope::internal {
 namespace {
 

@@ -1,11 +1,13 @@
-// The recorder: the one API every hook (interpose/hooks/*) and the CUPTI layer (cupti/) use to
-// put events into the trace. Hooks stay thin: take a timestamp, call the real function, fill a
-// RawEvent, Record() it, return the real result with errno preserved.
+// The recorder: the one API every hook (interpose/hooks/*, interpose/cuda/cudart.cc) and the CUPTI
+// layer (interpose/cuda/cupti_*) use to put events into the trace. Hooks stay thin: take a
+// timestamp, call the real function, fill a RawEvent, Record() it, return the real result with
+// errno preserved.
 //
 // Hot path (Record, NowNs, the guard) touches only thread-local state: a fixed-size single-
 // producer ring per thread that the writer thread drains. Everything slow (interning new
 // streams, resolving stack frames to symbols, encoding protobuf, write(2)) happens on the writer
-// thread. See docs/architecture.md.
+// thread. See docs/architecture.md, "Recorder": each function here is implemented by the part of
+// the recorder whose state it touches.
 #pragma once
 
 #include <sys/syscall.h>
@@ -148,7 +150,7 @@ extern std::atomic<int> g_program_trace_fd;
 
 namespace detail {
 // Set once a thread of the program disabled the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV): see
-// hooks/io_clock.h): clock_gettime's vDSO reads the TSC and would fault in that thread, so our
+// call_clock.h): clock_gettime's vDSO reads the TSC and would fault in that thread, so our
 // time comes from the system call from then on (~0.1-0.2 us instead of ~20 ns).
 inline std::atomic<bool> g_clock_by_syscall{false};
 }  // namespace detail
@@ -214,7 +216,7 @@ namespace detail {
 extern __thread bool t_pending_open __attribute__((tls_model("initial-exec")));
 
 // A thread's pending event where the final flush of another thread can read it: in the thread's
-// ring header (recorder.cc). Only the owner writes it, inside the seqlock `seq` (odd while it
+// ring header (rings.h). Only the owner writes it, inside the seqlock `seq` (odd while it
 // writes); the head store that appends it to the ring is inside the same seqlock.
 struct PendingSlot {
   std::atomic<uint32_t> seq{0};
@@ -267,7 +269,7 @@ void SetPendingEvent(const RawEvent& event);
 // (~20 ns on the build VMs), so it writes the ring header's slot with no call.
 inline void UpdatePendingEvent(uint64_t dur, uint64_t bytes, uint64_t count) {
   detail::PendingSlot* slot = detail::t_pending_slot;
-  // Seqlock writer side, as in recorder.cc (Boehm, "Can seqlocks get along with programming
+  // Seqlock writer side, as in rings.cc (Boehm, "Can seqlocks get along with programming
   // language memory models?"): the odd count is ordered before the data stores by the release
   // fence, the even one after them by its release store.
   uint32_t seq = slot->seq.load(std::memory_order_relaxed);
@@ -327,6 +329,11 @@ class ApiName {
     return idlescope_api_name.id();                                 \
   }
 
+// An exported C function: a hook (it interposes the program's call of the same name) or the
+// annotation API (lifecycle.cc). The library is built with hidden visibility: nothing else of it
+// is exported.
+#define IDLESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
 namespace idlescope {
 
 // Captures the caller's call stack (skipping `skip` innermost frames) and returns its trie id,
@@ -385,6 +392,28 @@ void RecordNotice(NoticeSeverity severity, std::string_view code, std::string_vi
 // Flush everything buffered so far to the file (blocking; used at exit and by tests).
 void FlushNow();
 
+// A layer that buffers records of its own and hands them over through RecordGpu, RecordNotice and
+// RecordDeviceInfo (the CUPTI layer: its activity buffers). The recorder has it deliver them before
+// the footer, stops its thread with ours, and runs its fork handlers around its own: first in
+// prepare (the layer interns names under locks of its own, so they are taken before the
+// recorder's), last in parent and child. Every member is set; none is called with a lock of the
+// recorder held.
+struct FlushParticipant {
+  void (*flush)();                // delivers everything now (a program thread, at the end)
+  void (*flush_on_own_thread)();  // the same, run on the layer's own thread and waited for
+                                  // (bounded): asked by the writer at the end on a signal, since
+                                  // the signal handler cannot flush and the writer's descriptor
+                                  // table lacks what the layer may need (the CUDA driver's)
+  void (*stop)();                 // the program's last thread is ending: the layer's threads leave
+  void (*fork_prepare)();
+  void (*fork_parent)();
+  void (*fork_child)();
+};
+// `participant` (static storage) is the one flush participant. Register at load (a library
+// constructor), before any of its locks can be taken: a fork whose prepare handler found none
+// registered leaves the layer's locks as they are in the child.
+void RegisterFlushParticipant(const FlushParticipant* participant);
+
 // exec support for the process hooks: BeforeExec() flushes and writes the footer (EXIT_EXEC: the
 // new image writes its own file with the same pid); AfterExecFailed() removes that footer again
 // when execve returned, and tracing goes on in the same file.
@@ -392,8 +421,8 @@ void BeforeExec();
 void AfterExecFailed();
 
 // True when `fd`, a descriptor of the program's table, is the trace file. Only where the writer
-// could not get a descriptor table of its own (docs/architecture.md, "Files"); elsewhere the
-// program's table holds nothing of ours and this is false for every fd. The close/dup hooks
+// could not get a descriptor table of its own (docs/architecture.md, "The trace file"); elsewhere
+// the program's table holds nothing of ours and this is false for every fd. The close/dup hooks
 // protect it with the two functions below.
 inline bool IsTraceFd(int fd) {
   return fd >= 0 && fd == detail::g_program_trace_fd.load(std::memory_order_relaxed);

@@ -1,9 +1,13 @@
-// What the recorder's own files share (recorder.cc, lifecycle.cc, stacks.cc, config.cc). Hooks
-// and the CUPTI layer use recorder.h only.
+// What the recorder's own files share (recorder.cc and its parts, lifecycle.cc, stacks.cc,
+// config.cc, alloc.cc). Hooks and the CUPTI layer use recorder.h only.
 #pragma once
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +42,50 @@ void Say(const char* text);
 void StartupDone();
 // The library constructor returns: messages of its thread are no longer "at start".
 void ConstructorDone();
+
+// Whole file into a string (for /proc files, whose size stat does not tell). No stdio anywhere in
+// the recorder: a signal arriving inside stdio's locks, or the program's own buffering, must never
+// meet ours.
+inline bool ReadFile(const char* path, std::string* out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+// `s` without its trailing newlines and spaces (a /proc file's line).
+inline std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// SIGTERM and SIGINT kept pending in the calling thread while one exists: their handler ends the
+// trace (lifecycle.cc), which must never wait for this very thread (it holds the flush lock, or is
+// ending the trace itself). Two system calls; the places that need it are rare.
+class TerminationSignalsBlocked {
+ public:
+  TerminationSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &saved_);
+  }
+  ~TerminationSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  TerminationSignalsBlocked(const TerminationSignalsBlocked&) = delete;
+  TerminationSignalsBlocked& operator=(const TerminationSignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
 
 // Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
 void Init();

@@ -70,9 +70,9 @@ std::string_view Extension(std::string_view name) {
   return {};
 }
 
-// The analyzer's rules that read names (analyzer/causes.cc IsModelCheckpointPath, kept in step
-// by tests/interpose/redact_test.cc): a directory named for checkpoints, a ".bin" file named for
-// model state.
+// The analyzer's rules that read names (analyzer/analysis/event_classes.cc IsModelCheckpointPath,
+// kept in step by tests/interpose/redact_test.cc): a directory named for checkpoints, a ".bin" file
+// named for model state.
 bool NamesCheckpoints(std::string_view dir) {
   return ContainsNoCase(dir, "checkpoint") || ContainsNoCase(dir, "ckpt");
 }
@@ -101,7 +101,7 @@ bool NamesLibraryDirectory(std::string_view dir) {
   return true;
 }
 
-// analyzer/causes.cc IsInstallerName / IsInstallVerb (same test).
+// analyzer/analysis/event_classes.cc IsInstallerName / IsInstallVerb (same test).
 bool IsInstallerWord(std::string_view word) {
   size_t slash = word.rfind('/');
   std::string_view name = slash == std::string_view::npos ? word : word.substr(slash + 1);

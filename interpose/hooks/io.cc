@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/recorder.h"
@@ -36,9 +36,6 @@ using idlescope::io::TrackOpenedFd;
 namespace ev = idlescope::ev;
 
 namespace {
-
-// Interned once per API: the hook's name is the event's `api` (recorder.h, ApiName).
-#define IDLESCOPE_API_ID(name) (IDLESCOPE_API(name)())
 
 // Bytes waiting in a stdio write buffer (glibc's struct _IO_FILE is public in <bits/types>):
 // what fflush/fclose is about to write.
@@ -97,9 +94,9 @@ Ret BurstHook(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, ui
               Call&& call, Bytes&& bytes_of) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   Ret r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   bool failed = false;
   uint64_t bytes = bytes_of(r, &failed);
   if (!failed && MergeBurstCall(file_type, net_type, fd, t0, t1, bytes)) return r;
@@ -134,10 +131,10 @@ template <typename Ret, typename Call, typename Bytes>
 Ret StdioHook(uint8_t type, uint32_t (*api)(), FILE* fp, Call&& call, Bytes&& bytes_of) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   Ret r = call();
   int err = errno;
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   int fd = FileFd(fp);
   if (fd >= 0) {
     bool failed = false;
@@ -184,14 +181,12 @@ int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
   return r;
 }
 
-#define API(name) IDLESCOPE_API(name)
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Opening.
 
-IDLESCOPE_HOOK int open(const char* path, int flags, ...) {
+IDLESCOPE_EXPORT int open(const char* path, int flags, ...) {
   mode_t mode = 0;
   if (NeedsMode(flags)) {
     va_list ap;
@@ -199,10 +194,11 @@ IDLESCOPE_HOOK int open(const char* path, int flags, ...) {
     mode = static_cast<mode_t>(va_arg(ap, int));
     va_end(ap);
   }
-  return OpenHook(API("open"), AT_FDCWD, path, [&] { return Libc().open(path, flags, mode); });
+  return OpenHook(IDLESCOPE_API("open"), AT_FDCWD, path,
+                  [&] { return Libc().open(path, flags, mode); });
 }
 
-IDLESCOPE_HOOK int open64(const char* path, int flags, ...) {
+IDLESCOPE_EXPORT int open64(const char* path, int flags, ...) {
   mode_t mode = 0;
   if (NeedsMode(flags)) {
     va_list ap;
@@ -210,10 +206,11 @@ IDLESCOPE_HOOK int open64(const char* path, int flags, ...) {
     mode = static_cast<mode_t>(va_arg(ap, int));
     va_end(ap);
   }
-  return OpenHook(API("open64"), AT_FDCWD, path, [&] { return Libc().open64(path, flags, mode); });
+  return OpenHook(IDLESCOPE_API("open64"), AT_FDCWD, path,
+                  [&] { return Libc().open64(path, flags, mode); });
 }
 
-IDLESCOPE_HOOK int openat(int dirfd, const char* path, int flags, ...) {
+IDLESCOPE_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
   mode_t mode = 0;
   if (NeedsMode(flags)) {
     va_list ap;
@@ -221,11 +218,11 @@ IDLESCOPE_HOOK int openat(int dirfd, const char* path, int flags, ...) {
     mode = static_cast<mode_t>(va_arg(ap, int));
     va_end(ap);
   }
-  return OpenHook(API("openat"), dirfd, path,
+  return OpenHook(IDLESCOPE_API("openat"), dirfd, path,
                   [&] { return Libc().openat(dirfd, path, flags, mode); });
 }
 
-IDLESCOPE_HOOK int openat64(int dirfd, const char* path, int flags, ...) {
+IDLESCOPE_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   mode_t mode = 0;
   if (NeedsMode(flags)) {
     va_list ap;
@@ -233,47 +230,50 @@ IDLESCOPE_HOOK int openat64(int dirfd, const char* path, int flags, ...) {
     mode = static_cast<mode_t>(va_arg(ap, int));
     va_end(ap);
   }
-  return OpenHook(API("openat64"), dirfd, path,
+  return OpenHook(IDLESCOPE_API("openat64"), dirfd, path,
                   [&] { return Libc().openat64(dirfd, path, flags, mode); });
 }
 
-IDLESCOPE_HOOK int creat(const char* path, mode_t mode) {
-  return OpenHook(API("creat"), AT_FDCWD, path, [&] { return Libc().creat(path, mode); });
+IDLESCOPE_EXPORT int creat(const char* path, mode_t mode) {
+  return OpenHook(IDLESCOPE_API("creat"), AT_FDCWD, path, [&] { return Libc().creat(path, mode); });
 }
 
-IDLESCOPE_HOOK int creat64(const char* path, mode_t mode) {
-  return OpenHook(API("creat64"), AT_FDCWD, path, [&] { return Libc().creat64(path, mode); });
+IDLESCOPE_EXPORT int creat64(const char* path, mode_t mode) {
+  return OpenHook(IDLESCOPE_API("creat64"), AT_FDCWD, path,
+                  [&] { return Libc().creat64(path, mode); });
 }
 
 // _FORTIFY_SOURCE turns open(path, flags) without a mode into __open_2 & co.
-IDLESCOPE_HOOK int __open_2(const char* path, int flags) {
-  return OpenHook(API("open"), AT_FDCWD, path, [&] { return Libc().__open_2(path, flags); });
+IDLESCOPE_EXPORT int __open_2(const char* path, int flags) {
+  return OpenHook(IDLESCOPE_API("open"), AT_FDCWD, path,
+                  [&] { return Libc().__open_2(path, flags); });
 }
 
-IDLESCOPE_HOOK int __open64_2(const char* path, int flags) {
-  return OpenHook(API("open64"), AT_FDCWD, path, [&] { return Libc().__open64_2(path, flags); });
+IDLESCOPE_EXPORT int __open64_2(const char* path, int flags) {
+  return OpenHook(IDLESCOPE_API("open64"), AT_FDCWD, path,
+                  [&] { return Libc().__open64_2(path, flags); });
 }
 
-IDLESCOPE_HOOK int __openat_2(int dirfd, const char* path, int flags) {
-  return OpenHook(API("openat"), dirfd, path,
+IDLESCOPE_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
+  return OpenHook(IDLESCOPE_API("openat"), dirfd, path,
                   [&] { return Libc().__openat_2(dirfd, path, flags); });
 }
 
-IDLESCOPE_HOOK int __openat64_2(int dirfd, const char* path, int flags) {
-  return OpenHook(API("openat64"), dirfd, path,
+IDLESCOPE_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
+  return OpenHook(IDLESCOPE_API("openat64"), dirfd, path,
                   [&] { return Libc().__openat64_2(dirfd, path, flags); });
 }
 
-IDLESCOPE_HOOK FILE* fopen(const char* path, const char* mode) {
-  return FopenHook(IDLESCOPE_API_ID("fopen"), path, Libc().fopen, mode);
+IDLESCOPE_EXPORT FILE* fopen(const char* path, const char* mode) {
+  return FopenHook(IDLESCOPE_API("fopen")(), path, Libc().fopen, mode);
 }
 
-IDLESCOPE_HOOK FILE* fopen64(const char* path, const char* mode) {
-  return FopenHook(IDLESCOPE_API_ID("fopen64"), path, Libc().fopen64, mode);
+IDLESCOPE_EXPORT FILE* fopen64(const char* path, const char* mode) {
+  return FopenHook(IDLESCOPE_API("fopen64")(), path, Libc().fopen64, mode);
 }
 
 // fdopen wraps an fd we already know (or resolve lazily): no event.
-IDLESCOPE_HOOK FILE* fdopen(int fd, const char* mode) { return Libc().fdopen(fd, mode); }
+IDLESCOPE_EXPORT FILE* fdopen(int fd, const char* mode) { return Libc().fdopen(fd, mode); }
 
 // freopen closes the stream's old fd inside glibc (no close PLT): forget it, then track the new.
 template <typename Real>
@@ -293,22 +293,22 @@ FILE* FreopenHook(uint32_t (*api)(), const char* path, const char* mode, FILE* f
   return r;
 }
 
-IDLESCOPE_HOOK FILE* freopen(const char* path, const char* mode, FILE* fp) {
-  return FreopenHook(API("freopen"), path, mode, fp, Libc().freopen);
+IDLESCOPE_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  return FreopenHook(IDLESCOPE_API("freopen"), path, mode, fp, Libc().freopen);
 }
 
-IDLESCOPE_HOOK FILE* freopen64(const char* path, const char* mode, FILE* fp) {
-  return FreopenHook(API("freopen64"), path, mode, fp, Libc().freopen64);
+IDLESCOPE_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+  return FreopenHook(IDLESCOPE_API("freopen64"), path, mode, fp, Libc().freopen64);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Closing and duplicating: keep the fd table right even when not recording.
 
-// Where the trace file sits in the program's table (the shared-table fallback, recorder.cc), a
+// Where the trace file sits in the program's table (the shared-table fallback, trace_file.h), a
 // program that closes every descriptor, or dup2()s onto ours, must not take it away: a close of it
 // succeeds without closing it, a dup onto it first moves ours elsewhere (uftrace and heaptrack
 // protect their descriptors the same way). Elsewhere IsTraceFd is false for every number.
-IDLESCOPE_HOOK int close(int fd) {
+IDLESCOPE_EXPORT int close(int fd) {
   if (idlescope::IsTraceFd(fd)) return 0;
   HookGuard guard(Family::kIo);
   if (!guard.active()) {
@@ -324,14 +324,14 @@ IDLESCOPE_HOOK int close(int fd) {
   int r = Libc().close(fd);
   int err = errno;
   if (info.state == FdState::kTracked) {
-    RecordFdEvent(ev::kFileClose, IDLESCOPE_API_ID("close"), fd, info, t0, NowNs(), 0,
+    RecordFdEvent(ev::kFileClose, IDLESCOPE_API("close")(), fd, info, t0, NowNs(), 0,
                   r < 0 ? -err : 0);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_HOOK int fclose(FILE* fp) {
+IDLESCOPE_EXPORT int fclose(FILE* fp) {
   int saved = errno;
   int fd = FileFd(fp);
   errno = saved;
@@ -349,14 +349,14 @@ IDLESCOPE_HOOK int fclose(FILE* fp) {
   int err = errno;
   if (info.state == FdState::kTracked) {
     // bytes: what fclose flushed from the stdio buffer (its time is in dur).
-    RecordFdEvent(ev::kFileClose, IDLESCOPE_API_ID("fclose"), fd, info, t0, NowNs(), pending,
+    RecordFdEvent(ev::kFileClose, IDLESCOPE_API("fclose")(), fd, info, t0, NowNs(), pending,
                   r != 0 ? -err : 0);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
+IDLESCOPE_EXPORT int close_range(unsigned first, unsigned last, int flags) {
   if (Libc().close_range == nullptr) {
     errno = ENOSYS;
     return -1;
@@ -382,20 +382,20 @@ IDLESCOPE_HOOK int close_range(unsigned first, unsigned last, int flags) {
   return r;
 }
 
-IDLESCOPE_HOOK int dup(int fd) {
+IDLESCOPE_EXPORT int dup(int fd) {
   int r = Libc().dup(fd);
   if (r >= 0) CopyFd(fd, r);
   return r;
 }
 
-IDLESCOPE_HOOK int dup2(int fd, int fd2) {
+IDLESCOPE_EXPORT int dup2(int fd, int fd2) {
   if (fd != fd2) idlescope::MoveTraceFdAwayFrom(fd2);
   int r = Libc().dup2(fd, fd2);
   if (r >= 0 && fd != fd2) CopyFd(fd, r);
   return r;
 }
 
-IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
+IDLESCOPE_EXPORT int dup3(int fd, int fd2, int flags) {
   if (fd != fd2) idlescope::MoveTraceFdAwayFrom(fd2);
   int r = Libc().dup3(fd, fd2, flags);
   if (r >= 0) CopyFd(fd, r);
@@ -408,9 +408,9 @@ IDLESCOPE_HOOK int dup3(int fd, int fd2, int flags) {
 
 #define IDLESCOPE_LIBC(name, ret, params)
 #define IDLESCOPE_NET_BURST(name, type, params, args)
-#define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)        \
-  IDLESCOPE_HOOK ssize_t name params {                                   \
-    return hook(API(api), fd, offset, [&] { return Libc().name args; }); \
+#define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)                  \
+  IDLESCOPE_EXPORT ssize_t name params {                                           \
+    return hook(IDLESCOPE_API(api), fd, offset, [&] { return Libc().name args; }); \
   }
 #include "interpose/hooks/io.def"
 #undef IDLESCOPE_IO_BURST
@@ -430,56 +430,56 @@ uint64_t PrintfBytes(int r, bool* failed) {
 }
 }  // namespace
 
-IDLESCOPE_HOOK size_t fwrite(const void* ptr, size_t size, size_t n, FILE* fp) {
+IDLESCOPE_EXPORT size_t fwrite(const void* ptr, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileWrite, API("fwrite"), fp, [&] { return Libc().fwrite(ptr, size, n, fp); },
+      ev::kFileWrite, IDLESCOPE_API("fwrite"), fp, [&] { return Libc().fwrite(ptr, size, n, fp); },
       ItemBytes(size));
 }
 
-IDLESCOPE_HOOK size_t fwrite_unlocked(const void* ptr, size_t size, size_t n, FILE* fp) {
+IDLESCOPE_EXPORT size_t fwrite_unlocked(const void* ptr, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileWrite, API("fwrite_unlocked"), fp,
+      ev::kFileWrite, IDLESCOPE_API("fwrite_unlocked"), fp,
       [&] { return Libc().fwrite_unlocked(ptr, size, n, fp); }, ItemBytes(size));
 }
 
-IDLESCOPE_HOOK int fputs(const char* s, FILE* fp) {
+IDLESCOPE_EXPORT int fputs(const char* s, FILE* fp) {
   return StdioHook<int>(
-      ev::kFileWrite, API("fputs"), fp, [&] { return Libc().fputs(s, fp); },
+      ev::kFileWrite, IDLESCOPE_API("fputs"), fp, [&] { return Libc().fputs(s, fp); },
       [s](int r, bool* failed) {
         *failed = r == EOF;
         return r == EOF ? uint64_t{0} : static_cast<uint64_t>(strlen(s));
       });
 }
 
-IDLESCOPE_HOOK int vfprintf(FILE* fp, const char* fmt, va_list ap) {
+IDLESCOPE_EXPORT int vfprintf(FILE* fp, const char* fmt, va_list ap) {
   return StdioHook<int>(
-      ev::kFileWrite, API("vfprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
+      ev::kFileWrite, IDLESCOPE_API("vfprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
       PrintfBytes);
 }
 
-IDLESCOPE_HOOK int fprintf(FILE* fp, const char* fmt, ...) {
+IDLESCOPE_EXPORT int fprintf(FILE* fp, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int r = StdioHook<int>(
-      ev::kFileWrite, API("fprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
+      ev::kFileWrite, IDLESCOPE_API("fprintf"), fp, [&] { return Libc().vfprintf(fp, fmt, ap); },
       PrintfBytes);
   va_end(ap);
   return r;
 }
 
 // _FORTIFY_SOURCE forms of fprintf/vfprintf.
-IDLESCOPE_HOOK int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
+IDLESCOPE_EXPORT int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
   return StdioHook<int>(
-      ev::kFileWrite, API("vfprintf"), fp, [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); },
-      PrintfBytes);
+      ev::kFileWrite, IDLESCOPE_API("vfprintf"), fp,
+      [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
 }
 
-IDLESCOPE_HOOK int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
+IDLESCOPE_EXPORT int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int r = StdioHook<int>(
-      ev::kFileWrite, API("fprintf"), fp, [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); },
-      PrintfBytes);
+      ev::kFileWrite, IDLESCOPE_API("fprintf"), fp,
+      [&] { return Libc().__vfprintf_chk(fp, flag, fmt, ap); }, PrintfBytes);
   va_end(ap);
   return r;
 }
@@ -487,53 +487,54 @@ IDLESCOPE_HOOK int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
 // fflush(fp) pushes the stdio buffer out with glibc's internal write: its time joins the
 // stream's write burst (bytes 0: fwrite already counted them). fflush(NULL) flushes every stream:
 // a FILE_SYNC event of its own.
-IDLESCOPE_HOOK int fflush(FILE* fp) {
+IDLESCOPE_EXPORT int fflush(FILE* fp) {
   if (fp != nullptr) {
     return StdioHook<int>(
-        ev::kFileWrite, API("fflush"), fp, [&] { return Libc().fflush(fp); },
+        ev::kFileWrite, IDLESCOPE_API("fflush"), fp, [&] { return Libc().fflush(fp); },
         [](int r, bool* failed) {
           *failed = r != 0;
           return uint64_t{0};
         });
   }
-  return SyncHook(API("fflush"), -1, 0, [&] { return Libc().fflush(fp); });
+  return SyncHook(IDLESCOPE_API("fflush"), -1, 0, [&] { return Libc().fflush(fp); });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Making data durable and renaming: single events, each closes the thread's burst.
 
-IDLESCOPE_HOOK int fsync(int fd) {
-  return SyncHook(API("fsync"), fd, 0, [&] { return Libc().fsync(fd); });
+IDLESCOPE_EXPORT int fsync(int fd) {
+  return SyncHook(IDLESCOPE_API("fsync"), fd, 0, [&] { return Libc().fsync(fd); });
 }
 
-IDLESCOPE_HOOK int fdatasync(int fd) {
-  return SyncHook(API("fdatasync"), fd, 0, [&] { return Libc().fdatasync(fd); });
+IDLESCOPE_EXPORT int fdatasync(int fd) {
+  return SyncHook(IDLESCOPE_API("fdatasync"), fd, 0, [&] { return Libc().fdatasync(fd); });
 }
 
-IDLESCOPE_HOOK int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags) {
-  return SyncHook(API("sync_file_range"), fd, n > 0 ? static_cast<uint64_t>(n) : 0,
+IDLESCOPE_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags) {
+  return SyncHook(IDLESCOPE_API("sync_file_range"), fd, n > 0 ? static_cast<uint64_t>(n) : 0,
                   [&] { return Libc().sync_file_range(fd, off, n, flags); });
 }
 
-IDLESCOPE_HOOK int msync(void* addr, size_t n, int flags) {
-  return SyncHook(API("msync"), -1, n, [&] { return Libc().msync(addr, n, flags); });
+IDLESCOPE_EXPORT int msync(void* addr, size_t n, int flags) {
+  return SyncHook(IDLESCOPE_API("msync"), -1, n, [&] { return Libc().msync(addr, n, flags); });
 }
 
-IDLESCOPE_HOOK int rename(const char* from, const char* to) {
-  return RenameHook(API("rename"), to, [&] { return Libc().rename(from, to); });
+IDLESCOPE_EXPORT int rename(const char* from, const char* to) {
+  return RenameHook(IDLESCOPE_API("rename"), to, [&] { return Libc().rename(from, to); });
 }
 
-IDLESCOPE_HOOK int renameat(int fromfd, const char* from, int tofd, const char* to) {
-  return RenameHook(API("renameat"), to, [&] { return Libc().renameat(fromfd, from, tofd, to); });
+IDLESCOPE_EXPORT int renameat(int fromfd, const char* from, int tofd, const char* to) {
+  return RenameHook(IDLESCOPE_API("renameat"), to,
+                    [&] { return Libc().renameat(fromfd, from, tofd, to); });
 }
 
-IDLESCOPE_HOOK int renameat2(int fromfd, const char* from, int tofd, const char* to,
-                             unsigned int flags) {
+IDLESCOPE_EXPORT int renameat2(int fromfd, const char* from, int tofd, const char* to,
+                               unsigned int flags) {
   if (Libc().renameat2 == nullptr) {
     errno = ENOSYS;
     return -1;
   }
-  return RenameHook(API("renameat2"), to,
+  return RenameHook(IDLESCOPE_API("renameat2"), to,
                     [&] { return Libc().renameat2(fromfd, from, tofd, to, flags); });
 }
 
@@ -541,28 +542,28 @@ IDLESCOPE_HOOK int renameat2(int fromfd, const char* from, int tofd, const char*
 // Reading (burst-merged; on a socket these are NET_RECV): the stdio reads. read, pread*, readv
 // and preadv* are generated from io.def (above).
 
-IDLESCOPE_HOOK size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
+IDLESCOPE_EXPORT size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileRead, API("fread"), fp, [&] { return Libc().fread(ptr, size, n, fp); },
+      ev::kFileRead, IDLESCOPE_API("fread"), fp, [&] { return Libc().fread(ptr, size, n, fp); },
       ItemBytes(size));
 }
 
-IDLESCOPE_HOOK size_t fread_unlocked(void* ptr, size_t size, size_t n, FILE* fp) {
+IDLESCOPE_EXPORT size_t fread_unlocked(void* ptr, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileRead, API("fread_unlocked"), fp,
+      ev::kFileRead, IDLESCOPE_API("fread_unlocked"), fp,
       [&] { return Libc().fread_unlocked(ptr, size, n, fp); }, ItemBytes(size));
 }
 
-IDLESCOPE_HOOK size_t __fread_chk(void* ptr, size_t buflen, size_t size, size_t n, FILE* fp) {
+IDLESCOPE_EXPORT size_t __fread_chk(void* ptr, size_t buflen, size_t size, size_t n, FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileRead, API("fread"), fp, [&] { return Libc().__fread_chk(ptr, buflen, size, n, fp); },
-      ItemBytes(size));
+      ev::kFileRead, IDLESCOPE_API("fread"), fp,
+      [&] { return Libc().__fread_chk(ptr, buflen, size, n, fp); }, ItemBytes(size));
 }
 
-IDLESCOPE_HOOK size_t __fread_unlocked_chk(void* ptr, size_t buflen, size_t size, size_t n,
-                                           FILE* fp) {
+IDLESCOPE_EXPORT size_t __fread_unlocked_chk(void* ptr, size_t buflen, size_t size, size_t n,
+                                             FILE* fp) {
   return StdioHook<size_t>(
-      ev::kFileRead, API("fread_unlocked"), fp,
+      ev::kFileRead, IDLESCOPE_API("fread_unlocked"), fp,
       [&] { return Libc().__fread_unlocked_chk(ptr, buflen, size, n, fp); }, ItemBytes(size));
 }
 
@@ -584,44 +585,45 @@ auto DelimBytes(FILE* fp) {
 }
 }  // namespace
 
-IDLESCOPE_HOOK char* fgets(char* s, int n, FILE* fp) {
+IDLESCOPE_EXPORT char* fgets(char* s, int n, FILE* fp) {
   return StdioHook<char*>(
-      ev::kFileRead, API("fgets"), fp, [&] { return Libc().fgets(s, n, fp); }, LineBytes(fp));
-}
-
-IDLESCOPE_HOOK char* fgets_unlocked(char* s, int n, FILE* fp) {
-  return StdioHook<char*>(
-      ev::kFileRead, API("fgets_unlocked"), fp, [&] { return Libc().fgets_unlocked(s, n, fp); },
+      ev::kFileRead, IDLESCOPE_API("fgets"), fp, [&] { return Libc().fgets(s, n, fp); },
       LineBytes(fp));
 }
 
-IDLESCOPE_HOOK char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
+IDLESCOPE_EXPORT char* fgets_unlocked(char* s, int n, FILE* fp) {
   return StdioHook<char*>(
-      ev::kFileRead, API("fgets"), fp, [&] { return Libc().__fgets_chk(s, size, n, fp); },
+      ev::kFileRead, IDLESCOPE_API("fgets_unlocked"), fp,
+      [&] { return Libc().fgets_unlocked(s, n, fp); }, LineBytes(fp));
+}
+
+IDLESCOPE_EXPORT char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
+  return StdioHook<char*>(
+      ev::kFileRead, IDLESCOPE_API("fgets"), fp, [&] { return Libc().__fgets_chk(s, size, n, fp); },
       LineBytes(fp));
 }
 
-IDLESCOPE_HOOK char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp) {
+IDLESCOPE_EXPORT char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp) {
   return StdioHook<char*>(
-      ev::kFileRead, API("fgets_unlocked"), fp,
+      ev::kFileRead, IDLESCOPE_API("fgets_unlocked"), fp,
       [&] { return Libc().__fgets_unlocked_chk(s, size, n, fp); }, LineBytes(fp));
 }
 
-IDLESCOPE_HOOK ssize_t getline(char** line, size_t* n, FILE* fp) {
+IDLESCOPE_EXPORT ssize_t getline(char** line, size_t* n, FILE* fp) {
   return StdioHook<ssize_t>(
-      ev::kFileRead, API("getline"), fp, [&] { return Libc().getline(line, n, fp); },
+      ev::kFileRead, IDLESCOPE_API("getline"), fp, [&] { return Libc().getline(line, n, fp); },
       DelimBytes(fp));
 }
 
-IDLESCOPE_HOOK ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
+IDLESCOPE_EXPORT ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
   return StdioHook<ssize_t>(
-      ev::kFileRead, API("getdelim"), fp, [&] { return Libc().getdelim(line, n, delim, fp); },
-      DelimBytes(fp));
+      ev::kFileRead, IDLESCOPE_API("getdelim"), fp,
+      [&] { return Libc().getdelim(line, n, delim, fp); }, DelimBytes(fp));
 }
 
 // What an optimized build's getline calls: glibc's <stdio.h> inlines getline as __getdelim.
-IDLESCOPE_HOOK ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
+IDLESCOPE_EXPORT ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
   return StdioHook<ssize_t>(
-      ev::kFileRead, API("getline"), fp, [&] { return Libc().__getdelim(line, n, delim, fp); },
-      DelimBytes(fp));
+      ev::kFileRead, IDLESCOPE_API("getline"), fp,
+      [&] { return Libc().__getdelim(line, n, delim, fp); }, DelimBytes(fp));
 }

@@ -18,8 +18,8 @@
 // measurements that chose this design.
 //
 // Times here (IoCall::ts/dur, Burst::start/last_end/dur, BurstPolicy) are in the units of the
-// call clock (io_clock.h: TSC ticks, or ns without a TSC): the hooks merge calls without
-// converting every reading to ns; a policy in ns is converted once (BurstPolicy::InTicks).
+// call clock (interpose/call_clock.h: TSC ticks, or ns without a TSC): the hooks merge calls
+// without converting every reading to ns; a policy in ns is converted once (BurstPolicy::InTicks).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ namespace idlescope::io {
 struct BurstPolicy {
   uint64_t max_gap = 1'000'000;    // ns, or ticks after InTicks
   uint64_t max_span = 20'000'000;  // ns, or ticks after InTicks
-  // The same limits in call-clock ticks; `ns_to_ticks` is io::NsToTicks.
+  // The same limits in call-clock ticks; `ns_to_ticks` is NsToTicks.
   BurstPolicy InTicks(uint64_t (*ns_to_ticks)(uint64_t)) const {
     return {ns_to_ticks(max_gap), ns_to_ticks(max_span)};
   }

@@ -23,9 +23,6 @@
 
 #include "interpose/hooks/io_fd_table.h"
 
-// Exported hook (the library is built with hidden visibility).
-#define IDLESCOPE_HOOK extern "C" __attribute__((visibility("default")))
-
 namespace idlescope::io {
 
 struct LibcFunctions {
@@ -42,8 +39,8 @@ namespace detail {
 struct alignas(4096) HotPage {
   LibcFunctions libc;                        // Libc()
   std::atomic<bool> libc_resolved{false};    // Libc()
-  std::atomic<uint8_t> clock{0};             // io_clock.h (ClockSource)
-  std::atomic<uint64_t> ns_per_tick_q32{0};  // io_clock.h
+  std::atomic<uint8_t> clock{0};             // call_clock.h (ClockSource)
+  std::atomic<uint64_t> ns_per_tick_q32{0};  // call_clock.h
   FdTable fds;                               // io_record.h (Fds())
 };
 static_assert(sizeof(HotPage) == 4096, "the hooks' hot data must fit one page");

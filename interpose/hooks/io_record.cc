@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_burst.h"
-#include "interpose/hooks/io_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/net_address.h"
 #include "interpose/recorder.h"

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_burst.h"
-#include "interpose/hooks/io_clock.h"
 #include "interpose/hooks/io_fd_table.h"
 #include "interpose/recorder.h"
 
@@ -31,11 +31,11 @@ FdInfo ResolveFd(int fd);
 // `dirfd`) and returns the entry.
 FdInfo TrackOpenedFd(int fd, int dirfd, const char* path);
 
-// A call of a burst-merged kind (io_burst.h), timed with CallTicks() (io_clock.h) before and
-// after, that MergeBurstCall did not take. `file_type`/`net_type`: the event type when the fd is a
-// file / a socket (0 = not recorded for that kind). `api` gives the API's string id; it is called
-// only when the call starts a burst (a merged call keeps the first call's API). `failed`/`err`: the
-// call failed with errno `err`. `bytes`: moved.
+// A call of a burst-merged kind (io_burst.h), timed with CallTicks() (interpose/call_clock.h)
+// before and after, that MergeBurstCall did not take. `file_type`/`net_type`: the event type when
+// the fd is a file / a socket (0 = not recorded for that kind). `api` gives the API's string id; it
+// is called only when the call starts a burst (a merged call keeps the first call's API).
+// `failed`/`err`: the call failed with errno `err`. `bytes`: moved.
 void RecordBurstCall(uint8_t file_type, uint8_t net_type, uint32_t (*api)(), int fd, uint64_t tick0,
                      uint64_t tick1, uint64_t bytes, bool failed, int err, uint64_t offset);
 

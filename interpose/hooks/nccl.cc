@@ -29,8 +29,6 @@
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
-#define IDLESCOPE_NCCL_HOOK extern "C" __attribute__((visibility("default")))
-
 using idlescope::Family;
 using idlescope::HookGuard;
 using idlescope::NowNs;
@@ -61,8 +59,6 @@ __attribute__((constructor)) void KeepCommsAcrossFork() {
 }
 std::atomic<uint64_t> g_init_all_seq{0};
 __thread uint32_t t_group_depth __attribute__((tls_model("initial-exec"))) = 0;
-
-#define NCCL_API(name) IDLESCOPE_API("nccl" name)
 
 // NCCL's answer when the real function cannot be found (cannot happen for a program linked
 // against libnccl; possible for a hand-written dlsym mix-up): reported once.
@@ -187,11 +183,11 @@ ncclResult_t DestroyHook(uint32_t (*api)(), ncclComm_t comm, Call&& call) {
 
 // Generated from nccl.def: the collective and point-to-point hooks.
 #define IDLESCOPE_NCCL(name, params)
-#define IDLESCOPE_NCCL_COLLECTIVE(name, params, args, op, count, redop, root_or_peer)            \
-  IDLESCOPE_NCCL_HOOK ncclResult_t nccl##name params {                                           \
-    NCCL_REAL(name);                                                                             \
-    return CollectiveHook(nccl::op, NCCL_API(#name), count, datatype, redop, root_or_peer, comm, \
-                          stream, [&] { return real args; });                                    \
+#define IDLESCOPE_NCCL_COLLECTIVE(name, params, args, op, count, redop, root_or_peer)    \
+  IDLESCOPE_EXPORT ncclResult_t nccl##name params {                                      \
+    NCCL_REAL(name);                                                                     \
+    return CollectiveHook(nccl::op, IDLESCOPE_API("nccl" #name), count, datatype, redop, \
+                          root_or_peer, comm, stream, [&] { return real args; });        \
   }
 #include "interpose/hooks/nccl.def"
 #undef IDLESCOPE_NCCL_COLLECTIVE
@@ -200,7 +196,7 @@ ncclResult_t DestroyHook(uint32_t (*api)(), ncclComm_t comm, Call&& call) {
 // ---------------------------------------------------------------------------------------------
 // Groups: group_depth after the call.
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupStart() {
+IDLESCOPE_EXPORT ncclResult_t ncclGroupStart() {
   NCCL_REAL(GroupStart);
   HookGuard guard(Family::kNccl);
   if (!guard.active()) {
@@ -215,7 +211,7 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupStart() {
   RawEvent e;
   e.ts = t0;
   e.dur = NowNs() - t0;
-  e.api = NCCL_API("GroupStart")();
+  e.api = IDLESCOPE_API("ncclGroupStart")();
   e.result = r;
   e.type = ev::kNcclGroup;
   e.u.nccl.group_depth = static_cast<uint8_t>(t_group_depth > 255 ? 255 : t_group_depth);
@@ -224,7 +220,7 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupStart() {
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupEnd() {
+IDLESCOPE_EXPORT ncclResult_t ncclGroupEnd() {
   NCCL_REAL(GroupEnd);
   HookGuard guard(Family::kNccl);
   if (!guard.active()) {
@@ -239,7 +235,7 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupEnd() {
   RawEvent e;
   e.ts = t0;
   e.dur = NowNs() - t0;
-  e.api = NCCL_API("GroupEnd")();
+  e.api = IDLESCOPE_API("ncclGroupEnd")();
   e.stack = idlescope::CaptureStack(1);
   e.result = r;
   e.type = ev::kNcclGroup;
@@ -252,8 +248,8 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclGroupEnd() {
 // ---------------------------------------------------------------------------------------------
 // Communicators.
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks,
-                                                  ncclUniqueId comm_id, int rank) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+                                               int rank) {
   NCCL_REAL(CommInitRank);
   HookGuard guard(Family::kNccl);
   uint64_t t0 = NowNs();
@@ -264,15 +260,16 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks,
   if (!guard.active()) {
     if (Accepted(r) && comm != nullptr && *comm != nullptr) g_comms.Insert(*comm, info);
   } else {
-    RegisterComm(NCCL_API("CommInitRank")(), t0, r, comm != nullptr ? *comm : nullptr, info);
+    RegisterComm(IDLESCOPE_API("ncclCommInitRank")(), t0, r, comm != nullptr ? *comm : nullptr,
+                 info);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
-                                                        ncclUniqueId comm_id, int rank,
-                                                        ncclConfig_t* config) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                     ncclUniqueId comm_id, int rank,
+                                                     ncclConfig_t* config) {
   NCCL_REAL(CommInitRankConfig);
   HookGuard guard(Family::kNccl);
   uint64_t t0 = NowNs();
@@ -282,15 +279,16 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nr
   if (!guard.active()) {
     if (Accepted(r) && comm != nullptr && *comm != nullptr) g_comms.Insert(*comm, info);
   } else {
-    RegisterComm(NCCL_API("CommInitRankConfig")(), t0, r, comm != nullptr ? *comm : nullptr, info);
+    RegisterComm(IDLESCOPE_API("ncclCommInitRankConfig")(), t0, r,
+                 comm != nullptr ? *comm : nullptr, info);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
-                                                          int n_ids, ncclUniqueId* comm_ids,
-                                                          ncclConfig_t* config) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
+                                                       int n_ids, ncclUniqueId* comm_ids,
+                                                       ncclConfig_t* config) {
   NCCL_REAL(CommInitRankScalable);
   HookGuard guard(Family::kNccl);
   uint64_t t0 = NowNs();
@@ -304,15 +302,15 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int 
   if (!guard.active()) {
     if (Accepted(r) && comm != nullptr && *comm != nullptr) g_comms.Insert(*comm, info);
   } else {
-    RegisterComm(NCCL_API("CommInitRankScalable")(), t0, r, comm != nullptr ? *comm : nullptr,
-                 info);
+    RegisterComm(IDLESCOPE_API("ncclCommInitRankScalable")(), t0, r,
+                 comm != nullptr ? *comm : nullptr, info);
   }
   errno = err;
   return r;
 }
 
 // One process, ndev communicators forming one clique: one id for all, rank = index.
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   NCCL_REAL(CommInitAll);
   HookGuard guard(Family::kNccl);
   uint64_t t0 = NowNs();
@@ -325,15 +323,15 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, co
     if (!guard.active()) {
       if (Accepted(r) && comms[i] != nullptr) g_comms.Insert(comms[i], info);
     } else {
-      RegisterComm(NCCL_API("CommInitAll")(), t0, r, comms[i], info);
+      RegisterComm(IDLESCOPE_API("ncclCommInitAll")(), t0, r, comms[i], info);
     }
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
-                                               ncclComm_t* newcomm, ncclConfig_t* config) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                            ncclComm_t* newcomm, ncclConfig_t* config) {
   NCCL_REAL(CommSplit);
   HookGuard guard(Family::kNccl);
   nccl::CommTable::Entry* parent = g_comms.Find(comm);
@@ -357,20 +355,20 @@ IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int k
   if (!guard.active()) {
     if (Accepted(r) && child != nullptr) g_comms.Insert(child, info);
   } else {
-    RegisterComm(NCCL_API("CommSplit")(), t0, r, child, info);
+    RegisterComm(IDLESCOPE_API("ncclCommSplit")(), t0, r, child, info);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   NCCL_REAL(CommDestroy);
-  return DestroyHook(NCCL_API("CommDestroy"), comm, [&] { return real(comm); });
+  return DestroyHook(IDLESCOPE_API("ncclCommDestroy"), comm, [&] { return real(comm); });
 }
 
-IDLESCOPE_NCCL_HOOK ncclResult_t ncclCommAbort(ncclComm_t comm) {
+IDLESCOPE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   NCCL_REAL(CommAbort);
-  return DestroyHook(NCCL_API("CommAbort"), comm, [&] { return real(comm); });
+  return DestroyHook(IDLESCOPE_API("ncclCommAbort"), comm, [&] { return real(comm); });
 }
 
 #endif  // __has_include(<nccl.h>)

@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/hooks/net_address.h"
@@ -32,15 +32,13 @@ namespace io = idlescope::io;
 
 namespace {
 
-#define NET_API(name) IDLESCOPE_API(name)
-
 template <typename Call>
 ssize_t SocketHook(uint8_t type, uint32_t (*api)(), int fd, Call&& call) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) return call();
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   ssize_t r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   // File type 0: these calls on a non-socket fail with ENOTSOCK; nothing to record.
   uint64_t bytes = r > 0 ? static_cast<uint64_t>(r) : 0;
   if (r >= 0 && MergeBurstCall(0, type, fd, t0, t1, bytes)) return r;
@@ -61,9 +59,9 @@ int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
     if (r >= 0) ForgetFd(r);
     return r;
   }
-  uint64_t t0 = idlescope::io::CallTicks();
+  uint64_t t0 = idlescope::CallTicks();
   int r = call();
-  uint64_t t1 = idlescope::io::CallTicks();
+  uint64_t t1 = idlescope::CallTicks();
   int err = errno;
   if (r >= 0) ForgetFd(r);
   if (idlescope::io::LongWait(t0, t1)) {
@@ -75,7 +73,7 @@ int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
 
 }  // namespace
 
-IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
+IDLESCOPE_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) {
     ForgetFd(fd);
@@ -102,25 +100,26 @@ IDLESCOPE_HOOK int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   } else {
     ForgetFd(fd);
   }
-  RecordFdEvent(ev::kNetConnect, NET_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
+  RecordFdEvent(ev::kNetConnect, IDLESCOPE_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
   errno = err;
   return r;
 }
 
-IDLESCOPE_HOOK int accept(int fd, struct sockaddr* addr, socklen_t* len) {
-  return AcceptHook(NET_API("accept"), fd, [&] { return Libc().accept(fd, addr, len); });
+IDLESCOPE_EXPORT int accept(int fd, struct sockaddr* addr, socklen_t* len) {
+  return AcceptHook(IDLESCOPE_API("accept"), fd, [&] { return Libc().accept(fd, addr, len); });
 }
 
-IDLESCOPE_HOOK int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
-  return AcceptHook(NET_API("accept4"), fd, [&] { return Libc().accept4(fd, addr, len, flags); });
+IDLESCOPE_EXPORT int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+  return AcceptHook(IDLESCOPE_API("accept4"), fd,
+                    [&] { return Libc().accept4(fd, addr, len, flags); });
 }
 
 // recv/recvfrom/recvmsg and send/sendto/sendmsg: generated from io.def.
 #define IDLESCOPE_LIBC(name, ret, params)
 #define IDLESCOPE_IO_BURST(name, hook, api, params, args, offset)
-#define IDLESCOPE_NET_BURST(name, type, params, args)                                  \
-  IDLESCOPE_HOOK ssize_t name params {                                                 \
-    return SocketHook(ev::type, NET_API(#name), fd, [&] { return Libc().name args; }); \
+#define IDLESCOPE_NET_BURST(name, type, params, args)                                        \
+  IDLESCOPE_EXPORT ssize_t name params {                                                     \
+    return SocketHook(ev::type, IDLESCOPE_API(#name), fd, [&] { return Libc().name args; }); \
   }
 #include "interpose/hooks/io.def"
 #undef IDLESCOPE_NET_BURST

@@ -176,8 +176,6 @@ void RecordProc(uint8_t type, uint32_t api, uint64_t t0, uint64_t t1, int32_t re
   idlescope::Record(e);
 }
 
-#define PROC_API(name) IDLESCOPE_API(name)
-
 // Common body of every exec: fix the environment, record, flush and close the trace, exec; on
 // return (failure) reopen the trace and record the error. In a vfork child: only the
 // environment, on the stack.
@@ -273,7 +271,7 @@ extern "C" __attribute__((visibility("hidden"), used)) pid_t idlescope_vfork_aft
   if (v.record) {
     HookGuard guard(Family::kProc);
     if (guard.active()) {
-      RecordProc(ev::kProcFork, PROC_API("vfork")(), v.t0, NowNs(), pid < 0 ? -err : 0,
+      RecordProc(ev::kProcFork, IDLESCOPE_API("vfork")(), v.t0, NowNs(), pid < 0 ? -err : 0,
                  pid > 0 ? static_cast<uint32_t>(pid) : 0, nullptr, nullptr);
     }
   }
@@ -368,35 +366,35 @@ void UnmapArgv(char** argv, size_t n) {
 
 }  // namespace
 
-IDLESCOPE_HOOK pid_t fork(void) { return ForkHook(PROC_API("fork")); }
+IDLESCOPE_EXPORT pid_t fork(void) { return ForkHook(IDLESCOPE_API("fork")); }
 
 #if !defined(__x86_64__)
 // Elsewhere vfork is fork, which POSIX allows it to be (the child's writes do not reach the
 // parent there).
-IDLESCOPE_HOOK pid_t vfork(void) { return ForkHook(PROC_API("vfork")); }
+IDLESCOPE_EXPORT pid_t vfork(void) { return ForkHook(IDLESCOPE_API("vfork")); }
 #endif
 
-IDLESCOPE_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
-  return ExecHook(PROC_API("execve"), path, argv, envp,
+IDLESCOPE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  return ExecHook(IDLESCOPE_API("execve"), path, argv, envp,
                   [&](char* const* env) { return Libc().execve(path, argv, env); });
 }
 
-IDLESCOPE_HOOK int execv(const char* path, char* const argv[]) {
-  return ExecHook(PROC_API("execv"), path, argv, environ,
+IDLESCOPE_EXPORT int execv(const char* path, char* const argv[]) {
+  return ExecHook(IDLESCOPE_API("execv"), path, argv, environ,
                   [&](char* const* env) { return Libc().execve(path, argv, env); });
 }
 
-IDLESCOPE_HOOK int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  return ExecHook(PROC_API("execvpe"), file, argv, envp,
+IDLESCOPE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return ExecHook(IDLESCOPE_API("execvpe"), file, argv, envp,
                   [&](char* const* env) { return Libc().execvpe(file, argv, env); });
 }
 
-IDLESCOPE_HOOK int execvp(const char* file, char* const argv[]) {
-  return ExecHook(PROC_API("execvp"), file, argv, environ,
+IDLESCOPE_EXPORT int execvp(const char* file, char* const argv[]) {
+  return ExecHook(IDLESCOPE_API("execvp"), file, argv, environ,
                   [&](char* const* env) { return Libc().execvpe(file, argv, env); });
 }
 
-IDLESCOPE_HOOK int execl(const char* path, const char* arg0, ...) {
+IDLESCOPE_EXPORT int execl(const char* path, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
   IDLESCOPE_VAR_ARGV(arg0, ap, argv);
@@ -405,13 +403,13 @@ IDLESCOPE_HOOK int execl(const char* path, const char* arg0, ...) {
     errno = ENOMEM;
     return -1;
   }
-  int r = ExecHook(PROC_API("execl"), path, argv, environ,
+  int r = ExecHook(IDLESCOPE_API("execl"), path, argv, environ,
                    [&](char* const* env) { return Libc().execve(path, argv, env); });
   UnmapArgv(argv, argv_n);
   return r;
 }
 
-IDLESCOPE_HOOK int execlp(const char* file, const char* arg0, ...) {
+IDLESCOPE_EXPORT int execlp(const char* file, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
   IDLESCOPE_VAR_ARGV(arg0, ap, argv);
@@ -420,13 +418,13 @@ IDLESCOPE_HOOK int execlp(const char* file, const char* arg0, ...) {
     errno = ENOMEM;
     return -1;
   }
-  int r = ExecHook(PROC_API("execlp"), file, argv, environ,
+  int r = ExecHook(IDLESCOPE_API("execlp"), file, argv, environ,
                    [&](char* const* env) { return Libc().execvpe(file, argv, env); });
   UnmapArgv(argv, argv_n);
   return r;
 }
 
-IDLESCOPE_HOOK int execle(const char* path, const char* arg0, ...) {
+IDLESCOPE_EXPORT int execle(const char* path, const char* arg0, ...) {
   va_list ap;
   va_start(ap, arg0);
   IDLESCOPE_VAR_ARGV(arg0, ap, argv);
@@ -436,37 +434,37 @@ IDLESCOPE_HOOK int execle(const char* path, const char* arg0, ...) {
     errno = ENOMEM;
     return -1;
   }
-  int r = ExecHook(PROC_API("execle"), path, argv, envp,
+  int r = ExecHook(IDLESCOPE_API("execle"), path, argv, envp,
                    [&](char* const* env) { return Libc().execve(path, argv, env); });
   UnmapArgv(argv, argv_n);
   return r;
 }
 
-IDLESCOPE_HOOK int fexecve(int fd, char* const argv[], char* const envp[]) {
+IDLESCOPE_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   char link[40];
   char program[PATH_MAX];
   snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
   ssize_t n = readlink(link, program, sizeof(program) - 1);
   program[n > 0 ? n : 0] = '\0';
-  return ExecHook(PROC_API("fexecve"), program, argv, envp,
+  return ExecHook(IDLESCOPE_API("fexecve"), program, argv, envp,
                   [&](char* const* env) { return Libc().fexecve(fd, argv, env); });
 }
 
-IDLESCOPE_HOOK int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
-                            int flags) {
+IDLESCOPE_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
+                              int flags) {
   if (Libc().execveat == nullptr) {
     errno = ENOSYS;
     return -1;
   }
-  return ExecHook(PROC_API("execveat"), path, argv, envp,
+  return ExecHook(IDLESCOPE_API("execveat"), path, argv, envp,
                   [&](char* const* env) { return Libc().execveat(dirfd, path, argv, env, flags); });
 }
 
-IDLESCOPE_HOOK int posix_spawn(pid_t* pid, const char* path,
-                               const posix_spawn_file_actions_t* actions,
-                               const posix_spawnattr_t* attr, char* const argv[],
-                               char* const envp[]) {
-  return SpawnHook(PROC_API("posix_spawn"), pid, path, actions, attr, argv, envp,
+IDLESCOPE_EXPORT int posix_spawn(pid_t* pid, const char* path,
+                                 const posix_spawn_file_actions_t* actions,
+                                 const posix_spawnattr_t* attr, char* const argv[],
+                                 char* const envp[]) {
+  return SpawnHook(IDLESCOPE_API("posix_spawn"), pid, path, actions, attr, argv, envp,
                    Libc().posix_spawn);
 }
 
@@ -481,35 +479,35 @@ void RecordShell(uint32_t api, uint64_t t0, int32_t result, const char* command)
   RecordProc(ev::kProcSpawn, api, t0, NowNs(), result, 0, "/bin/sh", argv);
 }
 
-IDLESCOPE_HOOK FILE* popen(const char* command, const char* mode) {
+IDLESCOPE_EXPORT FILE* popen(const char* command, const char* mode) {
   HookGuard guard(Family::kProc);
   uint64_t t0 = NowNs();
   FILE* f = Libc().popen(command, mode);
   int err = errno;
   if (guard.active() && !InVforkChild() && command != nullptr) {
-    RecordShell(PROC_API("popen")(), t0, f == nullptr ? -err : 0, command);
+    RecordShell(IDLESCOPE_API("popen")(), t0, f == nullptr ? -err : 0, command);
   }
   errno = err;
   return f;
 }
 
-IDLESCOPE_HOOK int system(const char* command) {
+IDLESCOPE_EXPORT int system(const char* command) {
   HookGuard guard(Family::kProc);
   uint64_t t0 = NowNs();
   int r = Libc().system(command);
   int err = errno;
   // system(NULL) only asks whether a shell exists.
   if (guard.active() && !InVforkChild() && command != nullptr) {
-    RecordShell(PROC_API("system")(), t0, r, command);
+    RecordShell(IDLESCOPE_API("system")(), t0, r, command);
   }
   errno = err;
   return r;
 }
 
-IDLESCOPE_HOOK int posix_spawnp(pid_t* pid, const char* file,
-                                const posix_spawn_file_actions_t* actions,
-                                const posix_spawnattr_t* attr, char* const argv[],
-                                char* const envp[]) {
-  return SpawnHook(PROC_API("posix_spawnp"), pid, file, actions, attr, argv, envp,
+IDLESCOPE_EXPORT int posix_spawnp(pid_t* pid, const char* file,
+                                  const posix_spawn_file_actions_t* actions,
+                                  const posix_spawnattr_t* attr, char* const argv[],
+                                  char* const envp[]) {
+  return SpawnHook(IDLESCOPE_API("posix_spawnp"), pid, file, actions, attr, argv, envp,
                    Libc().posix_spawnp);
 }

@@ -25,7 +25,7 @@
 
 #include <algorithm>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/recorder.h"
@@ -111,6 +111,12 @@ __attribute__((noinline)) void RecordWait(uint32_t (*api)(), uint64_t t0, uint64
                                           int32_t result, const WaitedFds& fds) {
   RawEvent e;
   TicksToSpan(t0, t1, &e.ts, &e.dur);
+  // LongWait decided with the process's tick ratio, the span comes from this thread's anchor,
+  // whose ratio may be an earlier estimate (interpose/call_clock.h: refined at doubling
+  // intervals; 0.5% apart in a process's first milliseconds, seen under load). A wait that is
+  // not long by the span it would be recorded with is not recorded: a WAIT is never shorter than
+  // the threshold.
+  if (e.dur < kWaitRecordNs) return;
   e.count = 1;
   e.api = api();
   e.result = result;
@@ -193,8 +199,6 @@ int EpollHook(uint32_t (*api)(), int epfd, Call&& call) {
   });
 }
 
-#define API(name) IDLESCOPE_API(name)
-
 }  // namespace
 
 void RecordFdWait(uint32_t (*api)(), int fd, uint64_t t0, uint64_t t1, int32_t result) {
@@ -218,102 +222,107 @@ using idlescope::io::WaitedFds;
 // ---------------------------------------------------------------------------------------------
 // On descriptors (family io).
 
-IDLESCOPE_HOOK int poll(struct pollfd* fds, nfds_t n, int timeout) {
-  return PollHook(API("poll"), fds, n, [&] { return Libc().poll(fds, n, timeout); });
+IDLESCOPE_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+  return PollHook(IDLESCOPE_API("poll"), fds, n, [&] { return Libc().poll(fds, n, timeout); });
 }
 
-IDLESCOPE_HOOK int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
-  return PollHook(API("poll"), fds, n, [&] { return Libc().__poll_chk(fds, n, timeout, fdslen); });
+IDLESCOPE_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+  return PollHook(IDLESCOPE_API("poll"), fds, n,
+                  [&] { return Libc().__poll_chk(fds, n, timeout, fdslen); });
 }
 
-IDLESCOPE_HOOK int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
-                         const sigset_t* mask) {
-  return PollHook(API("ppoll"), fds, n, [&] { return Libc().ppoll(fds, n, timeout, mask); });
+IDLESCOPE_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
+                           const sigset_t* mask) {
+  return PollHook(IDLESCOPE_API("ppoll"), fds, n,
+                  [&] { return Libc().ppoll(fds, n, timeout, mask); });
 }
 
-IDLESCOPE_HOOK int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
-                               const sigset_t* mask, size_t fdslen) {
-  return PollHook(API("ppoll"), fds, n,
+IDLESCOPE_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* timeout,
+                                 const sigset_t* mask, size_t fdslen) {
+  return PollHook(IDLESCOPE_API("ppoll"), fds, n,
                   [&] { return Libc().__ppoll_chk(fds, n, timeout, mask, fdslen); });
 }
 
-IDLESCOPE_HOOK int select(int nfds, fd_set* r, fd_set* w, fd_set* x, struct timeval* timeout) {
-  return SelectHook(API("select"), nfds, r, w, x,
+IDLESCOPE_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, struct timeval* timeout) {
+  return SelectHook(IDLESCOPE_API("select"), nfds, r, w, x,
                     [&] { return Libc().select(nfds, r, w, x, timeout); });
 }
 
-IDLESCOPE_HOOK int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x,
-                           const struct timespec* timeout, const sigset_t* mask) {
-  return SelectHook(API("pselect"), nfds, r, w, x,
+IDLESCOPE_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x,
+                             const struct timespec* timeout, const sigset_t* mask) {
+  return SelectHook(IDLESCOPE_API("pselect"), nfds, r, w, x,
                     [&] { return Libc().pselect(nfds, r, w, x, timeout, mask); });
 }
 
-IDLESCOPE_HOOK int epoll_wait(int epfd, struct epoll_event* events, int max, int timeout) {
-  return EpollHook(API("epoll_wait"), epfd,
+IDLESCOPE_EXPORT int epoll_wait(int epfd, struct epoll_event* events, int max, int timeout) {
+  return EpollHook(IDLESCOPE_API("epoll_wait"), epfd,
                    [&] { return Libc().epoll_wait(epfd, events, max, timeout); });
 }
 
-IDLESCOPE_HOOK int epoll_pwait(int epfd, struct epoll_event* events, int max, int timeout,
-                               const sigset_t* mask) {
-  return EpollHook(API("epoll_pwait"), epfd,
+IDLESCOPE_EXPORT int epoll_pwait(int epfd, struct epoll_event* events, int max, int timeout,
+                                 const sigset_t* mask) {
+  return EpollHook(IDLESCOPE_API("epoll_pwait"), epfd,
                    [&] { return Libc().epoll_pwait(epfd, events, max, timeout, mask); });
 }
 
-IDLESCOPE_HOOK int epoll_pwait2(int epfd, struct epoll_event* events, int max,
-                                const struct timespec* timeout, const sigset_t* mask) {
+IDLESCOPE_EXPORT int epoll_pwait2(int epfd, struct epoll_event* events, int max,
+                                  const struct timespec* timeout, const sigset_t* mask) {
   if (Libc().epoll_pwait2 == nullptr) {  // glibc before 2.35
     errno = ENOSYS;
     return -1;
   }
-  return EpollHook(API("epoll_pwait2"), epfd,
+  return EpollHook(IDLESCOPE_API("epoll_pwait2"), epfd,
                    [&] { return Libc().epoll_pwait2(epfd, events, max, timeout, mask); });
 }
 
 // ---------------------------------------------------------------------------------------------
 // For a time or a signal (family proc): no descriptor.
 
-IDLESCOPE_HOOK int nanosleep(const struct timespec* req, struct timespec* rem) {
+IDLESCOPE_EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
   return TimedWait(
-      Family::kProc, API("nanosleep"), [&] { return Libc().nanosleep(req, rem); }, kSetsErrno);
+      Family::kProc, IDLESCOPE_API("nanosleep"), [&] { return Libc().nanosleep(req, rem); },
+      kSetsErrno);
 }
 
-IDLESCOPE_HOOK int clock_nanosleep(clockid_t clock, int flags, const struct timespec* req,
-                                   struct timespec* rem) {
+IDLESCOPE_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec* req,
+                                     struct timespec* rem) {
   return TimedWait(
-      Family::kProc, API("clock_nanosleep"),
+      Family::kProc, IDLESCOPE_API("clock_nanosleep"),
       [&] { return Libc().clock_nanosleep(clock, flags, req, rem); }, kReturnsError);
 }
 
-IDLESCOPE_HOOK int usleep(useconds_t us) {
+IDLESCOPE_EXPORT int usleep(useconds_t us) {
   return TimedWait(
-      Family::kProc, API("usleep"), [&] { return Libc().usleep(us); }, kSetsErrno);
+      Family::kProc, IDLESCOPE_API("usleep"), [&] { return Libc().usleep(us); }, kSetsErrno);
 }
 
 // sleep returns the seconds it did not sleep: more than 0 when a signal cut it short.
-IDLESCOPE_HOOK unsigned int sleep(unsigned int seconds) {
+IDLESCOPE_EXPORT unsigned int sleep(unsigned int seconds) {
   return TimedWait(
-      Family::kProc, API("sleep"), [&] { return Libc().sleep(seconds); },
+      Family::kProc, IDLESCOPE_API("sleep"), [&] { return Libc().sleep(seconds); },
       [](unsigned int left, int, WaitedFds&) { return left > 0 ? -EINTR : 0; });
 }
 
-IDLESCOPE_HOOK int pause(void) {
+IDLESCOPE_EXPORT int pause(void) {
   return TimedWait(
-      Family::kProc, API("pause"), [&] { return Libc().pause(); }, kSetsErrno);
+      Family::kProc, IDLESCOPE_API("pause"), [&] { return Libc().pause(); }, kSetsErrno);
 }
 
-IDLESCOPE_HOOK int sigwait(const sigset_t* set, int* sig) {
+IDLESCOPE_EXPORT int sigwait(const sigset_t* set, int* sig) {
   return TimedWait(
-      Family::kProc, API("sigwait"), [&] { return Libc().sigwait(set, sig); }, kReturnsError);
+      Family::kProc, IDLESCOPE_API("sigwait"), [&] { return Libc().sigwait(set, sig); },
+      kReturnsError);
 }
 
-IDLESCOPE_HOOK int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+IDLESCOPE_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   return TimedWait(
-      Family::kProc, API("sigwaitinfo"), [&] { return Libc().sigwaitinfo(set, info); }, kSetsErrno);
-}
-
-IDLESCOPE_HOOK int sigtimedwait(const sigset_t* set, siginfo_t* info,
-                                const struct timespec* timeout) {
-  return TimedWait(
-      Family::kProc, API("sigtimedwait"), [&] { return Libc().sigtimedwait(set, info, timeout); },
+      Family::kProc, IDLESCOPE_API("sigwaitinfo"), [&] { return Libc().sigwaitinfo(set, info); },
       kSetsErrno);
+}
+
+IDLESCOPE_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info,
+                                  const struct timespec* timeout) {
+  return TimedWait(
+      Family::kProc, IDLESCOPE_API("sigtimedwait"),
+      [&] { return Libc().sigtimedwait(set, info, timeout); }, kSetsErrno);
 }

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 
 namespace idlescope::io {
 

@@ -1,9 +1,9 @@
-// interpose/cuda_calls.h: the one description of a CUDA call that the runtime hooks and the CUPTI
-// callbacks read. Every cudart.def line has a CUPTI reading and a callback id, and that id is the
-// call's own in CUPTI's headers (cupti_runtime_cbid.h / cupti_driver_cbid.h, read into
+// interpose/cuda/cuda_calls.h: the one description of a CUDA call that the runtime hooks and the
+// CUPTI callbacks read. Every cudart.def line has a CUPTI reading and a callback id, and that id is
+// the call's own in CUPTI's headers (cupti_runtime_cbid.h / cupti_driver_cbid.h, read into
 // cbid_tables.inc at build time by tests/simgpu/cbid_tables.cmake); CUPTI ids lead to the same
 // reading as the call they name.
-#include "interpose/cuda_calls.h"
+#include "interpose/cuda/cuda_calls.h"
 
 #include <gtest/gtest.h>
 

@@ -114,7 +114,8 @@ static int PairChild(const char* label) {
   return 0;
 }
 
-// What a CUPTI activity client without idlescope does: the same kinds as cupti/cupti_layer.cc.
+// What a CUPTI activity client without idlescope does: the same kinds as
+// interpose/cuda/cupti_layer.cc.
 static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 4 << 20;
   *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));

@@ -1,5 +1,5 @@
 // PinnedRanges: the host range map the CUDA copy hooks consult on every copy.
-#include "interpose/hooks/pinned_ranges.h"
+#include "interpose/cuda/pinned_ranges.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 /* Runs a program where close_range(2) is refused, as in seccomp sandboxes that predate it
  * (container runtimes' default profiles answered EPERM for years) and on Linux < 5.9 (ENOSYS):
- * the recorder's writer then shares the program's descriptor table (interpose/recorder.cc,
+ * the recorder's writer then shares the program's descriptor table (interpose/trace_file.cc,
  * TakeOwnFdTable), and the trace file sits in it.
  * Usage: no_close_range PRELOAD_LIB PROGRAM ARGS...  (LD_PRELOAD is set for PROGRAM only) */
 #include <errno.h>

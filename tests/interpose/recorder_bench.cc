@@ -53,7 +53,7 @@ RawEvent LaunchEvent(uint64_t ts) {
   e.api = 1;
   e.type = ev::kCudaLaunch;
   e.u.cuda.stream = 0x55550000aa00;
-  e.u.cuda.async = 1;  // as interpose/hooks/cudart.h fills a launch
+  e.u.cuda.async = 1;  // as interpose/cuda/cudart.h fills a launch
   return e;
 }
 

@@ -1,6 +1,6 @@
 // IDLESCOPE_REDACT (interpose/redact.h): names gone, shapes kept, and every rule of the analyzer
-// that reads a path or a command line (analyzer/causes.h) classifies the redacted trace as it
-// does the clear one.
+// that reads a path or a command line (analyzer/analysis/event_classes.h) classifies the redacted
+// trace as it does the clear one.
 #include "interpose/redact.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 /* Preloaded by the overhead benchmark for its "bare, multithreaded" baseline: one idle thread,
- * set up as the tracer's writer thread is (interpose/recorder.cc, TakeOwnFdTable): all signals
+ * set up as the tracer's writer thread is (interpose/writer.cc, trace_file.cc): all signals
  * blocked, and a file descriptor table of its own holding nothing. Any second thread makes glibc
  * wrap every read/write in cancellation bookkeeping (two atomic updates of the thread's
  * cancelhandling word), which a traced process pays because of the writer thread and a real

@@ -1,4 +1,4 @@
-/* The recorder's writer thread has a descriptor table of its own (interpose/recorder.cc,
+/* The recorder's writer thread has a descriptor table of its own (interpose/trace_file.cc,
  * TakeOwnFdTable). Usage: writer_fd_table MODE
  *   close-stdout   writes "closing\n" to stdout, closes it, sleeps 3 s, exits 0: whoever reads
  *                  the other end of stdout must see EOF at the close, not at exit (the writer

@@ -1,7 +1,7 @@
 // Done-when 4 of issue 3: a consumer written against the real cupti.h receives kernel, memcpy
 // (with src/dst kinds), memset and synchronization records whose times and correlation ids
 // match the API calls seen through the callback API. Timestamps are on CLOCK_MONOTONIC through
-// cuptiActivityRegisterTimestampCallback, as the tracer's cupti/ does.
+// cuptiActivityRegisterTimestampCallback, as the tracer's interpose/cuda/cupti_layer.cc does.
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <gtest/gtest.h>

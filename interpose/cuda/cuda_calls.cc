@@ -1,4 +1,4 @@
-#include "interpose/cuda_calls.h"
+#include "interpose/cuda/cuda_calls.h"
 
 // The callback id enumerators only: plain enums from the CUDA toolkit, nothing to link.
 #include <cupti_driver_cbid.h>
@@ -9,7 +9,7 @@ namespace idlescope::cuda {
 const CallDescription kRuntimeCalls[kRuntimeCallCount] = {
 #define CUDART_HOOK(name, cbid, cupti, params, args, describe) \
   {#name, CUPTI_RUNTIME_TRACE_CBID_##cbid, cupti},
-#include "interpose/cudart.def"
+#include "interpose/cuda/cudart.def"
 #undef CUDART_HOOK
 };
 
@@ -18,14 +18,14 @@ namespace {
 constexpr RuntimeCallVersion kVersions[] = {
 #define CUDART_HOOK(name, cbid, cupti, params, args, describe)
 #define CUDART_CUPTI_VERSION(name, cbid) {kCall_##name, CUPTI_RUNTIME_TRACE_CBID_##cbid},
-#include "interpose/cudart.def"
+#include "interpose/cuda/cudart.def"
 #undef CUDART_CUPTI_VERSION
 #undef CUDART_HOOK
 };
 
 constexpr CallDescription kDriverCalls[] = {
 #define CUDA_DRIVER_CALL(name, cupti) {#name, CUPTI_DRIVER_TRACE_CBID_##name, cupti},
-#include "interpose/cuda_driver.def"
+#include "interpose/cuda/cuda_driver.def"
 #undef CUDA_DRIVER_CALL
 };
 

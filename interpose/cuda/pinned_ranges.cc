@@ -1,4 +1,4 @@
-#include "interpose/hooks/pinned_ranges.h"
+#include "interpose/cuda/pinned_ranges.h"
 
 #include <pthread.h>
 

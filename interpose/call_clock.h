@@ -1,7 +1,7 @@
-// The clock of burst-merged I/O calls (read/write/recv/send...) and of the CUDA hooks: two readings
-// per call, on the hottest path of the hooks. clock_gettime(CLOCK_MONOTONIC) costs ~60 ns in the
-// vDSO on the build VMs (more right after a syscall), which alone made a 4 KB tmpfs write 10-20%
-// slower; RDTSC costs ~20-30 ns. So calls are timed in TSC ticks, and RawEvents still get
+// The call clock: how every family's hooks (file and network I/O, waits, CUDA) time a call, two
+// readings per call, on the hottest path of the hooks. clock_gettime(CLOCK_MONOTONIC) costs ~60 ns
+// in the vDSO on the build VMs (more right after a syscall), which alone made a 4 KB tmpfs write
+// 10-20% slower; RDTSC costs ~20-30 ns. So calls are timed in TSC ticks, and RawEvents still get
 // trace-clock nanoseconds: each thread keeps an anchor (NowNs, ticks) refreshed every 1 ms of
 // ticks, and the ns-per-tick ratio is measured at the first conversion (against the reading taken
 // at load) and refined against CLOCK_MONOTONIC as time goes by. This is the one conversion from
@@ -23,30 +23,32 @@
 #include <x86intrin.h>
 #endif
 
-#include "interpose/hooks/io_libc.h"  // detail::g_hot: clock, ns_per_tick_q32
+// Its two words sit on the I/O hooks' hot page (io::detail::g_hot: clock, ns_per_tick_q32), which
+// the burst hooks read on every call anyway (hooks/io_libc.h says why one page).
+#include "interpose/hooks/io_libc.h"
 
-namespace idlescope::io {
+namespace idlescope {
 
-// What CallTicks reads (detail::g_hot.clock).
+// What CallTicks reads (io::detail::g_hot.clock).
 enum ClockSource : uint8_t {
   kClockNs = 0,         // ticks are NowNs()
   kClockTsc = 1,        // RDTSC
   kClockTscFromNs = 2,  // the TSC was disabled after load: estimated from NowNs()
 };
 
-inline ClockSource Source() {
-  return static_cast<ClockSource>(detail::g_hot.clock.load(std::memory_order_relaxed));
+inline ClockSource CallClockSource() {
+  return static_cast<ClockSource>(io::detail::g_hot.clock.load(std::memory_order_relaxed));
 }
 
 // Whether call times are nanoseconds (else TSC ticks, read or estimated).
-inline bool TicksAreNs() { return Source() == kClockNs; }
+inline bool TicksAreNs() { return CallClockSource() == kClockNs; }
 
 // Out of line: NowNs(), or the TSC estimated from it.
 uint64_t TicksWithoutTsc();
 
 inline uint64_t CallTicks() {
 #if defined(__x86_64__)
-  if (__builtin_expect(Source() == kClockTsc, 1)) return __rdtsc();
+  if (__builtin_expect(CallClockSource() == kClockTsc, 1)) return __rdtsc();
 #endif
   return TicksWithoutTsc();
 }
@@ -54,12 +56,12 @@ inline uint64_t CallTicks() {
 // The ns-per-tick ratio as Q32 fixed point; measured at the first call (out of line).
 uint64_t MeasureRatio();
 inline uint64_t RatioQ32() {
-  uint64_t q32 = detail::g_hot.ns_per_tick_q32.load(std::memory_order_relaxed);
+  uint64_t q32 = io::detail::g_hot.ns_per_tick_q32.load(std::memory_order_relaxed);
   return __builtin_expect(q32 != 0, 1) ? q32 : MeasureRatio();
 }
 
 // Length in ns of `ticks` ticks. Inline: a burst converts its accumulated ticks on every call.
-// The ratio is ns per tick as Q32 fixed point (detail::g_hot.ns_per_tick_q32): one multiply.
+// The ratio is ns per tick as Q32 fixed point (io::detail::g_hot.ns_per_tick_q32): one multiply.
 inline uint64_t TickSpanNs(uint64_t ticks) {
   if (TicksAreNs()) return ticks;
   return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * RatioQ32()) >> 32);
@@ -77,7 +79,7 @@ struct TickAnchor {
   uint64_t ns_per_tick_q32 = 0;  // 0: not anchored yet
   uint64_t span = 0;
 };
-// initial-exec: read at every converted call (see cudart.h, t_cuda_thread).
+// initial-exec: read at every converted call (see cuda/cudart.h, t_cuda_thread).
 extern __thread TickAnchor t_tick_anchor __attribute__((tls_model("initial-exec")));
 // Out of line: a new anchor for this thread, and the ratio refined now and then.
 void Reanchor();
@@ -119,4 +121,4 @@ uint64_t NsToTicks(uint64_t ns);
 // The TSC is about to be disabled for the calling thread (prctl hook): no thread reads it again.
 void StopReadingTsc();
 
-}  // namespace idlescope::io
+}  // namespace idlescope

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <string>
 
-#include "cupti/cupti_api.h"
-#include "interpose/cuda_calls.h"
+#include "interpose/cuda/cuda_calls.h"
+#include "interpose/cuda/cupti_api.h"
 #include "interpose/recorder.h"
 
 namespace idlescope::cupti {
@@ -22,8 +22,8 @@ namespace {
 using cuda::CallDescription;
 using cuda::Shape;
 
-// One enabled callback id: the call's description (interpose/cudart.def, cuda_driver.def) and its
-// API name's string id, interned when the call is first recorded from here.
+// One enabled callback id: the call's description (interpose/cuda/cudart.def, cuda_driver.def) and
+// its API name's string id, interned when the call is first recorded from here.
 struct CbInfo {
   const CallDescription* call = nullptr;  // nullptr: not a call we enabled
   std::atomic<uint32_t> api{0};

@@ -1,5 +1,5 @@
 // Loading CUPTI, activity buffers, record conversion, flushing, CUDA_INJECTION64_PATH.
-#include "cupti/cupti_layer.h"
+#include "interpose/cuda/cupti_layer.h"
 
 #include <cuda.h>
 #include <cxxabi.h>
@@ -19,8 +19,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "cupti/cupti_api.h"
-#include "interpose/cuda_calls.h"
+#include "interpose/cuda/cuda_calls.h"
+#include "interpose/cuda/cupti_api.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 
@@ -427,8 +427,8 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 std::mutex& g_flush_mu = *new std::mutex;
 std::condition_variable& g_flush_cv = *new std::condition_variable;
 bool g_flush_stop = false;
-// A forced flush asked of this thread by the recorder's writer
-// (idlescope_cupti_flush_on_cupti_thread) and its completion; under g_flush_mu.
+// A forced flush asked of this thread by the recorder's writer (FlushOnFlushThread) and its
+// completion; under g_flush_mu.
 bool g_forced_requested = false;
 bool g_forced_done = false;
 // The process whose flush thread runs (0: none; a forked child has none).
@@ -473,8 +473,8 @@ void StartFlushThread() {
   pthread_t thread;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  // Joinable, joined only when the program's last thread ends (idlescope_cupti_stop_flush_thread):
-  // glibc counts it as a thread, and the process exits when the count reaches zero.
+  // Joinable, joined only when the program's last thread ends (StopFlushThread): glibc counts it
+  // as a thread, and the process exits when the count reaches zero.
   if (pthread_create(&thread, &attr, FlushLoop, nullptr) == 0) {
     pthread_setname_np(thread, "idlescope-cupti");
     g_flush_thread = thread;
@@ -484,7 +484,7 @@ void StartFlushThread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-void FlushAtExit() { idlescope_cupti_flush(); }
+void FlushAtExit() { Flush(); }
 
 // --- start --------------------------------------------------------------------------------------
 
@@ -627,13 +627,16 @@ void Flush() {
 
 void idlescope::cuda::detail::StartCupti() { idlescope::cupti::Start(); }
 
-extern "C" void idlescope_cupti_flush() { idlescope::cupti::Flush(); }
+namespace idlescope::cupti {
+namespace {
 
-extern "C" void idlescope_cupti_flush_on_cupti_thread() {
-  using namespace idlescope::cupti;  // NOLINT
-  // The recorder's writer, at a final flush on a signal: its descriptor table is its own, without
-  // the CUDA driver's descriptors, so CUPTI is flushed by the flush thread, which shares the
-  // program's. Bounded: the signal handler waits for the whole final flush for 3 s.
+// --- the recorder's flush participant (recorder.h) ------------------------------------------
+
+// The recorder's writer, at a final flush on a signal: its descriptor table is its own, without
+// the CUDA driver's descriptors, so CUPTI is flushed by the flush thread, which shares the
+// program's. Bounded: the signal handler waits for the whole final flush for 3 s. Nothing when
+// that thread does not run in this process.
+void FlushOnFlushThread() {
   if (g_flush_thread_pid.load(std::memory_order_acquire) != getpid()) return;
   std::unique_lock<std::mutex> lock(g_flush_mu);
   g_forced_done = false;
@@ -642,8 +645,9 @@ extern "C" void idlescope_cupti_flush_on_cupti_thread() {
   g_flush_cv.wait_for(lock, std::chrono::seconds(2), [] { return g_forced_done; });
 }
 
-extern "C" void idlescope_cupti_stop_flush_thread() {
-  using namespace idlescope::cupti;  // NOLINT
+// The program's last thread is ending (recorder.cc, "Program threads"): the flush thread stops for
+// good; the last buffers were delivered by the exit's Flush.
+void StopFlushThread() {
   if (g_flush_thread_pid.load(std::memory_order_acquire) != getpid()) return;
   {
     std::lock_guard<std::mutex> lock(g_flush_mu);
@@ -654,36 +658,31 @@ extern "C" void idlescope_cupti_stop_flush_thread() {
   g_flush_thread_pid.store(0, std::memory_order_release);
 }
 
-// fork (called by the recorder's fork handlers, before it takes its own locks: code here interns
+// fork (run by the recorder's fork handlers, before it takes its own locks: code here interns
 // names under g_names_mu, so these are taken first). A child must find none of them held by a
 // thread that does not exist there. A CUPTI start under way on another thread (libcupti loading:
 // hundreds of ms) is waited for, at most 2 s; if it is still under way the child gets a fresh
 // mutex and never starts CUPTI (the copied half-done state is not its to finish; CUDA does not
 // survive fork anyway).
-namespace {
 bool g_start_locked_for_fork = false;
-}  // namespace
 
-extern "C" void idlescope_cupti_fork_prepare() {
-  using namespace idlescope::cupti;  // NOLINT
-  uint64_t deadline = idlescope::NowNs() + 2'000'000'000ull;
+void ForkPrepare() {
+  uint64_t deadline = NowNs() + 2'000'000'000ull;
   g_start_locked_for_fork = false;
-  while (!(g_start_locked_for_fork = g_start_mu.try_lock()) && idlescope::NowNs() < deadline) {
+  while (!(g_start_locked_for_fork = g_start_mu.try_lock()) && NowNs() < deadline) {
     sched_yield();
   }
   g_names_mu.lock();
   g_devices_mu.lock();
 }
 
-extern "C" void idlescope_cupti_fork_parent() {
-  using namespace idlescope::cupti;  // NOLINT
+void ForkParent() {
   g_devices_mu.unlock();
   g_names_mu.unlock();
   if (g_start_locked_for_fork) g_start_mu.unlock();
 }
 
-extern "C" void idlescope_cupti_fork_child() {
-  using namespace idlescope::cupti;  // NOLINT
+void ForkChild() {
   g_devices_mu.unlock();
   g_names_mu.unlock();
   if (g_start_locked_for_fork) {
@@ -694,7 +693,28 @@ extern "C" void idlescope_cupti_fork_child() {
   }
 }
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+constexpr FlushParticipant kParticipant = {
+    .flush = Flush,
+    .flush_on_own_thread = FlushOnFlushThread,
+    .stop = StopFlushThread,
+    .fork_prepare = ForkPrepare,
+    .fork_parent = ForkParent,
+    .fork_child = ForkChild,
+};
+
+// At load, not at the first CUDA call (Start): the fork handlers must take g_start_mu whenever a
+// start may be under way, and a fork whose prepare handler ran before a registration made by
+// Start would leave that start's mutex taken in the child, whose first CUDA call would then wait
+// for it forever. Before any thread of the program can call us: the preload's constructors run
+// before main, and in injection mode libcuda calls InitializeInjection after dlopen ran them.
+__attribute__((constructor)) void RegisterWithTheRecorder() {
+  RegisterFlushParticipant(&kParticipant);
+}
+
+}  // namespace
+}  // namespace idlescope::cupti
+
+IDLESCOPE_EXPORT int InitializeInjection(void) {
   // libcuda calls this at cuInit when CUDA_INJECTION64_PATH names us. Our library constructor has
   // already started the recorder (Origin INJECTION: LD_PRELOAD does not name us). No hook sees the
   // runtime's exports in this mode: the CUPTI callbacks record the host side.

@@ -1,10 +1,11 @@
-// What the CUDA runtime hooks (interpose/hooks/cudart.*) and the CUPTI layer (cupti/) share, and
+// What the CUDA runtime hooks (interpose/cuda/cudart.*) and the CUPTI layer (cupti_*) share, and
 // the only header either includes of the other's side:
 //   - the description of every CUDA call either of them records: the runtime calls of
-//     interpose/cudart.def (hooked, and seen by CUPTI when they do not cross our exports: a static
-//     libcudart, injection mode) and the driver calls of interpose/cuda_driver.def (seen by CUPTI
-//     only). One line per call says what the hook records and how CUPTI's callback parameters of
-//     the same call are read, by CUPTI callback id (cupti_runtime_cbid.h, cupti_driver_cbid.h);
+//     interpose/cuda/cudart.def (hooked, and seen by CUPTI when they do not cross our exports: a
+//     static libcudart, injection mode) and the driver calls of interpose/cuda/cuda_driver.def
+//     (seen by CUPTI only). One line per call says what the hook records and how CUPTI's callback
+//     parameters of the same call are read, by CUPTI callback id (cupti_runtime_cbid.h,
+//     cupti_driver_cbid.h);
 //   - the per-thread state both sides keep, and the few functions one side calls on the other.
 // See docs/cuda-interposition.md, "One description of a CUDA call".
 #pragma once
@@ -20,8 +21,8 @@ namespace idlescope::cuda {
 constexpr bool kSync = false, kAsync = true;
 constexpr bool kWithStream = true, kWithoutStream = false;
 
-// How a call's CUPTI callback parameters are read (cupti/callbacks.cc) when no hook of ours is
-// waiting for it. The layouts are those of CUPTI's generated parameter structs
+// How a call's CUPTI callback parameters are read (interpose/cuda/cupti_callbacks.cc) when no hook
+// of ours is waiting for it. The layouts are those of CUPTI's generated parameter structs
 // (cuda_runtime_api_params.h / cuda_params.h in the CUPTI include directory).
 enum class Shape : uint8_t {
   kIdOnly = 0,     // hooked: CUPTI lends the correlation id; never recorded from CUPTI
@@ -85,7 +86,7 @@ struct CallDescription {
 // Runtime calls, in cudart.def order: the hooks' ids.
 enum RuntimeCallId : uint32_t {
 #define CUDART_HOOK(name, cbid, cupti, params, args, describe) kCall_##name,
-#include "interpose/cudart.def"
+#include "interpose/cuda/cudart.def"
 #undef CUDART_HOOK
   kRuntimeCallCount
 };
@@ -146,7 +147,8 @@ void* CudartSymbol(const char* name);
 
 // Starts CUPTI once, on the first CUDA call the process makes through a hook (a process that never
 // calls CUDA never loads libcupti). Cheap after the first call. If CUPTI cannot be used, records
-// a "cupti_unavailable" notice once and host-side tracing goes on. Defined by cupti/.
+// a "cupti_unavailable" notice once and host-side tracing goes on. Defined by the CUPTI layer
+// (cupti_layer.cc).
 namespace detail {
 extern std::atomic<bool> g_cupti_start_attempted;
 void StartCupti();

@@ -1,4 +1,4 @@
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 
 #include <sys/prctl.h>
 
@@ -12,7 +12,7 @@
 
 #include "interpose/recorder.h"
 
-namespace idlescope::io {
+namespace idlescope {
 namespace {
 
 // Refresh a thread's anchor this often (in ns): bounds the error of a tick->ns conversion by
@@ -56,7 +56,7 @@ bool TscDisabled() {
 uint64_t SetRatio(uint64_t ns, uint64_t ticks) {
   uint64_t q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(ns) << 32) / ticks);
   if (q32 == 0) q32 = 1;
-  detail::g_hot.ns_per_tick_q32.store(q32, std::memory_order_relaxed);
+  io::detail::g_hot.ns_per_tick_q32.store(q32, std::memory_order_relaxed);
   return q32;
 }
 
@@ -66,13 +66,13 @@ uint64_t SetRatio(uint64_t ns, uint64_t ticks) {
 __attribute__((constructor)) void ClockAtLoad() {
 #if defined(__x86_64__)
   if (TscDisabled()) {
-    idlescope::detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
+    detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
     return;
   }
   if (!InvariantTsc()) return;
   g_origin_ns = NowNs();
   g_origin_ticks = __rdtsc();
-  detail::g_hot.clock.store(kClockTsc, std::memory_order_relaxed);
+  io::detail::g_hot.clock.store(kClockTsc, std::memory_order_relaxed);
 #endif
 }
 
@@ -90,7 +90,7 @@ void Reanchor() {
   const uint64_t refined = g_refined_at.load(std::memory_order_relaxed);
   // Longer baselines, better ratio; refining at doubling intervals keeps this rare. Not from
   // estimated ticks: they are made with the ratio.
-  if (Source() == kClockTsc && since >= kRefineNs && since >= 2 * refined &&
+  if (CallClockSource() == kClockTsc && since >= kRefineNs && since >= 2 * refined &&
       a.ticks > g_origin_ticks) {
     SetRatio(since, a.ticks - g_origin_ticks);
     g_refined_at.store(since, std::memory_order_relaxed);
@@ -104,7 +104,7 @@ void Reanchor() {
 
 uint64_t MeasureRatio() {
 #if defined(__x86_64__)
-  if (Source() == kClockTsc) {
+  if (CallClockSource() == kClockTsc) {
     uint64_t ns = NowNs(), ticks = __rdtsc();
     while (ns - g_origin_ns < kFirstMeasureNs) {
       ns = NowNs();
@@ -118,7 +118,7 @@ uint64_t MeasureRatio() {
 
 uint64_t TicksWithoutTsc() {
   uint64_t now = NowNs();
-  if (Source() != kClockTscFromNs) return now;
+  if (CallClockSource() != kClockTscFromNs) return now;
   // The TSC as it would read now: origin + elapsed ns / (ns per tick).
   return g_origin_ticks +
          static_cast<uint64_t>((static_cast<unsigned __int128>(now - g_origin_ns) << 32) /
@@ -127,10 +127,10 @@ uint64_t TicksWithoutTsc() {
 
 void StopReadingTsc() {
   // clock_gettime's vDSO reads the TSC too (recorder.h, ReadClock).
-  idlescope::detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
-  if (Source() != kClockTsc) return;
+  detail::g_clock_by_syscall.store(true, std::memory_order_relaxed);
+  if (CallClockSource() != kClockTsc) return;
   RatioQ32();  // measured while this thread can still read the TSC
-  detail::g_hot.clock.store(kClockTscFromNs, std::memory_order_relaxed);
+  io::detail::g_hot.clock.store(kClockTscFromNs, std::memory_order_relaxed);
 }
 
 uint64_t NsToTicks(uint64_t ns) {
@@ -139,4 +139,4 @@ uint64_t NsToTicks(uint64_t ns) {
   return ticks == 0 && ns > 0 ? 1 : ticks;
 }
 
-}  // namespace idlescope::io
+}  // namespace idlescope

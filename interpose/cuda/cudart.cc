@@ -2,20 +2,19 @@
 // timestamp, call, timestamp, classify and record outside the timed span, restore errno, return
 // the real result. See docs/architecture.md, "CUDA and CUPTI".
 //
-// The two timestamps are TSC ticks (io::CallTicks, the I/O hooks' clock), converted to trace-clock
-// ns after the call (io::TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through the vDSO measured
-// 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked copy's added cost.
-#include "interpose/hooks/cudart.h"
+// The two timestamps are TSC ticks (CallTicks, every family's call clock: interpose/call_clock.h),
+// converted to trace-clock ns after the call (TicksToSpan): clock_gettime(CLOCK_MONOTONIC) through
+// the vDSO measured 2-3x the cost of RDTSC on the build VMs, and two of them were most of a hooked
+// copy's added cost.
+#include "interpose/cuda/cudart.h"
 
 #include <atomic>
 #include <cerrno>
 
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 #include "interpose/real_symbol.h"
 
-#define IDLESCOPE_EXPORT __attribute__((visibility("default")))
-
-// The hooks' side of the interface with cupti/ (interpose/cuda_calls.h).
+// The hooks' side of the interface with the CUPTI layer (interpose/cuda/cuda_calls.h).
 namespace idlescope::cuda {
 
 __thread ThreadState t_cuda_thread __attribute__((tls_model("initial-exec")));
@@ -249,15 +248,15 @@ Call Batch3D(size_t num_ops, const cudaMemcpy3DBatchOp* ops, cudaStream_t stream
   return Copy(dst, src, bytes, cudaMemcpyDefault, stream, kAsync, pt);
 }
 
-void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
-            uint32_t correlation, uint32_t stack) {
+void RecordCall(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
+                uint32_t correlation, uint32_t stack) {
   if (call.type == ev::Type(0)) {
     if (call.device >= 0 && result == cudaSuccess) Thread().device = call.device;
     return;
   }
   RawEvent e;
   // Tick readings become trace-clock ns here, outside the timed span.
-  io::TicksToSpan(t0, t1, &e.ts, &e.dur);
+  TicksToSpan(t0, t1, &e.ts, &e.dur);
   e.type = call.type;
   e.result = result;
   e.stack = stack;
@@ -310,7 +309,7 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
 
 // The hooks. The parameter lists come from cudart.def; `describe` sees the parameters.
 #define CUDART_HOOK(name, cbid, cupti, params, args, describe)                           \
-  extern "C" IDLESCOPE_EXPORT cudaError_t name params {                                  \
+  IDLESCOPE_EXPORT cudaError_t name params {                                             \
     using namespace ::idlescope;                                                         \
     using namespace ::idlescope::cudart;                                                 \
     using Fn = cudaError_t(*) params;                                                    \
@@ -323,16 +322,16 @@ void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t r
     ThreadState& thread = Thread();                                                      \
     thread.in_hook = true;                                                               \
     thread.correlation = 0;                                                              \
-    const uint64_t t0 = io::CallTicks();                                                 \
+    const uint64_t t0 = CallTicks();                                                     \
     const cudaError_t result = real args;                                                \
-    const uint64_t t1 = io::CallTicks();                                                 \
+    const uint64_t t1 = CallTicks();                                                     \
     const int saved_errno = errno;                                                       \
     thread.in_hook = false;                                                              \
     /* skip 1: the hook's own frame, so the innermost frame is the caller's call site */ \
     const uint32_t stack = call.stack ? CaptureStack(1) : 0;                             \
-    Finish(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);         \
+    RecordCall(call, cuda::kCall_##name, t0, t1, result, thread.correlation, stack);     \
     errno = saved_errno;                                                                 \
     return result;                                                                       \
   }
-#include "interpose/cudart.def"
+#include "interpose/cuda/cudart.def"
 #undef CUDART_HOOK

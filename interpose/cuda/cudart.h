@@ -1,6 +1,6 @@
-// CUDA runtime interposition: what the hooks generated from interpose/cudart.def record. What they
-// share with the CUPTI layer (cupti/) is in interpose/cuda_calls.h. See docs/architecture.md,
-// "CUDA and CUPTI".
+// CUDA runtime interposition: what the hooks generated from interpose/cuda/cudart.def record. What
+// they share with the CUPTI layer (cupti_*) is in interpose/cuda/cuda_calls.h. See
+// docs/architecture.md, "CUDA and CUPTI".
 //
 // Must be compiled WITHOUT CUDA_API_PER_THREAD_DEFAULT_STREAM: with it, cuda_runtime_api.h would
 // #define cudaMemcpy to cudaMemcpy_ptds and the legacy hooks would vanish.
@@ -11,8 +11,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/cuda_calls.h"
-#include "interpose/hooks/pinned_ranges.h"
+#include "interpose/cuda/cuda_calls.h"
+#include "interpose/cuda/pinned_ranges.h"
 #include "interpose/recorder.h"
 
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
@@ -22,7 +22,7 @@
 
 namespace idlescope::cudart {
 
-// Shared with cupti/ (interpose/cuda_calls.h).
+// Shared with the CUPTI layer (interpose/cuda/cuda_calls.h).
 using cuda::ClassifyCopy;
 using cuda::CopyClass;
 using cuda::CurrentDevice;
@@ -195,9 +195,9 @@ inline void* Real(HookId id) {
   return __builtin_expect(f != nullptr, 1) ? f : ResolveReal(id);
 }
 
-// Called by every hook before the real call (range-map removals, starting CUPTI) and after it
-// (recording). Errno is saved/restored by the hook around Finish. Inline: a hooked copy's added
-// cost is a budget of ~100 ns (docs/architecture.md, "CUDA and CUPTI").
+// Called by every hook before the real call (range-map removals, starting CUPTI); RecordCall
+// comes after it, with errno saved and restored around it by the hook. Inline: a hooked copy's
+// added cost is a budget of ~100 ns (docs/architecture.md, "CUDA and CUPTI").
 inline void Prepare(const Call& call) {
   cuda::EnsureCuptiStarted();
   // Frees drop their range before the real call: once the memory is freed another thread may
@@ -206,8 +206,9 @@ inline void Prepare(const Call& call) {
     HostRanges().Remove(reinterpret_cast<uintptr_t>(call.ptr));
   }
 }
-// `t0`/`t1` are CallTicks() readings taken around the real call (see cudart.cc).
-void Finish(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
-            uint32_t correlation, uint32_t stack);
+// Records the call (classification, correlation, stack: one RawEvent). `t0`/`t1` are CallTicks()
+// readings taken around the real call (see cudart.cc).
+void RecordCall(const Call& call, HookId id, uint64_t t0, uint64_t t1, cudaError_t result,
+                uint32_t correlation, uint32_t stack);
 
 }  // namespace idlescope::cudart

@@ -1,4 +1,4 @@
-#include "interpose/hooks/io_clock.h"
+#include "interpose/call_clock.h"
 
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
@@ -9,7 +9,7 @@
 
 #include "interpose/recorder.h"
 
-namespace idlescope::io {
+namespace idlescope {
 namespace {
 
 void SleepNs(long ns) {
@@ -17,7 +17,7 @@ void SleepNs(long ns) {
   nanosleep(&ts, nullptr);
 }
 
-TEST(IoClock, TicksConvertToTheTraceClock) {
+TEST(CallClock, TicksConvertToTheTraceClock) {
   // Loose bounds: the machine may be loaded; what matters is that tick times land on
   // CLOCK_MONOTONIC and spans are not off by a factor.
   for (int i = 0; i < 50; ++i) {
@@ -30,7 +30,7 @@ TEST(IoClock, TicksConvertToTheTraceClock) {
   }
 }
 
-TEST(IoClock, SpansMatchElapsedTime) {
+TEST(CallClock, SpansMatchElapsedTime) {
   uint64_t ns0 = NowNs();
   uint64_t t0 = CallTicks();
   SleepNs(20'000'000);
@@ -42,7 +42,7 @@ TEST(IoClock, SpansMatchElapsedTime) {
   EXPECT_LT(span, real * 1.1);
 }
 
-TEST(IoClock, LaterReadingsAreLaterTimes) {
+TEST(CallClock, LaterReadingsAreLaterTimes) {
   uint64_t prev = TicksToNs(CallTicks());
   for (int i = 0; i < 1000; ++i) {
     uint64_t now = TicksToNs(CallTicks());
@@ -53,7 +53,7 @@ TEST(IoClock, LaterReadingsAreLaterTimes) {
 
 // The CUDA hooks' form (two readings around a call, one anchor check): the same times as
 // TicksToNs and TickSpanNs give for each reading, within the calibration error.
-TEST(IoClock, SpanOfACallMatchesItsReadings) {
+TEST(CallClock, SpanOfACallMatchesItsReadings) {
   uint64_t before = NowNs();
   uint64_t t0 = CallTicks();
   SleepNs(2'000'000);  // longer than an anchor's 1 ms: t1 re-anchors, t0 precedes the anchor
@@ -72,7 +72,7 @@ TEST(IoClock, SpanOfACallMatchesItsReadings) {
 // The program disables the TSC (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), after StopReadingTsc as the
 // prctl hook does): RDTSC, and clock_gettime's vDSO, would fault from then on. Readings go on in
 // the same unit: a span across the switch is still right. In a child: the switch is for good.
-TEST(IoClock, TicksKeepTheirUnitWhenTheTscIsDisabled) {
+TEST(CallClock, TicksKeepTheirUnitWhenTheTscIsDisabled) {
   EXPECT_EXIT(
       {
         uint64_t ns0 = NowNs();
@@ -93,4 +93,4 @@ TEST(IoClock, TicksKeepTheirUnitWhenTheTscIsDisabled) {
 }
 
 }  // namespace
-}  // namespace idlescope::io
+}  // namespace idlescope

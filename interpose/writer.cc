@@ -1,0 +1,293 @@
+// The writer thread, its jobs, and the end of the file.
+#include "interpose/writer.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <type_traits>
+
+#include "interpose/flush.h"
+#include "interpose/recorder_internal.h"
+#include "interpose/rings.h"
+#include "interpose/trace_file.h"
+
+namespace idlescope {
+namespace writer {
+namespace {
+
+// Never destroyed: the process may end while the thread runs.
+struct Writer {
+  uint32_t flush_ms = 500;
+  pthread_t thread = 0;
+  std::atomic<uint32_t> wake_word{0};  // futex word: bumped by Wake
+  std::atomic<bool> running{false};    // the thread runs and has not given up on the file
+  std::atomic<bool> stop{false};       // the last program thread is ending (Stop)
+  std::atomic<bool> started{false};    // `thread` is a thread not joined yet
+  // The end of the file asked for by EndTrace.
+  std::atomic<uint32_t> final_request{0};  // 0 = none, else 1 + reason
+  int final_status = 0;
+  bool final_signal_care = false;
+  void (*final_participant_flush)() = nullptr;
+  std::atomic<uint32_t> final_done{0};  // the end is over (futex word)
+  // Program threads' jobs: one at a time.
+  std::mutex job_mu;
+  std::atomic<uint32_t> job{0};        // the Job posted, taken by the writer
+  std::atomic<uint32_t> jobs_done{0};  // bumped by the writer after each job (futex word)
+};
+static_assert(std::is_trivially_destructible_v<Writer>);
+constinit Writer g_writer;
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+// Waits on `word` while it holds `value`, until `deadline_ns` (NowNs).
+void WaitWhile(std::atomic<uint32_t>* word, uint32_t value, uint64_t deadline_ns) {
+  uint64_t now = NowNs();
+  if (now >= deadline_ns) return;
+  uint64_t left = deadline_ns - now;
+  timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+  Futex(word, FUTEX_WAIT_PRIVATE, value, &ts);
+}
+
+void MarkFinalDone() {
+  g_writer.final_done.store(1, std::memory_order_release);
+  Futex(&g_writer.final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+void DoJobLocked(Job job) {
+  switch (job) {
+    case Job::kFlush:
+      flush::FlushLocked();
+      break;
+    case Job::kExecFooter:
+      flush::FlushLocked();
+      flush::WriteFooterLocked(trace::kExitExec, 0);
+      break;
+    case Job::kExecFailed:
+      // Drop the footer: the process goes on, and the file must end with its real footer.
+      trace_file::RemoveFooter();
+      break;
+    case Job::kNone:
+      break;
+  }
+}
+
+// Writer side: runs the posted job, if any (true if there was one).
+bool ServeJob() {
+  Job job = static_cast<Job>(g_writer.job.exchange(0, std::memory_order_acq_rel));
+  if (job == Job::kNone) return false;
+  {
+    std::lock_guard<std::mutex> lock(flush::Mutex());
+    DoJobLocked(job);
+  }
+  g_writer.jobs_done.fetch_add(1, std::memory_order_release);
+  Futex(&g_writer.jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+  return true;
+}
+
+// The final flush asked for by EndTrace: on a signal (or _exit, which signal handlers call) the
+// thread that asked may hold any lock of ours or of libc (it was interrupted anywhere), so nothing
+// here may wait for one without bound (flush.h, AnnounceEndOnSignal). The same holds for the rest
+// of a periodic flush that was under way when the request came: this one starts only after it.
+void ServeFinalRequest(uint32_t request) {
+  // SIGTERM is how schedulers end jobs: CUPTI's last buffers matter then too. The handler cannot
+  // call into CUPTI, and this thread must not (its descriptor table lacks the CUDA driver's): the
+  // participant's own thread does it (bounded, within the handler's wait).
+  if (g_writer.final_participant_flush != nullptr) g_writer.final_participant_flush();
+  if (g_writer.final_signal_care) flush::TakeSignalCareOnThisThread();
+  {
+    std::lock_guard<std::mutex> lock(flush::Mutex());
+    flush::FinalFlushLocked(static_cast<trace::ExitReason>(request - 1), g_writer.final_status);
+  }
+  MarkFinalDone();
+}
+
+void* WriterMain(void*) {
+  detail::t_hook_depth = 1;          // nothing this thread does is traced
+  rings::NeverRecordOnThisThread();  // and it never records
+  // glibc gives a thread its malloc arena at its first allocation: now, while the process has few
+  // threads, so that it is an arena of its own (alloc.cc: why the final flush of a signal needs
+  // one).
+  free(malloc(1));
+  trace_file::TakeOwnFdTable();
+  bool opened;
+  {
+    std::lock_guard<std::mutex> lock(flush::Mutex());
+    opened = trace_file::Open();
+  }
+  if (!opened) {
+    // No file: the hooks stop recording, and nothing waits for a writer. A program thread that
+    // already waits (one that flushed or ended before this thread first ran: a short program on
+    // a busy machine) has nothing to wait for: its job is withdrawn, and it is woken.
+    detail::g_recorder_active.store(false, std::memory_order_relaxed);
+    g_writer.running.store(false, std::memory_order_seq_cst);
+    g_writer.job.store(0, std::memory_order_release);
+    g_writer.jobs_done.fetch_add(1, std::memory_order_release);
+    Futex(&g_writer.jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+    MarkFinalDone();
+  }
+  // The constructor does not wait for this thread: its start, the time messages may still go to
+  // the program's stderr (config.cc, StderrForMessage), lasts until the file was tried.
+  internal::StartupDone();
+  if (!opened) return nullptr;
+  for (;;) {
+    // Wait first: a process that ends within its first period is flushed once, at its end.
+    uint32_t word = g_writer.wake_word.load(std::memory_order_acquire);
+    if (g_writer.final_request.load(std::memory_order_acquire) == 0 &&
+        !g_writer.stop.load(std::memory_order_acquire) &&
+        g_writer.job.load(std::memory_order_acquire) == 0) {
+      timespec timeout{static_cast<time_t>(g_writer.flush_ms / 1000),
+                       static_cast<long>(g_writer.flush_ms % 1000) * 1000000L};
+      Futex(&g_writer.wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
+    }
+    if (uint32_t request = g_writer.final_request.load(std::memory_order_acquire); request != 0) {
+      ServeFinalRequest(request);
+      break;
+    }
+    if (g_writer.stop.load(std::memory_order_acquire)) break;
+    // A job's flush is this period's (a second one at once would find little, and compete with
+    // the program for the CPU).
+    if (ServeJob()) continue;
+    // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
+    // reopens the trace, and only a final request ends the thread.
+    std::lock_guard<std::mutex> lock(flush::Mutex());
+    flush::FlushLocked();
+  }
+  g_writer.running.store(false, std::memory_order_seq_cst);
+  // A final request that came in as we stopped (it saw us running): served all the same.
+  if (uint32_t request = g_writer.final_request.load(std::memory_order_seq_cst);
+      request != 0 && g_writer.final_done.load(std::memory_order_acquire) == 0) {
+    ServeFinalRequest(request);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void Init(uint32_t flush_ms) { g_writer.flush_ms = flush_ms; }
+
+// Starts the writer thread without waiting for it: the program runs on at once. Until the new
+// thread has its own descriptor table (TakeOwnFdTable, its first action) and the trace file, the
+// program's reads and writes pay for a shared table and its events wait in the rings; waiting
+// cost every process a thread handoff at start, milliseconds on a loaded machine
+// (docs/architecture.md, "Process life").
+bool Start() {
+  // Block every signal in the writer (it inherits the creating thread's mask): a process-directed
+  // signal must go to a program thread, never to ours.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  g_writer.stop.store(false, std::memory_order_relaxed);
+  g_writer.running.store(true, std::memory_order_release);
+  int rc = internal::RealPthreadCreate(&g_writer.thread, &attr, WriterMain, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    g_writer.running.store(false, std::memory_order_release);
+    internal::Say("cannot start the writer thread; not tracing");
+    return false;
+  }
+  g_writer.started.store(true, std::memory_order_release);  // joinable (Stop)
+  pthread_setname_np(g_writer.thread, "idlescope-wr");
+  return true;
+}
+
+void Wake() {
+  g_writer.wake_word.fetch_add(1, std::memory_order_release);
+  Futex(&g_writer.wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+void RunJob(Job job) {
+  // Here where the program's table holds the file (shared-table fallback) or no writer is left
+  // (then no file is open, or none this thread can reach: trace_file::Write finds out).
+  if (detail::g_program_trace_fd.load(std::memory_order_relaxed) >= 0 ||
+      !g_writer.running.load(std::memory_order_acquire)) {
+    flush::ProgramThreadLock lock;
+    DoJobLocked(job);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_writer.job_mu);
+  uint32_t done = g_writer.jobs_done.load(std::memory_order_acquire);
+  g_writer.job.store(static_cast<uint32_t>(job), std::memory_order_release);
+  Wake();
+  uint64_t deadline = NowNs() + 10'000'000'000ull;
+  while (g_writer.jobs_done.load(std::memory_order_acquire) == done) {
+    if (NowNs() >= deadline || !g_writer.running.load(std::memory_order_acquire)) {
+      uint32_t posted = static_cast<uint32_t>(job);
+      g_writer.job.compare_exchange_strong(posted, 0);
+      return;
+    }
+    WaitWhile(&g_writer.jobs_done, done, deadline);
+  }
+}
+
+bool EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
+              void (*participant_flush)()) {
+  if (g_writer.running.load(std::memory_order_seq_cst)) {
+    g_writer.final_status = status;
+    g_writer.final_signal_care = signal_care;
+    g_writer.final_participant_flush = participant_flush;
+    if (signal_care) flush::AnnounceEndOnSignal();
+    g_writer.final_request.store(1 + reason, std::memory_order_seq_cst);
+    Wake();
+    return true;
+  }
+  if (!from_signal) {
+    flush::ProgramThreadLock lock;
+    flush::FinalFlushLocked(reason, status);
+  }
+  // Done, or nothing more can be written (a signal handler without a writer): a second ending
+  // need not wait.
+  MarkFinalDone();
+  return false;
+}
+
+void WaitTraceEnded(uint64_t seconds) {
+  uint64_t deadline = NowNs() + seconds * 1000000000ull;
+  while (g_writer.final_done.load(std::memory_order_acquire) == 0 && NowNs() < deadline) {
+    WaitWhile(&g_writer.final_done, 0, deadline);
+  }
+}
+
+void Stop() {
+  if (g_writer.started.exchange(false)) {
+    g_writer.stop.store(true, std::memory_order_release);
+    Wake();
+    pthread_join(g_writer.thread, nullptr);
+  }
+}
+
+void ResetInChild() {
+  g_writer.running.store(false, std::memory_order_relaxed);
+  g_writer.stop.store(false);
+  g_writer.started.store(false);  // the parent's writer is not the child's to join
+  g_writer.final_request.store(0);
+  g_writer.final_done.store(0);
+  // A program thread of the parent may have been waiting for its writer (RunJob): that thread,
+  // and its job, do not exist here.
+  new (&g_writer.job_mu) std::mutex();
+  g_writer.job.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace writer
+
+namespace internal {
+void FlushSoon() {
+  if (writer::g_writer.running.load(std::memory_order_acquire)) writer::Wake();
+}
+}  // namespace internal
+
+}  // namespace idlescope
