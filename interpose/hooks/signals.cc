@@ -181,9 +181,11 @@ void Trampoline(int sig, siginfo_t* info, void* ucontext) {
   const Program program = Current(slot);
   SigactionFn real = g_real.load(std::memory_order_relaxed);
   if ((program.action.sa_flags & SA_RESETHAND) != 0 && real != nullptr) {
-    // The kernel would have reset the disposition before running the handler.
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
+    // The kernel would have reset the disposition before running the handler: the handler only
+    // (kernel/signal.c, SA_ONESHOT), the flags and mask stay as the program gave them, which a
+    // later sigaction query shows (SA_RESETHAND included).
+    struct sigaction dfl = program.action;
+    dfl.sa_sigaction = nullptr;
     dfl.sa_handler = SIG_DFL;
     if (internal::InTracedProcess()) SetCurrent(slot, Program{dfl, 0});
     real(sig, &dfl, nullptr);
