@@ -20,8 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/report/escape.h"
 #include "analyzer/report/units.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
@@ -35,8 +37,14 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+// A string field as dump shows it: quoted, its control characters escaped as the text report
+// escapes them (report/escape.h), and its quotes too.
 std::string Quote(absl::string_view bytes) {
-  return absl::StrCat("\"", absl::CHexEscape(bytes), "\"");
+  return absl::StrCat(
+      "\"",
+      absl::StrReplaceAll(EscapeControls(std::string_view(bytes.data(), bytes.size())),
+                          {{"\"", "\\\""}}),
+      "\"");
 }
 
 // CLOCK_REALTIME ns as UTC, "2026-11-29T16:31:41.123456789Z".
@@ -423,7 +431,9 @@ int DumpCommand(int argc, char** argv) {
   }
   auto reader = TraceFileReader::Open(files[0]);
   if (!reader.ok()) {
-    std::fprintf(stderr, "idlescope dump: %s\n", std::string(reader.status().message()).c_str());
+    const absl::string_view message = reader.status().message();
+    std::fprintf(stderr, "idlescope dump: %s\n",
+                 EscapeControls(std::string_view(message.data(), message.size())).c_str());
     return 1;
   }
   Dumper dumper(**reader, events);

@@ -40,7 +40,6 @@ import time
 KNOWN = {
     r"cli_output/.*/(mode600|symlink|hardlink|device|fifo)/file": "output-replaced",
     r"cli_write_errors/.*": "write-errors-ignored",
-    r"names_escaped/(no-control-characters|no-forged-line|named)": "names-raw",
     r"shard_files/(swapped-trace|.*-bit-flips)": "shard-files-trusted",
     r"dask_workers_killed/.*/(report|one-line)": "dask-traceback",
     r"cli_signals/.*/removed": "shards-dir-left",
