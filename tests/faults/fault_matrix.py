@@ -38,11 +38,8 @@ import time
 # The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
 # entry when its fix has merged: its checks then report XPASS.
 KNOWN = {
-    r"cli_output/.*/(mode600|symlink|hardlink|device|fifo)/file": "output-replaced",
-    r"cli_write_errors/.*": "write-errors-ignored",
     r"shard_files/(swapped-trace|.*-bit-flips)": "shard-files-trusted",
     r"dask_workers_killed/.*/(report|one-line)": "dask-traceback",
-    r"cli_signals/.*/removed": "shards-dir-left",
 }
 
 
@@ -908,17 +905,24 @@ def cli_write_errors(m):
     if os.geteuid() != 0:
         print("note: not root: no full tmpfs", flush=True)
         return
+    # A 16 KiB tmpfs (four pages) with one page left: the JSON report (some 6 KiB) cannot fit.
+    status, report, err = cli(m, commands["report-json"])
+    if len(report) <= 4096:
+        raise RuntimeError("the JSON report is %d bytes: the case needs more than a page" %
+                           len(report))
     d = m.new_dir("full")
     if not mount("-t", "tmpfs", "-o", "size=16k", "tmpfs", d):
         raise RuntimeError("mount tmpfs failed")
     try:
-        # Larger than the filesystem: the JSON report of this job is some 40 KiB.
+        with open(os.path.join(d, "filler"), "wb") as f:
+            f.write(bytes(3 * 4096))
         with open(os.path.join(d, "stdout.json"), "wb") as out:
             p = subprocess.run([m.paths.idlescope] + commands["report-json"], stdout=out,
                                stderr=subprocess.PIPE, timeout=120)
         m.check("cli_write_errors/full-fs/stdout", one_line_error(p.returncode, p.stderr),
                 describe_end(p.returncode, p.stderr))
         os.remove(os.path.join(d, "stdout.json"))
+        # The last page taken by the file that is there: the new one cannot be written at all.
         kept = os.path.join(d, "report.json")
         with open(kept, "wb") as f:
             f.write(b"the last good report\n")
@@ -926,7 +930,7 @@ def cli_write_errors(m):
         m.check("cli_write_errors/full-fs/output", one_line_error(status, err),
                 describe_end(status, err))
         left = sorted(os.listdir(d))
-        m.check("cli_write_errors/full-fs/kept", left == ["report.json"] and
+        m.check("cli_write_errors/full-fs/kept", left == ["filler", "report.json"] and
                 not file_problem(kept, b"the last good report\n"),
                 "the directory holds %s; %s" % (left, file_problem(kept, b"the last good report\n")))
     finally:
