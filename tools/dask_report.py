@@ -276,10 +276,13 @@ def main():
         # cluster on the machine: the dashboard moves to another port and the report is the same.
         warnings.filterwarnings("ignore", module="distributed")
     cluster = None
+    worker_stderr = None
     try:
         if args.scheduler:
             client = Client(args.scheduler)
         else:
+            if not args.verbose:
+                worker_stderr = keep_worker_stderr_apart()
             cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1,
                                    processes=True, dashboard_address=None, silence_logs=quiet)
             client = Client(cluster)
@@ -300,6 +303,23 @@ def main():
                 cluster.close()
             except Exception:  # a cluster whose workers are gone may fail to close: it is going
                 pass
+        if worker_stderr is not None:
+            sys.stderr.flush()
+            os.dup2(worker_stderr, 2)
+            os.close(worker_stderr)
+            sys.stderr = sys.__stderr__
+
+
+def keep_worker_stderr_apart():
+    """The local cluster's worker processes inherit fd 2: what a dying worker prints there (its
+    own tracebacks, from Dask's code, as it is killed) goes to an unlinked file instead, and
+    sys.stderr, where the driver's own lines go, to the real stderr. Returns a copy of the real
+    stderr's descriptor, to put back."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(prefix="idlescope-dask-workers-") as log:
+        os.dup2(log.fileno(), 2)
+    sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
+    return saved
 
 
 if __name__ == "__main__":

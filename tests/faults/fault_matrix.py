@@ -39,7 +39,6 @@ import time
 # entry when its fix has merged: its checks then report XPASS.
 KNOWN = {
     r"shard_files/(swapped-trace|.*-bit-flips)": "shard-files-trusted",
-    r"dask_workers_killed/always/one-line": "dask-traceback",
 }
 
 
