@@ -2,8 +2,12 @@
 // ApiName::Intern).
 #include "interpose/interned_strings.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -39,15 +43,41 @@ struct StringHash {
 };
 using StringIds = std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>;
 
+// The program strings live in pages of their own, never in malloc's. A hook may intern from a
+// signal handler that interrupted the program inside malloc, holding its arena's lock: CPython's C
+// handler writes the signal number to the wakeup fd (asyncio's, signal.set_wakeup_fd), and the
+// write hook's first call on that fd names the socket. A malloc there waits for that lock forever:
+// the process hung (tests/python/python_stacks_test.cc, HooksInSignalHandlersTakeNoPythonFrames,
+// 1 run in 25). The fd table (hooks/io_fd_table.h) and the stack trie (stacks.cc) are made the
+// same way. The mutex cannot be the interrupted thread's own: InternString runs as a hook
+// (t_hook_depth), and hooks never record when nested.
+void* Pages(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// The index: open addressing over (hash, id), half full at most, doubled by rehashing.
+struct StringSlot {
+  uint32_t id;  // 0: empty
+  uint32_t hash;
+};
+constexpr size_t kFirstIndexSlots = 4096;
+// The strings' bytes: bump allocation in blocks, never freed (ids are stable for the process).
+constexpr size_t kByteBlock = size_t{1} << 20;
+
 // The program's strings. The mutex is a constant-initialised std::mutex, usable before any
-// constructor ran (another preloaded library's constructor may call a hook first); the map is
-// created under it at the first use. Never destroyed (hooks may run after static destructors).
+// constructor ran (another preloaded library's constructor may call a hook first); the pages are
+// mapped under it at the first use. Never unmapped but the index a rehash replaced (hooks may run
+// after static destructors).
 struct ProgramStrings {
   std::mutex mu;
-  StringIds* ids = nullptr;                               // under mu
+  StringSlot* index = nullptr;  // under mu
+  size_t index_slots = 0;       // a power of two
+  char* bytes = nullptr;        // the current block's free part (under mu)
+  size_t bytes_left = 0;
   std::atomic<StringRef*> chunks[kMaxStringChunks] = {};  // written under mu, read by flushes
   std::atomic<uint32_t> published{0};                     // ids 1..published have their StringRef
-  uint64_t refused = 0;                                   // table full (under mu)
+  uint64_t refused = 0;                                   // table full or no memory (under mu)
   uint32_t written = 0;  // written to the current file (under the flush lock)
 };
 
@@ -84,27 +114,83 @@ uint32_t InternFlushString(std::string_view s) {
   return id;
 }
 
+// The string of a published id (1..published).
+const StringRef& PublishedString(uint32_t id);
+
+uint32_t HashOf(std::string_view s) { return static_cast<uint32_t>(StringHash()(s)); }
+
+// Under the program strings' mutex: `index_slots` slots, the published ids in them.
+bool RebuildIndex(ProgramStrings& p, size_t slots) {
+  auto* index = static_cast<StringSlot*>(Pages(slots * sizeof(StringSlot)));
+  if (index == nullptr) return false;
+  for (size_t i = 0; i < p.index_slots; ++i) {
+    StringSlot slot = p.index[i];
+    if (slot.id == 0) continue;
+    size_t at = slot.hash & (slots - 1);
+    while (index[at].id != 0) at = (at + 1) & (slots - 1);
+    index[at] = slot;
+  }
+  if (p.index != nullptr) munmap(p.index, p.index_slots * sizeof(StringSlot));
+  p.index = index;
+  p.index_slots = slots;
+  return true;
+}
+
+// Under the program strings' mutex: a copy of `s` in the strings' pages, nullptr without memory.
+const char* KeepBytes(ProgramStrings& p, std::string_view s) {
+  if (s.size() > p.bytes_left) {
+    size_t block = std::max(kByteBlock, (s.size() + 4095) & ~size_t{4095});
+    char* pages = static_cast<char*>(Pages(block));
+    if (pages == nullptr) return nullptr;
+    p.bytes = pages;
+    p.bytes_left = block;
+  }
+  char* kept = p.bytes;
+  if (!s.empty()) memcpy(kept, s.data(), s.size());
+  p.bytes += s.size();
+  p.bytes_left -= s.size();
+  return kept;
+}
+
 // Under the program strings' mutex.
 uint32_t InternProgramStringLocked(std::string_view s) {
   ProgramStrings& p = g_strings.program;
-  if (p.ids == nullptr) p.ids = new StringIds();
-  auto it = p.ids->find(s);
-  if (it != p.ids->end()) return it->second;
   uint32_t index = p.published.load(std::memory_order_relaxed);
+  // At most half full after this insert.
+  if ((index + 1) * size_t{2} > p.index_slots &&
+      !RebuildIndex(p, p.index_slots == 0 ? kFirstIndexSlots : p.index_slots * 2)) {
+    ++p.refused;
+    return 0;
+  }
+  uint32_t hash = HashOf(s);
+  size_t at = hash & (p.index_slots - 1);
+  for (; p.index[at].id != 0; at = (at + 1) & (p.index_slots - 1)) {
+    if (p.index[at].hash != hash) continue;
+    const StringRef& ref = PublishedString(p.index[at].id);
+    if (std::string_view(ref.data, ref.size) == s) return p.index[at].id;
+  }
   uint32_t chunk = index >> kStringChunkBits;
-  if (chunk >= kMaxStringChunks) {
+  if (chunk >= kMaxStringChunks || s.size() > UINT32_MAX) {
     ++p.refused;
     return 0;
   }
   StringRef* refs = p.chunks[chunk].load(std::memory_order_relaxed);
   if (refs == nullptr) {
-    refs = new StringRef[kStringChunk];
+    refs = static_cast<StringRef*>(Pages(kStringChunk * sizeof(StringRef)));
+    if (refs == nullptr) {
+      ++p.refused;
+      return 0;
+    }
     p.chunks[chunk].store(refs, std::memory_order_relaxed);
   }
+  const char* kept = KeepBytes(p, s);
+  if (kept == nullptr) {
+    ++p.refused;
+    return 0;
+  }
   uint32_t id = index + 1;
-  auto inserted = p.ids->emplace(std::string(s), id).first;
-  refs[index & (kStringChunk - 1)] = {inserted->first.data(),
-                                      static_cast<uint32_t>(inserted->first.size())};
+  refs[index & (kStringChunk - 1)] = {kept, static_cast<uint32_t>(s.size())};
+  p.index[at] = {id, hash};
   // Publishes the StringRef (and its chunk) to flushes, which read without the mutex.
   p.published.store(id, std::memory_order_release);
   return id;

@@ -1,9 +1,10 @@
 // Interned strings: the ids of InternString/InternPath/InternArgv and ApiName (recorder.h), and
 // the strings a flush interns itself (the names of new frames).
 //
-// Program threads intern under a mutex (a map finds a string's id). What a flush needs is readable
-// without that mutex: ids are handed out in order, and each string's bytes are stored in a chunk
-// table before the count that publishes its id. So a flush never waits for a thread that holds the
+// Program threads intern under a mutex, into pages of their own (never malloc: a hook may intern
+// in a signal handler that interrupted malloc). What a flush needs is readable without that
+// mutex: ids are handed out in order, and each string's bytes are stored in a chunk table before
+// the count that publishes its id. So a flush never waits for a thread that holds the
 // mutex, which may be the very thread that a signal stopped there (the final flush of SIGTERM:
 // docs/architecture.md, "Interned strings"). Ids are stable for the process: hooks keep their API
 // names' ids, and a forked child keeps using them all (its new file defines them all again).

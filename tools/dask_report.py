@@ -4,7 +4,7 @@
     dask_report.py [--scheduler ADDRESS | --local-workers N] [--idlescope PATH]
                    [--format text|json] [-o FILE] [--min-gap MS] [--top N]
                    [--reorder-window MS] [--no-python-frames] [--files-per-task K]
-                   DIR|FILE...
+                   [--no-workers-timeout S] [-v] DIR|FILE...
 
 The report is the one `idlescope report` prints for the same traces: both run the same four
 steps (docs/architecture.md, "Analysis in shards"), here spread over the cluster's workers:
@@ -22,16 +22,30 @@ address (a `dask scheduler` with `dask worker`s, a dask-jobqueue SLURMCluster's
 `cluster.scheduler_address`, ...); --local-workers N starts a LocalCluster of N worker processes on
 this machine instead.
 
+A worker that dies (killed, out of memory, its machine lost) costs only its tasks: Dask runs them
+again on another worker, and a task whose workers kept dying (Dask's KilledWorker) is submitted
+once more, twice at most; the report is the same. A cluster left without any worker (they died
+and were not restarted) is given up after --no-workers-timeout seconds. When it cannot go on, the
+driver says why in one line (--verbose: Dask's own log lines too).
+
 Needs Python 3 with dask.distributed (Debian: python3-distributed). Exit status: 0 report written,
 1 an error (one line), 2 usage.
 """
 
 import argparse
+import concurrent.futures
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
+
+
+# How many times a task whose workers died is submitted again after Dask gave up on it.
+RESUBMISSIONS = 2
 
 
 def run_idlescope(binary, args, stdin_files=None):
@@ -82,6 +96,50 @@ def map_shard(binary, plan, shard):
 # --- the driver (on the client) ---
 
 
+def results(client, submit, items, what, patience):
+    """{item: submit(item)'s result} for every item. A task that Dask gave up on because the
+    workers running it died (KilledWorker), or that was cancelled with them, is submitted again,
+    RESUBMISSIONS times at most; then it is an error (RuntimeError: one line). So is a cluster
+    left without a worker for `patience` seconds (Dask would wait for one for ever)."""
+    from distributed import KilledWorker
+    futures = {item: submit(item) for item in items}
+    out = {}
+    for item, future in futures.items():
+        for attempt in range(RESUBMISSIONS + 1):
+            try:
+                out[item] = result(client, future, patience)
+                break
+            except (KilledWorker, concurrent.futures.CancelledError, asyncio_cancelled()) as e:
+                if attempt == RESUBMISSIONS:
+                    raise RuntimeError(
+                        "%s: the workers running it died, %d times submitted (%s)" %
+                        (what(item), attempt + 1, type(e).__name__))
+                future = submit(item)
+    return out
+
+
+def result(client, future, patience):
+    """future.result(), or RuntimeError once the cluster has had no worker for `patience` s."""
+    alone_since = None
+    while True:
+        try:
+            return future.result(timeout=2)
+        except TimeoutError:  # asyncio's and concurrent.futures' too, in Python 3.11
+            pass
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > patience:
+            raise RuntimeError("the cluster has had no worker for %d s (workers that died were "
+                               "not restarted, or none joined)" % patience)
+
+
+def asyncio_cancelled():
+    import asyncio
+    return asyncio.CancelledError
+
+
 def chunks(items, size):
     for i in range(0, len(items), size):
         yield items[i:i + size]
@@ -98,7 +156,9 @@ def default_binary():
 
 def analyze(client, args, tmp):
     binary = args.idlescope
-    files = client.submit(list_inputs, binary, args.inputs, pure=False).result()
+    patience = args.no_workers_timeout
+    files = results(client, lambda _: client.submit(list_inputs, binary, args.inputs, pure=False),
+                    [0], lambda _: "listing the inputs", patience)[0]
     # Index K files a task, files named and found in directories apart (a directory's file that
     # is no trace is skipped; a named one is an error), in the order idlescope report reads them.
     groups = []
@@ -117,9 +177,11 @@ def analyze(client, args, tmp):
     if args.no_python_frames:
         plan_args.append("--no-python-frames")
     for align in (False, True):
-        futures = [client.submit(index_files, binary, paths, listed, align, pure=False)
-                   for listed, paths in groups]
-        indexes = client.gather(futures)
+        indexed = results(
+            client, lambda i: client.submit(index_files, binary, groups[i][1], groups[i][0], align,
+                                            pure=False),
+            range(len(groups)), lambda i: "indexing %s" % groups[i][1][0], patience)
+        indexes = [indexed[i] for i in range(len(groups))]
         index_paths = []
         for i, data in enumerate(indexes):
             path = os.path.join(tmp, f"index-{i}")
@@ -139,12 +201,15 @@ def analyze(client, args, tmp):
     def map_all(plan_path, which):
         with open(plan_path, "rb") as f:
             plan = f.read()
-        plan_future = client.scatter(plan, broadcast=True)
-        futures = {s: client.submit(map_shard, binary, plan_future, s, pure=False) for s in which}
-        for s, future in futures.items():
+        # The plan goes with each task (a plan is some bytes per file of the job): a task that
+        # depends on nothing else runs again wherever a worker is left; data scattered to the
+        # workers, or a task's result held by them, is lost with them.
+        mapped = results(client, lambda s: client.submit(map_shard, binary, plan, s, pure=False),
+                         which, lambda s: "mapping shard %d" % s, patience)
+        for s in which:
             path = os.path.join(tmp, f"summary-{os.path.basename(plan_path)}-{s}")
             with open(path, "wb") as f:
-                f.write(future.result())
+                f.write(mapped[s])
             summaries[(plan_path, s)] = path
 
     map_all(plan_path, range(shards))
@@ -183,6 +248,11 @@ def main():
     parser.add_argument("--reorder-window")
     parser.add_argument("--no-python-frames", action="store_true")
     parser.add_argument("--files-per-task", type=int, default=16)
+    parser.add_argument("--no-workers-timeout", type=float, default=300, metavar="S",
+                        help="give up when the cluster has had no worker for S seconds "
+                        "(default 300)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="Dask's own log lines (a worker that died and was restarted, ...)")
     parser.add_argument("inputs", nargs="+", metavar="DIR|FILE")
     args = parser.parse_args()
     if not args.scheduler and args.local_workers <= 0:
@@ -197,22 +267,59 @@ def main():
     args.inputs = [os.path.abspath(i) for i in args.inputs]
     if args.output:
         args.output = os.path.abspath(args.output)
+    # Dask logs a worker's death and restart as warnings: what the driver goes on from needs no
+    # line, and what it cannot go on from gets its own one.
+    quiet = False if args.verbose else logging.CRITICAL  # False: LocalCluster's logging unchanged
+    if not args.verbose:
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        # Also its warnings, such as "Port 8787 is already in use" for the dashboard of a second
+        # cluster on the machine: the dashboard moves to another port and the report is the same.
+        warnings.filterwarnings("ignore", module="distributed")
     cluster = None
+    worker_stderr = None
     try:
         if args.scheduler:
             client = Client(args.scheduler)
         else:
+            if not args.verbose:
+                worker_stderr = keep_worker_stderr_apart()
             cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1,
-                                   processes=True, dashboard_address=None)
+                                   processes=True, dashboard_address=None, silence_logs=quiet)
             client = Client(cluster)
         with client, tempfile.TemporaryDirectory(prefix="idlescope-dask-") as tmp:
             return analyze(client, args, tmp)
     except RuntimeError as e:
         print(f"dask_report.py: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("dask_report.py: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # Dask's and the OS's errors: one line, never a traceback
+        print(f"dask_report.py: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     finally:
         if cluster is not None:
-            cluster.close()
+            try:
+                cluster.close()
+            except Exception:  # a cluster whose workers are gone may fail to close: it is going
+                pass
+        if worker_stderr is not None:
+            sys.stderr.flush()
+            os.dup2(worker_stderr, 2)
+            os.close(worker_stderr)
+            sys.stderr = sys.__stderr__
+
+
+def keep_worker_stderr_apart():
+    """The local cluster's worker processes inherit fd 2: what a dying worker prints there (its
+    own tracebacks, from Dask's code, as it is killed) goes to an unlinked file instead, and
+    sys.stderr, where the driver's own lines go, to the real stderr. Returns a copy of the real
+    stderr's descriptor, to put back."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(prefix="idlescope-dask-workers-") as log:
+        os.dup2(log.fileno(), 2)
+    sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
+    return saved
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 
 namespace idlescope {
 
+// Each parses its options by one table (options.h). main.cc checks stdout when it returns
+// (output_file.h FinishStdout).
 // idlescope run [-o DIR] -- CMD...   (run_command.cc)
 int RunCommand(int argc, char** argv);
 // idlescope dump FILE                (cli/dump_command.cc)
@@ -32,7 +34,8 @@ struct ReportRequest {
   size_t jobs = 0;              // threads for the shards (0: one per core)
   bool single_process = false;  // one pass even when the export watches nothing
   std::string_view format;
-  std::string output;  // "": stdout
+  std::string output;    // "": stdout
+  bool verbose = false;  // the closing lines on stderr: what was written, the throughput
 };
 int RunReport(const ReportRequest& request);
 // idlescope index | plan | map | merge: a job analyzed in shards, step by step
@@ -41,7 +44,9 @@ int IndexCommand(int argc, char** argv);
 int PlanCommand(int argc, char** argv);
 int MapCommand(int argc, char** argv);
 int MergeCommand(int argc, char** argv);
-// idlescope --version                (version_command.cc)
+// idlescope --version, or -V of any command (version_command.cc)
 int VersionCommand(int argc, char** argv);
+// What it prints (returns 0).
+int PrintVersion();
 
 }  // namespace idlescope

@@ -1,15 +1,18 @@
-// idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run]
+// idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run] [--min-gap MS]
 //                [--fail-if-slower PCT] [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
 // Analyzes two runs of a job (trace directories or files) with the same pipeline as
 // `idlescope report`, and prints them side by side (analyzer/diff/diff.h, docs/diff.md). Exit
-// status: 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace.
+// status: 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace or the
+// diff cannot be written.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
@@ -37,7 +40,29 @@ constexpr char kUsage[] =
     "                          exit 3 when CAUSE's idle time grows by more than PCT%\n"
     "                          (repeatable; CAUSE as in `idlescope report --format json`)\n"
     "  --min-gap MS            as in `idlescope report` (default 1 ms)\n"
-    "exit status: 0 fine, 3 a gate tripped, 2 usage error, 1 unreadable input\n";
+    "  -h, --help              this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace\n"
+    "or the diff cannot be written (one line says which)\n";
+
+enum DiffOption : int {
+  kPerStepOption = kFirstCommandOption,
+  kPerRunOption,
+  kFailIfSlowerOption,
+  kFailIfCauseGrowsOption,
+};
+
+constexpr OptionSpec kDiffOptions[] = {
+    FormatOption(DiffExporterNames),
+    kJson,
+    kOutput,
+    {kPerStepOption, "per-step"},
+    {kPerRunOption, "per-run"},
+    {kFailIfSlowerOption, "fail-if-slower", 0, "PCT"},
+    {kFailIfCauseGrowsOption, "fail-if-cause-grows", 0, "CAUSE:PCT"},
+    kMinGap,
+};
+
+constexpr CommandSpec kDiff = {"diff", kDiffOptions, kUsage};
 
 // Runs the report pipeline on one side, with the step census fed by the same read of its files;
 // nullopt (after printing why) when it cannot be read.
@@ -45,7 +70,7 @@ std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOption
   StepCensusSink census;
   absl::StatusOr<AnalyzedJob> job = AnalyzeJob({input}, {options, ReadOptions{}}, {&census});
   if (!job.ok()) {
-    std::fprintf(stderr, "idlescope diff: %s\n", std::string(job.status().message()).c_str());
+    PrintError("diff", job.status().message());
     return std::nullopt;
   }
   return SummarizeRun(input, job->report, census.Census(job->symbols));
@@ -54,77 +79,58 @@ std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOption
 }  // namespace
 
 int DiffCommand(int argc, char** argv) {
+  ParsedCommandLine line = ParseCommandLine(kDiff, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   const char* format = "text";
   std::string output;
   DiffOptions options;
   AnalysisOptions analysis_options;
-  std::vector<std::string> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "idlescope diff: %s needs a value\n", argv[i]);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return kDiffExitOk;
-    } else if (ParseFormatFlag(argc, argv, &i, &format)) {
-      if (format == nullptr) {
-        std::fprintf(stderr, "idlescope diff: --format needs a value (%s)\n",
-                     DiffExporterNames().c_str());
-        return kDiffExitUsage;
-      }
-    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) {
-        std::fprintf(stderr, "idlescope diff: %s needs a file name\n", argv[i]);
-        return kDiffExitUsage;
-      }
-    } else if (arg == "--per-step") {
-      options.normalization = NormalizationChoice::kPerStep;
-    } else if (arg == "--per-run") {
-      options.normalization = NormalizationChoice::kPerRun;
-    } else if (arg == "--fail-if-slower" || arg == "--min-gap") {
-      const char* v = value();
-      double number = 0;
-      if (v == nullptr || !ParseNonNegative(v, &number)) {
-        std::fprintf(stderr, "idlescope diff: %s needs a non-negative number\n", argv[i - 1]);
-        return kDiffExitUsage;
-      }
-      if (arg == "--min-gap") {
-        analysis_options.min_gap = static_cast<Ns>(number * 1e6);
-      } else {
+  for (const ParsedOption& option : line.options) {
+    double number = 0;
+    switch (option.id) {
+      case kFormatOption:
+        format = option.value;
+        break;
+      case kJsonOption:
+        format = "json";
+        break;
+      case kOutputOption:
+        output = option.value;
+        break;
+      case kPerStepOption:
+        options.normalization = NormalizationChoice::kPerStep;
+        break;
+      case kPerRunOption:
+        options.normalization = NormalizationChoice::kPerRun;
+        break;
+      case kFailIfSlowerOption:
+        if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
         options.fail_if_slower_pct = number;
+        break;
+      case kMinGapOption:
+        if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
+        analysis_options.min_gap = static_cast<Ns>(number * 1e6);
+        break;
+      case kFailIfCauseGrowsOption: {
+        absl::StatusOr<CauseGate> gate = ParseCauseGate(option.value);
+        if (!gate.ok()) {
+          return UsageError("diff",
+                            absl::StrCat("--fail-if-cause-grows ", gate.status().message()));
+        }
+        options.cause_gates.push_back(*gate);
+        break;
       }
-    } else if (arg == "--fail-if-cause-grows") {
-      const char* v = value();
-      if (v == nullptr) return kDiffExitUsage;
-      absl::StatusOr<CauseGate> gate = ParseCauseGate(v);
-      if (!gate.ok()) {
-        std::fprintf(stderr, "idlescope diff: --fail-if-cause-grows %s\n",
-                     std::string(gate.status().message()).c_str());
-        return kDiffExitUsage;
-      }
-      options.cause_gates.push_back(*gate);
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope diff: unknown option '%s'\n%s", argv[i], kUsage);
-      return kDiffExitUsage;
-    } else {
-      inputs.emplace_back(arg);
     }
   }
+  const std::vector<std::string>& inputs = line.operands;
   if (inputs.size() != 2) {
-    std::fprintf(stderr, "idlescope diff: expected BEFORE and AFTER, got %zu input%s\n%s",
-                 inputs.size(), inputs.size() == 1 ? "" : "s", kUsage);
-    return kDiffExitUsage;
+    return UsageError("diff", absl::StrFormat("expected BEFORE and AFTER, got %d input%s",
+                                              inputs.size(), inputs.size() == 1 ? "" : "s"));
   }
   const Exporter<JobDiff>* exporter = FindDiffExporter(format);
   if (exporter == nullptr) {
-    std::fprintf(stderr, "idlescope diff: unknown format '%s' (formats: %s)\n", format,
-                 DiffExporterNames().c_str());
-    return kDiffExitUsage;
+    return UsageError(
+        "diff", absl::StrCat("unknown format '", format, "' (formats: ", DiffExporterNames(), ")"));
   }
   std::optional<RunSummary> before = Analyze(inputs[0], analysis_options);
   if (!before) return kDiffExitUnreadable;
@@ -137,8 +143,7 @@ int DiffCommand(int argc, char** argv) {
   if (!WriteOutput("diff", output, out.text())) return kDiffExitUnreadable;
   for (const GateResult& g : diff.gates) {
     if (g.tripped)
-      std::fprintf(stderr, "idlescope diff: gate tripped: %s: %s\n", GateLabel(g).c_str(),
-                   GateDetail(g).c_str());
+      PrintError("diff", absl::StrCat("gate tripped: ", GateLabel(g), ": ", GateDetail(g)));
   }
   return diff.exit_code();
 }

@@ -20,8 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
+#include "analyzer/report/escape.h"
 #include "analyzer/report/units.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
@@ -35,8 +39,14 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+// A string field as dump shows it: quoted, its control characters escaped as the text report
+// escapes them (report/escape.h), and its quotes too.
 std::string Quote(absl::string_view bytes) {
-  return absl::StrCat("\"", absl::CHexEscape(bytes), "\"");
+  return absl::StrCat(
+      "\"",
+      absl::StrReplaceAll(EscapeControls(std::string_view(bytes.data(), bytes.size())),
+                          {{"\"", "\\\""}}),
+      "\"");
 }
 
 // CLOCK_REALTIME ns as UTC, "2026-11-29T16:31:41.123456789Z".
@@ -373,7 +383,7 @@ class Dumper {
   }
 
   void Flush() {
-    std::fwrite(out_.data(), 1, out_.size(), stdout);
+    WriteStdout(out_);
     out_.clear();
   }
 
@@ -388,51 +398,47 @@ class Dumper {
   uint64_t runs_seen_ = 0, run_launches_seen_ = 0, kernel_runs_seen_ = 0, kernels_seen_ = 0;
 };
 
-void DumpUsage(FILE* out) {
-  std::fprintf(out,
-               "usage: idlescope dump [--summary] FILE\n"
-               "  Print every packet and event of a trace file, then how the file ends.\n"
-               "  --summary   only the header, notices, footer and the summary (no events)\n");
-}
+constexpr char kUsage[] =
+    "usage: idlescope dump [--summary] FILE\n"
+    "  Print every packet and event of a trace file, then how the file ends.\n"
+    "  --summary     only the header, notices, footer and the summary (no events)\n"
+    "  -h, --help    this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 dumped (a cut or corrupt tail is said at the end), 1 FILE is not a trace\n"
+    "or stdout cannot be written (one line says which), 2 usage error\n";
+
+enum DumpOption : int { kSummaryOption = kFirstCommandOption };
+
+constexpr OptionSpec kDumpOptions[] = {{kSummaryOption, "summary"}};
+
+constexpr CommandSpec kDump = {"dump", kDumpOptions, kUsage};
 
 }  // namespace
 
 int DumpCommand(int argc, char** argv) {
+  ParsedCommandLine line = ParseCommandLine(kDump, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   bool events = true;
-  std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      DumpUsage(stdout);
-      return 0;
-    } else if (arg == "--summary") {
-      events = false;
-    } else if (arg == "--") {
-      for (++i; i < argc; ++i) files.push_back(argv[i]);
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      std::fprintf(stderr, "idlescope dump: unknown option '%s'\n", argv[i]);
-      DumpUsage(stderr);
-      return 2;
-    } else {
-      files.push_back(argv[i]);
-    }
+  for (const ParsedOption& option : line.options) {
+    if (option.id == kSummaryOption) events = false;
   }
+  const std::vector<std::string>& files = line.operands;
   if (files.size() != 1) {
-    DumpUsage(stderr);
-    return 2;
+    return UsageError("dump", files.empty() ? "no trace file given" : "one trace file at a time");
   }
   auto reader = TraceFileReader::Open(files[0]);
   if (!reader.ok()) {
-    std::fprintf(stderr, "idlescope dump: %s\n", std::string(reader.status().message()).c_str());
+    PrintError("dump", reader.status().message());
     return 1;
   }
   Dumper dumper(**reader, events);
   dumper.PrintHeader((*reader)->header());
   idlescope::Packet packet;
-  for (uint64_t index = 1; (*reader)->Next(&packet); ++index) dumper.PrintPacket(index, packet);
-  dumper.PrintSummary((*reader)->stats());
-  std::fflush(stdout);
-  return 0;
+  // Until stdout fails (a reader that has gone wants no more: main.cc says it in one line).
+  for (uint64_t index = 1; !StdoutFailed() && (*reader)->Next(&packet); ++index) {
+    dumper.PrintPacket(index, packet);
+  }
+  if (!StdoutFailed()) dumper.PrintSummary((*reader)->stats());
+  return StdoutFailed() ? 1 : 0;
 }
 
 }  // namespace idlescope

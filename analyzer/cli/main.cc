@@ -9,6 +9,9 @@
 #include <string_view>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
+#include "analyzer/cli/temporary_paths.h"
 
 namespace {
 
@@ -19,7 +22,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"run", idlescope::RunCommand, "run [-o DIR] -- CMD...   trace CMD and its children"},
+    {"run", idlescope::RunCommand, "run [-o DIR] [--] CMD...  trace CMD and its children"},
     {"dump", idlescope::DumpCommand, "dump FILE                print every packet of a trace"},
     {"report", idlescope::ReportCommand,
      "report [--format F] DIR|FILE... why the GPUs of a traced job sat idle"},
@@ -31,6 +34,8 @@ constexpr Command kCommands[] = {
     {"plan", idlescope::PlanCommand, "plan -o PLAN INDEX...    2: the job's shards"},
     {"map", idlescope::MapCommand, "map -o SUMMARY PLAN SHARD  3: one shard's summary"},
     {"merge", idlescope::MergeCommand, "merge PLAN SUMMARY...    4: the report"},
+    {"version", idlescope::VersionCommand,
+     "version                  version, git commit, trace formats read and written (-V)"},
 };
 
 const char* g_command = "idlescope";
@@ -39,6 +44,7 @@ const char* g_command = "idlescope";
 // line instead of std::bad_alloc's abort (exit 134), from operator new's handler. Nothing here
 // allocates: the heap is exhausted.
 void OutOfMemory() {
+  idlescope::RemoveTemporaryPaths();  // _exit runs no destructor
   char limit[64] = "none";
   struct rlimit as;
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
@@ -64,8 +70,15 @@ void Usage(FILE* out) {
   std::fprintf(out, "usage: idlescope <command> [args]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %s\n", c.help);
   std::fprintf(out,
-               "  --version                version, git commit, trace formats read and written\n");
-  std::fprintf(out, "\n'idlescope <command> --help' for a command's options.\n");
+               "\n'idlescope help COMMAND' (or 'idlescope COMMAND --help') for a command's options "
+               "and exit statuses;\n'idlescope -V' (--version) for the version.\n");
+}
+
+const Command* Find(std::string_view name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -76,19 +89,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string_view name = argv[1];
-  if (name == "-h" || name == "--help" || name == "help") {
+  if (name == "-V" || name == "--version") name = "version";
+  if (name == "-h" || name == "--help" || (name == "help" && argc == 2)) {
     Usage(stdout);
-    return 0;
+    return idlescope::FinishStdout("help", 0);
   }
-  if (name == "--version" || name == "version")
-    return idlescope::VersionCommand(argc - 1, argv + 1);
-  for (const Command& c : kCommands) {
-    if (name != c.name) continue;
-    g_command = c.name;
-    std::set_new_handler(OutOfMemory);
-    return c.main(argc - 1, argv + 1);
+  // `idlescope help CMD`: CMD's --help.
+  char help_flag[] = "--help";
+  char* help_argv[] = {argc > 2 ? argv[2] : nullptr, help_flag, nullptr};
+  const bool help = name == "help";
+  if (help) name = argv[2];
+  const Command* command = Find(name);
+  if (command == nullptr) {
+    std::fprintf(stderr, "idlescope: unknown command '%s'; see 'idlescope --help'\n",
+                 std::string(name).c_str());
+    return 2;
   }
-  std::fprintf(stderr, "idlescope: unknown command '%s'\n", argv[1]);
-  Usage(stderr);
-  return 2;
+  g_command = command->name;
+  // `run` hands its signals to the traced command (run_command.cc), and its SIGPIPE disposition
+  // is the command's: every other command removes what it made under TMPDIR when a signal ends it.
+  if (command != &kCommands[0]) idlescope::RemoveTemporaryPathsOnSignals();
+  std::set_new_handler(OutOfMemory);
+  const int status = help ? command->main(2, help_argv) : command->main(argc - 1, argv + 1);
+  return idlescope::FinishStdout(command->name, status);
 }

@@ -1,6 +1,6 @@
-// idlescope report [--format text|json|html|perfetto|chrome] [-o FILE] [--min-gap MS] [--top N]
-//                  [--reorder-window MS] [--no-python-frames] [--jobs N] [--single-process]
-//                  DIR|FILE...
+// idlescope report [--format text|json|html|perfetto|chrome] [-o FILE] [-q] [-v] [--min-gap MS]
+//                  [--top N] [--reorder-window MS] [--no-python-frames] [--jobs N]
+//                  [--single-process] DIR|FILE...
 //
 // Reads a job's trace files, attributes every idle GPU second to a cause and writes the job
 // through the exporter named by --format (report/report_exporters.h; --json is --format json).
@@ -8,8 +8,9 @@
 // the export watches the read (Export::watch: the HTML report's strip, the timeline exports) or
 // --single-process asks for one pass: then the analysis and what the export watches read the
 // files together, once (cli/pipeline.h). `idlescope export` is the same command
-// (export_command.cc). Ends with a line on stderr: throughput and peak memory (after a line on
-// what was written, for the exports that say: Export::Summary).
+// (export_command.cc). With --verbose, ends with a line on stderr: throughput and peak memory
+// (after a line on what was written, for the exports that say: Export::Summary); without it,
+// stderr gets only errors and warnings (a CI log holds nothing but the job's problems).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
 #include "analyzer/cli/progress.h"
+#include "analyzer/cli/temporary_paths.h"
 #include "analyzer/report/report_exporters.h"
 #include "analyzer/shard/local.h"
 
@@ -33,27 +35,52 @@ namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope report [--format FORMAT] [-o FILE] [--min-gap MS] [--top N]\n"
-    "                        [--reorder-window MS] [--no-python-frames] DIR|FILE...\n"
+    "usage: idlescope report [--format FORMAT] [-o FILE] [-q] [-v] [--min-gap MS] [--top N]\n"
+    "                        [--reorder-window MS] [--no-python-frames] [-j N]\n"
+    "                        [--single-process] DIR|FILE...\n"
+    "  Why the GPUs of a traced job sat idle: the trace directories or files of `idlescope\n"
+    "  run` analyzed into a report.\n"
     "  --format FORMAT      text (default), json (machine-readable; schema:\n"
     "                       docs/report-json.md), html (one self-contained page with a\n"
     "                       timeline: docs/html-report.md), perfetto (the job's timeline as\n"
     "                       Perfetto's protobuf trace: open it in ui.perfetto.dev) or chrome\n"
     "                       (Trace Event Format JSON: docs/timeline-export.md)\n"
     "  --json               the same as --format json\n"
-    "  -o, --output FILE    write the report to FILE instead of stdout\n"
-    "  -q, --quiet          no progress line (shown on a terminal for long analyses) and no\n"
-    "                       closing throughput line\n"
+    "  -o, --output FILE    write the report to FILE instead of stdout (a regular file is\n"
+    "                       replaced whole; a device, FIFO or symlink is written as `>` would)\n"
+    "  -q, --quiet          no progress line (shown on a terminal for long analyses)\n"
+    "  -v, --verbose        end with what was written and the throughput on stderr\n"
     "  --min-gap MS         shortest idle gap attributed on its own (default 1 ms); shorter\n"
     "                       gaps count as launch-bound / batch-size idle\n"
     "  --top N              longest gaps and evidence items listed (default 10)\n"
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n"
     "  --no-python-frames   evidence stacks without their Python frames (native frames\n"
     "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n"
-    "  --jobs N             threads analyzing the job's shards (one per rank; default: one\n"
+    "  -j, --jobs N         threads analyzing the job's shards (one per rank; default: one\n"
     "                       per core)\n"
     "  --single-process     the whole job in one pass, no shards (what html, perfetto and\n"
-    "                       chrome do; the report is the same)\n";
+    "                       chrome do; the report is the same)\n"
+    "  -h, --help           this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 report written, 1 an input is not a readable trace or the report cannot be\n"
+    "written (one line says which), 2 usage error\n";
+
+enum ReportOption : int { kJobsOption = kFirstCommandOption, kSingleProcessOption };
+
+constexpr OptionSpec kReportOptions[] = {
+    FormatOption(ReportExporterNames),
+    kJson,
+    kOutput,
+    kQuiet,
+    kVerbose,
+    kMinGap,
+    kTop,
+    kReorderWindow,
+    kNoPythonFrames,
+    {kJobsOption, "jobs", 'j', "N"},
+    {kSingleProcessOption, "single-process"},
+};
+
+constexpr CommandSpec kReport = {"report", kReportOptions, kUsage};
 
 // The closing line: throughput per CPU second (every thread's; one pass is single-threaded, so it
 // is then "on one core" even on a loaded machine) and per wall second; peak RSS from the kernel's
@@ -87,9 +114,9 @@ bool WriteJob(const ReportRequest& request, const ReportedJob& job, Export<Repor
   run.Write(job, out);
   if (!WriteOutput(request.command, request.output, out.text())) return false;
   const std::string summary = run.Summary();
-  if (!summary.empty() && !request.pipeline.progress.empty()) {
-    std::fprintf(stderr, "idlescope %s: %s: %s\n", std::string(request.command).c_str(),
-                 request.output.empty() ? "stdout" : request.output.c_str(), summary.c_str());
+  if (!summary.empty() && request.verbose) {
+    PrintError(request.command,
+               absl::StrCat(request.output.empty() ? "stdout" : request.output, ": ", summary));
   }
   return true;
 }
@@ -111,30 +138,34 @@ int ReportInShards(const ReportRequest& request, Export<ReportedJob>& run) {
       progress->AddEvents(records);
     };
   }
-  absl::StatusOr<ShardedJob> job = AnalyzeJobInShards(request.inputs, pipeline.analysis,
-                                                      pipeline.read, request.jobs, on_progress);
+  // The shards' directory is removed when a signal ends the command, too.
+  int scratch_slot = -1;
+  auto scratch = [&scratch_slot](const std::string& directory) {
+    ForgetTemporaryPath(scratch_slot);
+    scratch_slot = directory.empty() ? -1 : RegisterTemporaryPath(directory, true);
+  };
+  absl::StatusOr<ShardedJob> job = AnalyzeJobInShards(
+      request.inputs, pipeline.analysis, pipeline.read, request.jobs, on_progress, scratch);
   if (progress) progress->Finish();
   if (!job.ok()) {
-    std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
-                 std::string(job.status().message()).c_str());
+    PrintError(command, job.status().message());
     return 1;
   }
   if (job->one_shard) {
     absl::StatusOr<AnalyzedJob> one = AnalyzeJob(request.inputs, pipeline);
     if (!one.ok()) {
-      std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
-                   std::string(one.status().message()).c_str());
+      PrintError(command, one.status().message());
       return 1;
     }
     if (!WriteJob(request, {one->report, &one->symbols, one->device_ids}, run)) return 1;
-    if (pipeline.progress.empty()) return 0;  // --quiet
+    if (!request.verbose) return 0;
     PrintThroughput(command, started, one->stats.host_events, one->stats.gpu_records,
                     one->stats.files, ", 1 shard");
     return 0;
   }
   job->report.tool_version = "idlescope " IDLESCOPE_VERSION;
   if (!WriteJob(request, {job->report}, run)) return 1;
-  if (pipeline.progress.empty()) return 0;  // --quiet
+  if (!request.verbose) return 0;
   const JobReport& report = job->report;
   PrintThroughput(command, started, report.events, report.gpu_activities, report.files.size(),
                   absl::StrFormat(", %u shards on %u threads, summaries %.1f KiB", job->shards,
@@ -145,71 +176,50 @@ int ReportInShards(const ReportRequest& request, Export<ReportedJob>& run) {
 }  // namespace
 
 int ReportCommand(int argc, char** argv) {
-  const char* format = "text";
-  std::string output;
-  PipelineOptions pipeline;
-  pipeline.progress = "idlescope report";
-  std::vector<std::string> inputs;
-  size_t jobs = 0;
-  bool single_process = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    AnalysisFlag common = ParseAnalysisFlag("report", argc, argv, &i, &pipeline);
-    if (common == AnalysisFlag::kBad) return 2;
-    if (common == AnalysisFlag::kTaken) continue;
+  ParsedCommandLine line = ParseCommandLine(kReport, argc, argv);
+  if (line.exit_status) return *line.exit_status;
+  ReportRequest request;
+  request.command = "report";
+  request.format = "text";
+  request.pipeline.progress = "idlescope report";
+  for (const ParsedOption& option : line.options) {
+    AnalysisOption analysis = ApplyAnalysisOption("report", option, &request.pipeline);
+    if (analysis == AnalysisOption::kBad) return 2;
+    if (analysis == AnalysisOption::kTaken) continue;
     double number = 0;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (ParseFormatFlag(argc, argv, &i, &format)) {
-      if (format == nullptr) {
-        std::fprintf(stderr, "idlescope report: --format needs a value (%s)\n",
-                     ReportExporterNames().c_str());
-        return 2;
-      }
-    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) {
-        std::fprintf(stderr, "idlescope report: %s needs a file name\n", argv[i]);
-        return 2;
-      }
-    } else if (arg == "--top") {
-      if (!NumberValue("report", argc, argv, &i, &number)) return 2;
-      pipeline.analysis.top_gaps = static_cast<size_t>(number);
-      pipeline.analysis.top_evidence = static_cast<size_t>(number);
-    } else if (arg == "--no-python-frames") {
-      pipeline.analysis.python_frames = false;
-    } else if (arg == "--jobs") {
-      if (!NumberValue("report", argc, argv, &i, &number)) return 2;
-      jobs = static_cast<size_t>(number);
-    } else if (arg == "--single-process") {
-      single_process = true;
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope report: unknown option '%s'\n%s", argv[i], kUsage);
-      return 2;
-    } else {
-      inputs.emplace_back(arg);
+    switch (option.id) {
+      case kFormatOption:
+        request.format = option.value;
+        break;
+      case kJsonOption:
+        request.format = "json";
+        break;
+      case kOutputOption:
+        request.output = option.value;
+        break;
+      case kVerboseOption:
+        request.verbose = true;
+        break;
+      case kJobsOption:
+        if (!NumberValue("report", option, &number)) return 2;
+        request.jobs = static_cast<size_t>(number);
+        break;
+      case kSingleProcessOption:
+        request.single_process = true;
+        break;
     }
   }
-  if (inputs.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  return RunReport({.command = "report",
-                    .inputs = std::move(inputs),
-                    .pipeline = std::move(pipeline),
-                    .jobs = jobs,
-                    .single_process = single_process,
-                    .format = format,
-                    .output = std::move(output)});
+  if (line.operands.empty()) return UsageError("report", "no trace directory or file given");
+  request.inputs = std::move(line.operands);
+  return RunReport(request);
 }
 
 int RunReport(const ReportRequest& request) {
   const std::string command(request.command);
   const Exporter<ReportedJob>* exporter = FindReportExporter(request.format);
   if (exporter == nullptr) {
-    std::fprintf(stderr, "idlescope %s: unknown format '%s' (formats: %s)\n", command.c_str(),
-                 std::string(request.format).c_str(), ReportExporterNames().c_str());
-    return 2;
+    return UsageError(command, absl::StrCat("unknown format '", std::string(request.format),
+                                            "' (formats: ", ReportExporterNames(), ")"));
   }
   std::unique_ptr<Export<ReportedJob>> run = exporter->Start();
   const Watch watch = run->watch();
@@ -223,12 +233,11 @@ int RunReport(const ReportRequest& request) {
   if (watch.records != nullptr) sinks.push_back(watch.records);
   absl::StatusOr<AnalyzedJob> job = AnalyzeJob(request.inputs, pipeline, sinks);
   if (!job.ok()) {
-    std::fprintf(stderr, "idlescope %s: %s\n", command.c_str(),
-                 std::string(job.status().message()).c_str());
+    PrintError(command, job.status().message());
     return 1;
   }
   if (!WriteJob(request, {job->report, &job->symbols, job->device_ids}, *run)) return 1;
-  if (pipeline.progress.empty()) return 0;  // --quiet
+  if (!request.verbose) return 0;
   const ReadStats& stats = job->stats;
   PrintThroughput(command, started, stats.host_events, stats.gpu_records, stats.files, "");
   return 0;

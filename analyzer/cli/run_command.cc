@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/options.h"
 #include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
@@ -56,18 +57,24 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
   errno = saved_errno;
 }
 
-void RunUsage(FILE* out) {
-  std::fprintf(out,
-               "usage: idlescope run [-o DIR] [--quiet] -- CMD [ARGS...]\n"
-               "  Run CMD under the idlescope preload library; every process it starts (fork,\n"
-               "  exec, workers) writes one trace file into DIR. CMD's exit status is passed\n"
-               "  through; a CMD killed by a signal kills idlescope with the same signal.\n"
-               "  -o, --output DIR  where trace files go (created; default ./idlescope-DATE-TIME)\n"
-               "  -q, --quiet       no summary on stderr\n"
-               "  IDLESCOPE_LIB     path of libidlescope.so (default: <bin>/../lib/)\n"
-               "  IDLESCOPE_CHILDREN  all (default): exec'd programs traced even with a cleared\n"
-               "                    environment; env: only those that keep LD_PRELOAD; none\n");
-}
+constexpr char kUsage[] =
+    "usage: idlescope run [-o DIR] [-q] [--] CMD [ARGS...]\n"
+    "  Run CMD under the idlescope preload library; every process it starts (fork,\n"
+    "  exec, workers) writes one trace file into DIR. CMD's exit status is passed\n"
+    "  through; a CMD killed by a signal kills idlescope with the same signal. The\n"
+    "  options end at CMD: its own options are its.\n"
+    "  -o, --output DIR  where trace files go (created; default ./idlescope-DATE-TIME)\n"
+    "  -q, --quiet       no summary on stderr\n"
+    "  -h, --help        this text;  -V, --version  idlescope's version\n"
+    "  IDLESCOPE_LIB     path of libidlescope.so (default: <bin>/../lib/)\n"
+    "  IDLESCOPE_CHILDREN  all (default): exec'd programs traced even with a cleared\n"
+    "                    environment; env: only those that keep LD_PRELOAD; none\n"
+    "exit status: CMD's (or its signal), else 125 idlescope could not start it (one line\n"
+    "says why), 126 CMD cannot be executed, 127 CMD not found, 2 usage error\n";
+
+constexpr OptionSpec kRunOptions[] = {{kOutputOption, "output", 'o', "DIR"}, kQuiet};
+
+constexpr CommandSpec kRun = {"run", kRunOptions, kUsage, /*options_end_at_operand=*/true};
 
 std::string Realpath(const std::string& path) {
   char buf[PATH_MAX];
@@ -105,14 +112,15 @@ bool FindLibrary(std::string* lib, std::string* error) {
 }
 
 bool MakeDirs(const std::string& dir, std::string* error) {
-  std::string path;
-  for (absl::string_view part : absl::StrSplit(dir, '/')) {
-    path = path.empty() && dir[0] == '/' ? absl::StrCat("/", part) : absl::StrCat(path, part);
-    if (!part.empty() && mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
+  // Each directory of the path in turn: "/a/b" makes "/a", then "/a/b".
+  std::string path = dir.starts_with("/") ? "/" : "";
+  for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
+    if (!path.empty() && path.back() != '/') path += '/';
+    absl::StrAppend(&path, part);
+    if (mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
       *error = absl::StrCat("cannot create ", path, ": ", std::strerror(errno));
       return false;
     }
-    path += '/';
   }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -403,73 +411,48 @@ void PrintSummary(const std::string& dir, const std::vector<char*>& cmd, int sta
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
+  ParsedCommandLine line = ParseCommandLine(kRun, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   std::string dir;
   bool quiet = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    } else if (arg == "-h" || arg == "--help") {
-      RunUsage(stdout);
-      return 0;
-    } else if (arg == "-q" || arg == "--quiet") {
-      quiet = true;
-    } else if (arg == "-o" || arg == "--output") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "idlescope run: %s needs a directory\n", argv[i]);
-        return 2;
-      }
-      dir = argv[++i];
-    } else if (arg.starts_with("--output=")) {
-      dir = std::string(arg.substr(9));
-    } else if (arg.starts_with("-o") && arg.size() > 2) {
-      dir = std::string(arg.substr(2));
-    } else if (arg.starts_with("-")) {
-      std::fprintf(stderr, "idlescope run: unknown option '%s' (put the command after --)\n",
-                   argv[i]);
-      RunUsage(stderr);
-      return 2;
-    } else {
-      break;  // the command starts here
+  for (const ParsedOption& option : line.options) {
+    if (option.id == kOutputOption) {
+      if (*option.value == '\0') return UsageError("run", "-o needs a directory");
+      dir = option.value;
     }
+    if (option.id == kQuietOption) quiet = true;
   }
-  if (i >= argc) {
-    std::fprintf(stderr, "idlescope run: no command given\n");
-    RunUsage(stderr);
-    return 2;
-  }
-  std::vector<char*> cmd(argv + i, argv + argc);
+  if (line.operands.empty()) return UsageError("run", "no command given");
+  std::vector<char*> cmd;
+  for (std::string& operand : line.operands) cmd.push_back(operand.data());
   cmd.push_back(nullptr);
 
   std::string lib, error;
   if (!FindLibrary(&lib, &error)) {
-    std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
+    PrintError("run", error);
     return kExitOwnError;
   }
   const bool default_dir = dir.empty();
   if (default_dir ? !MakeDefaultDir(&dir, &error) : !MakeDirs(dir, &error)) {
-    std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
+    PrintError("run", error);
     return kExitOwnError;
   }
   // Absolute, so that a job that chdirs still writes where the user looks.
   const std::string abs_dir = Realpath(dir);
   if (abs_dir.empty()) {
-    std::fprintf(stderr, "idlescope run: cannot resolve %s: %s\n", dir.c_str(),
-                 std::strerror(errno));
+    PrintError("run", absl::StrCat("cannot resolve ", dir, ": ", std::strerror(errno)));
     return kExitOwnError;
   }
   if (!CanCreateFilesIn(abs_dir, &error)) {
-    std::fprintf(stderr, "idlescope run: %s\n", error.c_str());
+    PrintError("run", error);
     return kExitOwnError;
   }
   // The job is never turned away: where the library cannot be loaded, it runs untraced.
   std::string unloadable;
   const bool traced = PreloadWorks(lib, abs_dir, &unloadable);
   if (!traced) {
-    std::fprintf(stderr, "idlescope run: %s cannot be loaded here (%s); running %s untraced\n",
-                 lib.c_str(), unloadable.c_str(), cmd[0]);
+    PrintError("run", absl::StrCat(lib, " cannot be loaded here (", unloadable, "); running ",
+                                   cmd[0], " untraced"));
     if (default_dir) rmdir(abs_dir.c_str());  // ours, and no trace will come
   }
   // Keep the caller's own preloads, after ours: ours must see the program's calls first.
@@ -490,13 +473,22 @@ int RunCommand(int argc, char** argv) {
     sigaction(kForwardedSignals[s], &forward, &saved[s]);
   }
 
+  // The child's exec failure comes back through this pipe (its errno); a successful exec closes
+  // it (O_CLOEXEC) and the parent reads nothing. A command that never ran has no summary: the
+  // one line is why it could not run.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    PrintError("run", absl::StrCat("pipe: ", std::strerror(errno)));
+    return kExitOwnError;
+  }
   std::fflush(nullptr);
   const pid_t child = fork();
   if (child < 0) {
-    std::fprintf(stderr, "idlescope run: fork: %s\n", std::strerror(errno));
+    PrintError("run", absl::StrCat("fork: ", std::strerror(errno)));
     return kExitOwnError;
   }
   if (child == 0) {
+    close(exec_pipe[0]);
     // The command gets the dispositions idlescope was started with (execve keeps SIG_IGN).
     for (size_t s = 0; s < std::size(kForwardedSignals); ++s) {
       sigaction(kForwardedSignals[s], &saved[s], nullptr);
@@ -508,15 +500,28 @@ int RunCommand(int argc, char** argv) {
     }
     execvp(cmd[0], cmd.data());
     const int err = errno;
-    std::fprintf(stderr, "idlescope run: cannot run %s: %s\n", cmd[0], std::strerror(err));
+    ssize_t ignored = write(exec_pipe[1], &err, sizeof err);
+    (void)ignored;
     _exit(err == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   g_child.store(child, std::memory_order_relaxed);
+  // Our own lines to a stderr whose reader has gone must fail, not kill us: the command's exit
+  // status is still to be passed on. (Set here, after the fork: the command keeps SIGPIPE's
+  // disposition.)
+  signal(SIGPIPE, SIG_IGN);
+  close(exec_pipe[1]);
+  int exec_error = 0;
+  ssize_t got;
+  do {
+    got = read(exec_pipe[0], &exec_error, sizeof exec_error);
+  } while (got < 0 && errno == EINTR);
+  close(exec_pipe[0]);
+  if (got != static_cast<ssize_t>(sizeof exec_error)) exec_error = 0;
 
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) {
-      std::fprintf(stderr, "idlescope run: waitpid: %s\n", std::strerror(errno));
+      PrintError("run", absl::StrCat("waitpid: ", std::strerror(errno)));
       return kExitOwnError;
     }
   }
@@ -525,6 +530,11 @@ int RunCommand(int argc, char** argv) {
     sigaction(kForwardedSignals[s], &saved[s], nullptr);
   }
 
+  if (exec_error != 0) {
+    PrintError("run", absl::StrCat("cannot run ", cmd[0], ": ", std::strerror(exec_error)));
+    if (default_dir) rmdir(abs_dir.c_str());  // ours, and empty: the command never ran
+    return exec_error == ENOENT ? kExitNotFound : kExitCannotExecute;
+  }
   if (traced && !quiet) PrintSummary(abs_dir, cmd, status);
   std::fflush(nullptr);
   if (WIFSIGNALED(status)) DieOfSignal(WTERMSIG(status));

@@ -2,6 +2,8 @@
 // machines (tools/dask_report.py); `idlescope report` runs them all in one process
 // (analyzer/shard/local.h). proto/summary.proto describes what each writes.
 //
+// Each command's usage (-h) has its exit statuses.
+//
 //   idlescope index --list DIR|FILE...
 //   idlescope index [--align] [--listed] -o INDEX DIR|FILE...
 //   idlescope plan [analysis options] -o PLAN INDEX...
@@ -30,6 +32,7 @@
 #include "analyzer/shard/map.h"
 #include "analyzer/shard/merge.h"
 #include "analyzer/shard/plan.h"
+#include "analyzer/shard/summary_file.h"
 
 namespace idlescope {
 namespace {
@@ -40,8 +43,7 @@ constexpr int kRemap = 4;           // merge: map the shards printed, then merge
 bool ReadFile(std::string_view command, const std::string& path, std::string* bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "idlescope %s: cannot read %s\n", std::string(command).c_str(),
-                 path.c_str());
+    PrintError(command, absl::StrCat("cannot read ", path));
     return false;
   }
   std::ostringstream s;
@@ -57,59 +59,57 @@ bool ReadMessage(std::string_view command, const std::string& path, const char* 
   if (!ReadFile(command, path, &bytes)) return false;
   absl::Status status = ParseShardMessage(bytes, what, out);
   if (!status.ok()) {
-    std::fprintf(stderr, "idlescope %s: %s: %s\n", std::string(command).c_str(), path.c_str(),
-                 std::string(status.message()).c_str());
+    PrintError(command, absl::StrCat(path, ": ", status.message()));
     return false;
   }
   return true;
 }
 
-bool Usage(std::string_view command, const char* usage, bool ok) {
-  std::fprintf(ok ? stdout : stderr, "usage: idlescope %s %s", std::string(command).c_str(), usage);
-  return ok;
-}
-
 }  // namespace
 
+constexpr char kIndexUsage[] =
+    "usage: idlescope index [--align] [--listed] -o INDEX DIR|FILE...\n"
+    "  the index of each trace file (header, end, identity, with --align the ends of its\n"
+    "  first collectives, for jobs on several hosts): what `idlescope plan` reads. --listed:\n"
+    "  the files were found in a directory (one that is no trace is skipped, not an error)\n"
+    "       idlescope index --list DIR|FILE...\n"
+    "  the trace files the inputs name, one a line, in the order `idlescope report` reads\n"
+    "  them: 'listed PATH' (found in a directory) or 'named PATH'\n"
+    "  -h, --help  this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 written, 1 an input cannot be listed or INDEX cannot be written (one\n"
+    "line says which), 2 usage error\n";
+
+enum IndexOption : int { kAlignOption = kFirstCommandOption, kListedOption, kListOption };
+
+constexpr OptionSpec kIndexOptions[] = {
+    {kAlignOption, "align"}, {kListedOption, "listed"}, {kListOption, "list"}, kOutput};
+
+constexpr CommandSpec kIndex = {"index", kIndexOptions, kIndexUsage};
+
 int IndexCommand(int argc, char** argv) {
-  static constexpr char kUsage[] =
-      "[--align] [--listed] -o INDEX DIR|FILE...\n"
-      "  the index of each trace file (header, end, with --align the ends of its first\n"
-      "  collectives, for jobs on several hosts): what `idlescope plan` reads. --listed: the\n"
-      "  files were found in a directory (one that is no trace is skipped, not an error)\n"
-      "       idlescope index --list DIR|FILE...\n"
-      "  the trace files the inputs name, one a line, in the order `idlescope report` reads\n"
-      "  them: 'listed PATH' (found in a directory) or 'named PATH'\n";
+  ParsedCommandLine line = ParseCommandLine(kIndex, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   std::string output;
   bool align = false, listed = false, list = false;
-  std::vector<std::string> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") return Usage("index", kUsage, true) ? 0 : 2;
-    if (arg == "--align") {
-      align = true;
-    } else if (arg == "--listed") {
-      listed = true;
-    } else if (arg == "--list") {
-      list = true;
-    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) return Usage("index", kUsage, false), 2;
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope index: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else {
-      inputs.emplace_back(arg);
-    }
+  for (const ParsedOption& option : line.options) {
+    if (option.id == kAlignOption) align = true;
+    if (option.id == kListedOption) listed = true;
+    if (option.id == kListOption) list = true;
+    if (option.id == kOutputOption) output = option.value;
   }
-  if (inputs.empty() || (output.empty() && !list)) return Usage("index", kUsage, false), 2;
+  const std::vector<std::string>& inputs = line.operands;
+  if (inputs.empty()) return UsageError("index", "no trace directory or file given");
+  if (output.empty() && !list) return UsageError("index", "-o INDEX is required");
   absl::StatusOr<std::vector<TraceInput>> paths = ExpandInputs(inputs);
   if (!paths.ok()) {
-    std::fprintf(stderr, "idlescope index: %s\n", std::string(paths.status().message()).c_str());
+    PrintError("index", paths.status().message());
     return 1;
   }
   if (list) {
     for (const TraceInput& input : *paths) {
-      std::printf("%s %s\n", input.listed ? "listed" : "named", input.path.c_str());
+      if (!WriteStdout(absl::StrCat(input.listed ? "listed " : "named ", input.path, "\n"))) {
+        return 1;
+      }
     }
     return 0;
   }
@@ -122,39 +122,33 @@ int IndexCommand(int argc, char** argv) {
   return WriteOutput("index", output, set.SerializeAsString()) ? 0 : 1;
 }
 
+constexpr char kPlanUsage[] =
+    "usage: idlescope plan [--min-gap MS] [--top N] [--reorder-window MS]\n"
+    "                      [--no-python-frames] -o PLAN INDEX...\n"
+    "  the plan of the job whose files the INDEX files (`idlescope index`) describe, in\n"
+    "  order: its processes, clocks and shards, and the analysis options every map and\n"
+    "  the merge use (those of idlescope report); prints the number of shards\n"
+    "  -h, --help  this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 written, 1 an INDEX cannot be read or PLAN written (one line says\n"
+    "which), 2 usage error, 3 the job spans hosts: index its files again with --align\n";
+
+constexpr OptionSpec kPlanOptions[] = {kOutput, kQuiet,         kMinGap,
+                                       kTop,    kReorderWindow, kNoPythonFrames};
+
+constexpr CommandSpec kPlan = {"plan", kPlanOptions, kPlanUsage};
+
 int PlanCommand(int argc, char** argv) {
-  static constexpr char kUsage[] =
-      "[--min-gap MS] [--top N] [--reorder-window MS] [--no-python-frames] -o PLAN INDEX...\n"
-      "  the plan of the job whose files the INDEX files (`idlescope index`) describe, in\n"
-      "  order: its processes, clocks and shards, and the analysis options every map and\n"
-      "  the merge use (those of idlescope report). Exit 3: the job spans hosts, and its\n"
-      "  files must be indexed with --align\n";
+  ParsedCommandLine line = ParseCommandLine(kPlan, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   PipelineOptions pipeline;
   std::string output;
-  std::vector<std::string> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    AnalysisFlag common = ParseAnalysisFlag("plan", argc, argv, &i, &pipeline);
-    if (common == AnalysisFlag::kBad) return 2;
-    if (common == AnalysisFlag::kTaken) continue;
-    double number = 0;
-    if (arg == "-h" || arg == "--help") return Usage("plan", kUsage, true) ? 0 : 2;
-    if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) return Usage("plan", kUsage, false), 2;
-    } else if (arg == "--top") {
-      if (!NumberValue("plan", argc, argv, &i, &number)) return 2;
-      pipeline.analysis.top_gaps = static_cast<size_t>(number);
-      pipeline.analysis.top_evidence = static_cast<size_t>(number);
-    } else if (arg == "--no-python-frames") {
-      pipeline.analysis.python_frames = false;
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope plan: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else {
-      inputs.emplace_back(arg);
-    }
+  for (const ParsedOption& option : line.options) {
+    if (ApplyAnalysisOption("plan", option, &pipeline) == AnalysisOption::kBad) return 2;
+    if (option.id == kOutputOption) output = option.value;
   }
-  if (inputs.empty() || output.empty()) return Usage("plan", kUsage, false), 2;
+  const std::vector<std::string>& inputs = line.operands;
+  if (inputs.empty()) return UsageError("plan", "no INDEX given");
+  if (output.empty()) return UsageError("plan", "-o PLAN is required");
   std::vector<shard::FileIndex> files;
   bool aligned = true;
   for (const std::string& path : inputs) {
@@ -166,103 +160,107 @@ int PlanCommand(int argc, char** argv) {
     }
   }
   if (SpansHosts(files) && !aligned) {
-    std::fprintf(stderr,
-                 "idlescope plan: the job spans hosts: index its files with --align to put them "
-                 "on one clock\n");
+    PrintError("plan",
+               "the job spans hosts: index its files with --align to put them on one clock");
     return kNeedsAlignment;
   }
   absl::StatusOr<shard::Plan> plan =
       MakePlan(files, pipeline.analysis, pipeline.read.reorder_window);
   if (!plan.ok()) {
-    std::fprintf(stderr, "idlescope plan: %s\n", std::string(plan.status().message()).c_str());
+    PrintError("plan", plan.status().message());
     return 1;
   }
   if (!WriteOutput("plan", output, plan->SerializeAsString())) return 1;
-  std::printf("%d\n", plan->shards_size());  // the shards to map: 0 .. N-1
+  WriteStdout(absl::StrCat(plan->shards_size(), "\n"));  // the shards to map: 0 .. N-1
   return 0;
 }
+
+constexpr char kMapUsage[] =
+    "usage: idlescope map -o SUMMARY PLAN SHARD\n"
+    "  analyzes shard SHARD (0 .. shards-1) of PLAN (`idlescope plan`) into its summary\n"
+    "  -h, --help  this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 written, 1 PLAN or a trace file cannot be read as planned, or SUMMARY\n"
+    "cannot be written (one line says which), 2 usage error\n";
+
+constexpr OptionSpec kMapOptions[] = {{kOutputOption, "output", 'o', "SUMMARY"}};
+
+constexpr CommandSpec kMap = {"map", kMapOptions, kMapUsage};
 
 int MapCommand(int argc, char** argv) {
-  static constexpr char kUsage[] =
-      "-o SUMMARY PLAN SHARD\n"
-      "  analyzes shard SHARD (0 .. shards-1) of PLAN (`idlescope plan`) into its summary\n";
+  ParsedCommandLine line = ParseCommandLine(kMap, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   std::string output;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") return Usage("map", kUsage, true) ? 0 : 2;
-    if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) return Usage("map", kUsage, false), 2;
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope map: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else {
-      args.emplace_back(arg);
-    }
+  for (const ParsedOption& option : line.options) {
+    if (option.id == kOutputOption) output = option.value;
   }
+  const std::vector<std::string>& args = line.operands;
   double shard = 0;
-  if (args.size() != 2 || output.empty() || !ParseNonNegative(args[1].c_str(), &shard)) {
-    return Usage("map", kUsage, false), 2;
+  if (args.size() != 2) return UsageError("map", "expected PLAN and SHARD");
+  if (!ParseNonNegative(args[1].c_str(), &shard)) {
+    return UsageError("map", absl::StrCat("SHARD is a number, not '", args[1], "'"));
   }
+  if (output.empty()) return UsageError("map", "-o SUMMARY is required");
   shard::Plan plan;
   if (!ReadMessage("map", args[0], "plan", &plan)) return 1;
-  // Written under another name and renamed: a summary is whole or absent.
-  const std::string partial = absl::StrCat(output, ".tmp-", getpid());
-  absl::StatusOr<MapStats> mapped = MapShard(plan, static_cast<uint32_t>(shard), partial);
-  if (!mapped.ok()) {
-    std::remove(partial.c_str());
-    std::fprintf(stderr, "idlescope map: %s\n", std::string(mapped.status().message()).c_str());
+  // Written as every -o output is (output_file.h): a summary is whole or absent.
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Open(output);
+  if (!out.ok()) {
+    PrintError("map", out.status().message());
     return 1;
   }
-  if (std::rename(partial.c_str(), output.c_str()) != 0) {
-    std::fprintf(stderr, "idlescope map: cannot write %s: %s\n", output.c_str(),
-                 std::strerror(errno));
-    std::remove(partial.c_str());
+  absl::StatusOr<std::unique_ptr<SummaryWriter>> writer = SummaryWriter::Create((*out)->fd());
+  absl::Status status = writer.ok() ? absl::OkStatus() : writer.status();
+  if (status.ok()) {
+    absl::StatusOr<MapStats> mapped = MapShard(plan, static_cast<uint32_t>(shard), **writer);
+    status = mapped.ok() ? (*out)->Commit() : mapped.status();
+  }
+  if (!status.ok()) {
+    PrintError("map", status.message());
     return 1;
   }
   return 0;
 }
 
+constexpr char kMergeUsage[] =
+    "usage: idlescope merge [--format text|json] [-o FILE] [--replan PLAN2] PLAN SUMMARY...\n"
+    "  the job's report from the summaries of every shard of PLAN (`idlescope map`): the\n"
+    "  report `idlescope report` prints\n"
+    "  -h, --help  this text;  -V, --version  idlescope's version\n"
+    "exit status: 0 written, 1 PLAN or a SUMMARY cannot be read or does not belong to it, or\n"
+    "the report cannot be written (one line says which), 2 usage error, 4 shards must be\n"
+    "mapped (again) first: the plan to go on with is written to PLAN2 and the shards to map\n"
+    "are printed, one a line\n";
+
+enum MergeOption : int { kReplanOption = kFirstCommandOption };
+
+constexpr OptionSpec kMergeOptions[] = {
+    FormatOption(ReportExporterNames), kJson, kOutput, {kReplanOption, "replan", 0, "PLAN2"}};
+
+constexpr CommandSpec kMerge = {"merge", kMergeOptions, kMergeUsage};
+
 int MergeCommand(int argc, char** argv) {
-  static constexpr char kUsage[] =
-      "[--format text|json] [-o FILE] [--replan PLAN2] PLAN SUMMARY...\n"
-      "  the job's report from the summaries of every shard of PLAN (`idlescope map`): the\n"
-      "  report `idlescope report` prints. Exit 4: shards must be mapped (again) first; the\n"
-      "  plan to go on with is written to PLAN2 and the shards to map are printed, one a line\n";
+  ParsedCommandLine line = ParseCommandLine(kMerge, argc, argv);
+  if (line.exit_status) return *line.exit_status;
   const char* format = "text";
   std::string output, replan;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") return Usage("merge", kUsage, true) ? 0 : 2;
-    if (ParseFormatFlag(argc, argv, &i, &format)) {
-      if (format == nullptr) return Usage("merge", kUsage, false), 2;
-    } else if (ParseOutputFlag(argc, argv, &i, &output)) {
-      if (output.empty()) return Usage("merge", kUsage, false), 2;
-    } else if (arg == "--replan") {
-      if (++i >= argc) return Usage("merge", kUsage, false), 2;
-      replan = argv[i];
-    } else if (arg.starts_with("-") && arg.size() > 1) {
-      std::fprintf(stderr, "idlescope merge: unknown option '%s'\n", argv[i]);
-      return 2;
-    } else {
-      args.emplace_back(arg);
-    }
+  for (const ParsedOption& option : line.options) {
+    if (option.id == kFormatOption) format = option.value;
+    if (option.id == kJsonOption) format = "json";
+    if (option.id == kOutputOption) output = option.value;
+    if (option.id == kReplanOption) replan = option.value;
   }
-  if (args.size() < 2) return Usage("merge", kUsage, false), 2;
+  const std::vector<std::string>& args = line.operands;
+  if (args.size() < 2) return UsageError("merge", "expected PLAN and its SUMMARY files");
   const Exporter<ReportedJob>* exporter = FindReportExporter(format);
   if (exporter == nullptr) {
-    std::fprintf(stderr, "idlescope merge: unknown format '%s' (formats: %s)\n", format,
-                 ReportExporterNames().c_str());
-    return 2;
+    return UsageError("merge", absl::StrCat("unknown format '", format,
+                                            "' (formats: ", ReportExporterNames(), ")"));
   }
   // Summaries hold the report's figures, not the records or slices an export may watch.
   std::unique_ptr<Export<ReportedJob>> run = exporter->Start();
   if (run->watch().any()) {
-    std::fprintf(stderr,
-                 "idlescope merge: --format %s reads the trace files: use idlescope report\n",
-                 format);
-    return 2;
+    return UsageError(
+        "merge", absl::StrCat("--format ", format, " reads the trace files: use idlescope report"));
   }
   shard::Plan plan;
   if (!ReadMessage("merge", args[0], "plan", &plan)) return 1;
@@ -271,7 +269,7 @@ int MergeCommand(int argc, char** argv) {
   for (size_t i = 1; i < args.size(); ++i) {
     absl::StatusOr<std::unique_ptr<SummaryFile>> file = SummaryFile::Open(args[i]);
     if (!file.ok()) {
-      std::fprintf(stderr, "idlescope merge: %s\n", std::string(file.status().message()).c_str());
+      PrintError("merge", file.status().message());
       return 1;
     }
     view.push_back(file->get());
@@ -279,7 +277,7 @@ int MergeCommand(int argc, char** argv) {
   }
   absl::StatusOr<MergeResult> merged = MergeSummaries(plan, view);
   if (!merged.ok()) {
-    std::fprintf(stderr, "idlescope merge: %s\n", std::string(merged.status().message()).c_str());
+    PrintError("merge", merged.status().message());
     return 1;
   }
   if (!merged->report) {
@@ -288,12 +286,12 @@ int MergeCommand(int argc, char** argv) {
                           : "devices whose short tail grows long by the job's end are analyzed "
                             "again up to it";
     if (replan.empty()) {
-      std::fprintf(stderr, "idlescope merge: %s: give --replan FILE to go on\n", why);
+      PrintError("merge", absl::StrCat(why, ": give --replan FILE to go on"));
       return 1;
     }
     if (!WriteOutput("merge", replan, merged->replan.SerializeAsString())) return 1;
-    std::fprintf(stderr, "idlescope merge: %s\n", why);
-    for (uint32_t s : merged->remap) std::printf("%u\n", s);
+    PrintError("merge", why);
+    for (uint32_t s : merged->remap) WriteStdout(absl::StrCat(s, "\n"));
     return kRemap;
   }
   JobReport& report = *merged->report;

@@ -31,6 +31,8 @@ struct CauseRow {
 };
 
 // Each row of causes.def, checked where it stands: the message names the cause and its field.
+// (clang-format off: its layout of this macro is not stable from one run to the next.)
+// clang-format off
 #define IDLESCOPE_CAUSE(id, ...)                                                              \
   static_assert(!CauseRow{__VA_ARGS__}.name.value_or("").empty(),                             \
                 "causes.def: " #id " needs .name");                                           \
@@ -49,8 +51,9 @@ struct CauseRow {
                 "GPUs (analysis/report_builder.cc), not a device's");                         \
   static_assert(IsColor(CauseRow{__VA_ARGS__}.color.value_or("")),                            \
                 "causes.def: " #id " needs .color, \"#rrggbb\" (lower case)");                \
-  static_assert(!CauseRow{__VA_ARGS__}.fix.value_or("").empty(), "causes.def: " #id " needs " \
-                                                                                    ".fix");
+  static_assert(!CauseRow{__VA_ARGS__}.fix.value_or("").empty(),                              \
+                "causes.def: " #id " needs .fix");
+// clang-format on
 #include "analyzer/model/causes.def"
 #undef IDLESCOPE_CAUSE
 

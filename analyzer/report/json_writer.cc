@@ -4,37 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/report/escape.h"
 
 namespace idlescope {
 namespace {
-
-// The length of the well-formed UTF-8 sequence at s[at] (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), or 0.
-size_t Utf8Length(std::string_view s, size_t at) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  unsigned char c = byte(at);
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (at + n > s.size() || byte(at + 1) < lo || byte(at + 1) > hi) return 0;
-  for (size_t i = 2; i < n; ++i) {
-    if (byte(at + i) < 0x80 || byte(at + i) > 0xbf) return 0;
-  }
-  return n;
-}
 
 constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
 
@@ -50,7 +23,7 @@ std::string ValidUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t at = 0; at < s.size();) {
-    size_t n = Utf8Length(s, at);
+    size_t n = Utf8SequenceLength(s, at);
     if (n == 0) {
       out += kReplacement;
       ++at;
@@ -78,7 +51,7 @@ void AppendJsonString(std::string* out, std::string_view s, bool in_script) {
     }
     unsigned char c = static_cast<unsigned char>(s[at]);
     if (c >= 0x80) {
-      size_t n = Utf8Length(s, at);
+      size_t n = Utf8SequenceLength(s, at);
       if (n == 0) {
         *out += kReplacement;
         ++at;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/model/labels.h"
+#include "analyzer/report/escape.h"
 #include "analyzer/report/findings_text.h"
 #include "analyzer/report/report_exporters.h"
 #include "analyzer/report/units.h"
@@ -54,10 +55,10 @@ std::string FormatTextReport(const JobReport& r) {
       std::string memory = d.total_memory > 0
                                ? absl::StrCat(GiB(d.peak_memory), "/", GiB(d.total_memory))
                                : (d.peak_memory > 0 ? GiB(d.peak_memory) : "-");
-      absl::StrAppendFormat(&out, "  %-36s %5s %8s %8s %10s %10s %9d %12s%s\n", d.id,
-                            d.rank >= 0 ? absl::StrCat(d.rank) : "-", Percent(d.compute_util),
-                            Percent(d.kernel_active_util), Seconds(d.comm_ns),
-                            Seconds(d.transfer_ns), d.kernels, memory,
+      absl::StrAppendFormat(&out, "  %-36s %5s %8s %8s %10s %10s %9d %12s%s\n",
+                            EscapeControls(d.id), d.rank >= 0 ? absl::StrCat(d.rank) : "-",
+                            Percent(d.compute_util), Percent(d.kernel_active_util),
+                            Seconds(d.comm_ns), Seconds(d.transfer_ns), d.kernels, memory,
                             d.used ? "" : "  (no kernels)");
     }
     out += '\n';
@@ -65,23 +66,24 @@ std::string FormatTextReport(const JobReport& r) {
 
   if (!r.clocks.empty()) {
     absl::StrAppendFormat(&out, "Host clocks (aligned to %s)\n  %-24s %-12s %12s %12s %10s  %s\n",
-                          r.clocks[0].host, "HOST", "METHOD", "CORRECTION", "COLLECTIVES",
-                          "RESIDUAL", "VIA");
+                          EscapeControls(r.clocks[0].host), "HOST", "METHOD", "CORRECTION",
+                          "COLLECTIVES", "RESIDUAL", "VIA");
     for (const HostClock& c : r.clocks) {
       bool measured = c.method == ClockMethod::kCollectives;
       absl::StrAppendFormat(
-          &out, "  %-24s %-12s %12s %12s %10s  %s\n", c.host, ClockMethodName(c.method),
+          &out, "  %-24s %-12s %12s %12s %10s  %s\n", EscapeControls(c.host),
+          ClockMethodName(c.method),
           measured ? absl::StrFormat("%+.3f ms", static_cast<double>(c.correction_ns) / 1e6) : "-",
           measured ? absl::StrCat(c.collectives) : "-",
           measured ? absl::StrFormat("%.1f us", static_cast<double>(c.residual_ns) / 1e3) : "-",
-          c.via.empty() ? "-" : c.via);
+          c.via.empty() ? "-" : EscapeControls(c.via));
     }
     absl::StrAppendFormat(&out,
                           "  correction: how far the host's CLOCK_REALTIME snapshot placed it "
                           "ahead of %s, taken off; residual: the median skew left over the "
                           "collectives it was aligned on; realtime: no collective shared, the "
                           "snapshot alone (NTP: milliseconds)\n\n",
-                          r.clocks[0].host);
+                          EscapeControls(r.clocks[0].host));
   }
 
   absl::StrAppendFormat(&out, "Idle GPU time by cause (GPU time %s, idle %s)\n",
@@ -117,20 +119,20 @@ std::string FormatTextReport(const JobReport& r) {
     absl::StrAppendFormat(&out, "%2d. %s: %s idle (%s of GPU time)\n", ++n, info.name,
                           Seconds(c.ns), Percent(c.share));
     for (const Finding& f : c.findings) {
-      absl::StrAppendFormat(&out, "    - %s\n", FindingText(f, r));
+      absl::StrAppendFormat(&out, "    - %s\n", EscapeControls(FindingText(f, r)));
     }
     for (const EvidenceItem& e : c.stacks) {
       absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns),
-                            EvidenceLabel(e, r.symbols));
+                            EscapeControls(EvidenceLabel(e, r.symbols)));
     }
     for (const EvidenceItem& e : c.objects) {
       absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns),
-                            EvidenceLabel(e, r.symbols),
+                            EscapeControls(EvidenceLabel(e, r.symbols)),
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     for (const EvidenceItem& e : c.directories) {
       absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns),
-                            EvidenceLabel(e, r.symbols),
+                            EscapeControls(EvidenceLabel(e, r.symbols)),
                             e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
@@ -149,11 +151,12 @@ std::string FormatTextReport(const JobReport& r) {
         if (ns < kTextMinCauseNs) continue;  // would print as 0.000 s
         causes.push_back(absl::StrCat(std::string(InfoOf(cause).name), " ", Seconds(ns)));
       }
-      absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g, gap.device,
-                            Seconds(gap.start), Seconds(gap.length), GapKindName(gap.kind),
-                            absl::StrJoin(causes, ", "));
+      absl::StrAppendFormat(&out, "%2d. %s at +%s for %s (%s): %s\n", ++g,
+                            EscapeControls(gap.device), Seconds(gap.start), Seconds(gap.length),
+                            GapKindName(gap.kind), absl::StrJoin(causes, ", "));
       if (gap.has_evidence) {
-        absl::StrAppendFormat(&out, "    %s\n", GapEvidenceText(gap.evidence, r.symbols));
+        absl::StrAppendFormat(&out, "    %s\n",
+                              EscapeControls(GapEvidenceText(gap.evidence, r.symbols)));
       }
     }
     out += '\n';
@@ -235,9 +238,11 @@ std::string FormatTextReport(const JobReport& r) {
         if (!fs.empty()) details.push_back(fs);
         if (item.installer) details.push_back("installer");
         absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns),
-                              ItemLabel(item.what, r.symbols), absl::StrJoin(details, ", "));
+                              EscapeControls(ItemLabel(item.what, r.symbols)),
+                              absl::StrJoin(details, ", "));
         if (item.stack != 0) {
-          absl::StrAppendFormat(&out, "      at %s\n", StackText(item.stack, r.symbols));
+          absl::StrAppendFormat(&out, "      at %s\n",
+                                EscapeControls(StackText(item.stack, r.symbols)));
         }
       }
     }
@@ -265,7 +270,7 @@ std::string FormatTextReport(const JobReport& r) {
   if (!r.warnings.empty()) {
     absl::StrAppendFormat(&out, "Warnings\n");
     for (const ReportWarning& w : r.warnings)
-      absl::StrAppendFormat(&out, "  - %s\n", WarningText(w));
+      absl::StrAppendFormat(&out, "  - %s\n", EscapeControls(WarningText(w)));
   }
   return out;
 }

@@ -25,10 +25,11 @@
 namespace idlescope {
 namespace {
 
-// A directory of this process's own under $TMPDIR (else /tmp), removed with what it holds.
+// A directory of this process's own under $TMPDIR (else /tmp), removed with what it holds;
+// `watch` is told both.
 class TemporaryDirectory {
  public:
-  static absl::StatusOr<TemporaryDirectory> Create() {
+  static absl::StatusOr<TemporaryDirectory> Create(const ScratchWatch& watch) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern =
         absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/idlescope-shards-XXXXXX");
@@ -37,9 +38,11 @@ class TemporaryDirectory {
           absl::StrCat("cannot create a directory for the shards' summaries (", pattern,
                        "): ", std::strerror(errno), "; set TMPDIR, or --single-process"));
     }
-    return TemporaryDirectory(std::move(pattern));
+    if (watch) watch(pattern);
+    return TemporaryDirectory(std::move(pattern), watch);
   }
-  TemporaryDirectory(TemporaryDirectory&& other) noexcept : path_(std::move(other.path_)) {
+  TemporaryDirectory(TemporaryDirectory&& other) noexcept
+      : path_(std::move(other.path_)), watch_(std::move(other.watch_)) {
     other.path_.clear();
   }
   TemporaryDirectory(const TemporaryDirectory&) = delete;
@@ -47,12 +50,15 @@ class TemporaryDirectory {
     if (path_.empty()) return;
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
+    if (watch_) watch_("");
   }
   const std::string& path() const { return path_; }
 
  private:
-  explicit TemporaryDirectory(std::string path) : path_(std::move(path)) {}
+  TemporaryDirectory(std::string path, ScratchWatch watch)
+      : path_(std::move(path)), watch_(std::move(watch)) {}
   std::string path_;
+  ScratchWatch watch_;
 };
 
 size_t Threads(size_t jobs, size_t work) {
@@ -106,7 +112,8 @@ absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::st
 absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& inputs,
                                               const AnalysisOptions& options,
                                               const ReadOptions& read, size_t jobs,
-                                              const ShardProgress& progress) {
+                                              const ShardProgress& progress,
+                                              const ScratchWatch& scratch) {
   absl::StatusOr<std::vector<shard::FileIndex>> index = IndexJob(inputs, jobs);
   if (!index.ok()) return index.status();
   absl::StatusOr<shard::Plan> plan = MakePlan(*index, options, read.reorder_window);
@@ -121,7 +128,7 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
   }
   // Summaries go to files of a directory of their own (summary_file.h: bounded memory however
   // long the job), removed when done.
-  absl::StatusOr<TemporaryDirectory> dir = TemporaryDirectory::Create();
+  absl::StatusOr<TemporaryDirectory> dir = TemporaryDirectory::Create(scratch);
   if (!dir.ok()) return dir.status();
   std::vector<std::unique_ptr<SummaryFile>> summaries;
   int round = 0;

@@ -46,6 +46,13 @@ constexpr std::string_view kAbsentHost{"\0absent", 7};
 
 absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, const std::string& path,
                                   const MapTick& tick) {
+  absl::StatusOr<std::unique_ptr<SummaryWriter>> writer = SummaryWriter::Create(path);
+  if (!writer.ok()) return writer.status();
+  return MapShard(plan, index, **writer, tick);
+}
+
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, SummaryWriter& writer,
+                                  const MapTick& tick) {
   if (absl::Status s = CheckPlan(plan); !s.ok()) return s;
   if (index >= static_cast<uint32_t>(plan.shards_size())) {
     return absl::InvalidArgumentError(
@@ -71,12 +78,10 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, const
   absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::OpenPlanned(inputs);
   if (!reader.ok()) return reader.status();
 
-  absl::StatusOr<std::unique_ptr<SummaryWriter>> writer = SummaryWriter::Create(path);
-  if (!writer.ok()) return writer.status();
   const AnalysisOptions options = ToAnalysisOptions(plan.options());
   JobAnalysis analysis(options);
   analysis.SetRoles(roles);
-  CrossRankRecorder cross_rank(writer->get());
+  CrossRankRecorder cross_rank(&writer);
   analysis.SetCrossRankSink(&cross_rank);
   analysis.ReserveProcesses(n);
   // Every process of the job in the plan's order, so that ids are the job's. A process the shard
@@ -115,13 +120,13 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, const
   if (absl::StatusOr<std::vector<std::string>> kept = cross_rank.Finish(); !kept.ok()) {
     return kept.status();
   }
-  absl::Status written = (*writer)->Finish(Summarize(analysis.TakeResults(), cross_rank, symbols,
-                                                     shard, index, plan.options().python_frames()));
+  absl::Status written = writer.Finish(Summarize(analysis.TakeResults(), cross_rank, symbols, shard,
+                                                 index, plan.options().python_frames()));
   if (!written.ok()) return written;
   MapStats stats;
   stats.read = (*reader)->stats();
   stats.cross_rank_records = cross_rank.records();
-  stats.summary_bytes = (*writer)->bytes();
+  stats.summary_bytes = writer.bytes();
   return stats;
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "analyzer/read/job_reader.h"
+#include "analyzer/shard/summary_file.h"
 #include "summary.pb.h"
 
 namespace idlescope {
@@ -27,6 +28,9 @@ struct MapStats {
 // handed on since its last call (progress of a long analysis).
 using MapTick = std::function<void(uint64_t bytes, uint64_t records)>;
 absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t shard, const std::string& path,
+                                  const MapTick& tick = {});
+// The same into `writer` (finished here).
+absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t shard, SummaryWriter& writer,
                                   const MapTick& tick = {});
 
 }  // namespace idlescope

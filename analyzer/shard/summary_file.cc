@@ -33,6 +33,17 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(const std::
   return std::unique_ptr<SummaryWriter>(new SummaryWriter(file));
 }
 
+absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(int fd) {
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  std::FILE* file = copy >= 0 ? fdopen(copy, "wb") : nullptr;
+  if (file == nullptr) {
+    const int error = errno;
+    if (copy >= 0) close(copy);
+    return absl::InternalError(absl::StrCat("cannot write the summary: ", std::strerror(error)));
+  }
+  return std::unique_ptr<SummaryWriter>(new SummaryWriter(file));
+}
+
 SummaryWriter::~SummaryWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }

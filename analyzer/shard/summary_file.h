@@ -25,6 +25,8 @@ class SummaryWriter {
  public:
   // Writes to `path` (created, or truncated).
   static absl::StatusOr<std::unique_ptr<SummaryWriter>> Create(const std::string& path);
+  // Writes to the open file `fd` (a copy of it: the caller closes its own).
+  static absl::StatusOr<std::unique_ptr<SummaryWriter>> Create(int fd);
   ~SummaryWriter();
 
   // One serialized CrossRankBatch; Finish: the rest of the summary. Errors: the file's write.

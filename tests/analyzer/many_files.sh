@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 declare -A rss files
 for n in 200 2000; do
   "$gen" --out "$work/$n" --ranks 1 --events 20000 --short-lived "$n" --causes dataload >/dev/null
-  line=$( (ulimit -n 1024 && "$idlescope" report "$work/$n" 2>&1 >/dev/null) | tail -n 1) || true
+  line=$( (ulimit -n 1024 && "$idlescope" report --verbose "$work/$n" 2>&1 >/dev/null) | tail -n 1) || true
   if ! [[ $line =~ from\ ([0-9]+)\ files:.*peak\ RSS\ ([0-9.]+)\ MiB ]]; then
     echo "FAIL: idlescope report of $n short-lived processes (ulimit -n 1024): $line"
     exit 1

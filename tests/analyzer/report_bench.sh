@@ -24,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 # One report: "EVENTS_PER_CPU_S RSS_MIB" (M events/s, MiB) from its last stderr line.
 measure() {
   local line
-  line=$("$1" report "$2" 2>&1 >/dev/null | grep '^idlescope report:')
+  line=$("$1" report --verbose "$2" 2>&1 >/dev/null | grep '^idlescope report:')
   sed -E 's/.*CPU \(([0-9.]+) M events\/s\).*peak RSS ([0-9.]+) MiB.*/\1 \2/' <<<"$line"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

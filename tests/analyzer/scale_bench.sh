@@ -66,7 +66,7 @@ analyze() {
   local start end flags=()
   [ "$mode" = single ] && flags=(--single-process)
   start=$(date +%s.%N)
-  line=$( (ulimit -n 1024 && "$idlescope" report "${flags[@]}" "$dir" 2>&1 >/dev/null) | grep '^idlescope report:') || status=$?
+  line=$( (ulimit -n 1024 && "$idlescope" report --verbose "${flags[@]}" "$dir" 2>&1 >/dev/null) | grep '^idlescope report:') || status=$?
   end=$(date +%s.%N)
   if [ $status -ne 0 ] || [ -z "$line" ]; then
     echo "FAIL: idlescope report $dir (ulimit -n 1024): $line" >&2

@@ -128,7 +128,7 @@ def main():
         for fmt in ("text", "json"):
             reports = {}
             status, reports["shards, 2 threads"], err = run(
-                [opts.idlescope, "report", "--format", fmt, "--jobs", "2", trace_dir])
+                [opts.idlescope, "report", "--verbose", "--format", fmt, "--jobs", "2", trace_dir])
             assert status == 0, err
             closing = err.decode().strip().splitlines()[-1]
             status, reports["shards, 1 thread"], err = run(

@@ -391,7 +391,7 @@ class Bench:
                 verdict_below((r - 1) * 100, (TARGET_E2E - 1) * 100, "%"))
             # Trace size, from the last traced run.
             size = sum(os.path.getsize(os.path.join(trace_dir, f)) for f in os.listdir(trace_dir))
-            _, _, stderr, _, _ = timed([self.idlescope, "report", trace_dir])
+            _, _, stderr, _, _ = timed([self.idlescope, "report", "--verbose", trace_dir])
             m = re.search(r"idlescope report: (\d+) events .* from (\d+) files", stderr)
             events = int(m.group(1)) if m else 0
             row("trace size", name, "%.1f B/event" % (size / events if events else float("nan")),
@@ -420,7 +420,8 @@ class Bench:
             # Twice, alternating with nothing: the better of two is the machine's, not a neighbour's.
             best = None
             for _ in range(1 if events >= 100000000 or self.quick else 2):
-                wall, _, stderr, cpu, rss = timed([self.idlescope, "report", trace], timeout=3600)
+                wall, _, stderr, cpu, rss = timed([self.idlescope, "report", "--verbose", trace],
+                                                  timeout=3600)
                 m = re.search(r"idlescope report: (\d+) events", stderr)
                 n = int(m.group(1))
                 if best is None or cpu < best[1]:

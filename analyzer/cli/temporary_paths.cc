@@ -1,0 +1,117 @@
+#include "analyzer/cli/temporary_paths.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+namespace idlescope {
+namespace {
+
+constexpr int kSlots = 8;
+enum SlotState : int { kFree, kFilling, kReady };
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  bool directory = false;
+  char path[PATH_MAX] = {};
+};
+
+Slot g_slots[kSlots];
+
+bool IsDotOrDotDot(const char* name) {
+  return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+// `dir`'s files, then `dir`. getdents64 rather than readdir, which allocates. A map thread may
+// still be creating its summary while this runs: the directory is listed again until it can be
+// removed (a few rounds; a thread that goes on creating files after that is stopped by the
+// signal's default action in a moment).
+void RemoveDirectoryOfFiles(const char* dir) {
+  for (int round = 0; round < 16; ++round) {
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    alignas(struct dirent64) char buffer[4096];
+    for (;;) {
+      const long n = syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        // struct dirent64 is the kernel's linux_dirent64.
+        const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + at);
+        at += entry->d_reclen;
+        if (!IsDotOrDotDot(entry->d_name)) unlinkat(fd, entry->d_name, 0);
+      }
+    }
+    close(fd);
+    if (rmdir(dir) == 0 || errno != ENOTEMPTY) return;
+  }
+}
+
+void RemoveAndDie(int sig) {
+  const int saved_errno = errno;
+  RemoveTemporaryPaths();
+  // The signal's default action, as without this handler: raised again, it is delivered when
+  // the handler returns (it is blocked until then).
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(sig, &default_action, nullptr);
+  raise(sig);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+void RemoveTemporaryPathsOnSignals() {
+  static constexpr int kEnding[] = {SIGHUP,    SIGINT,  SIGQUIT, SIGABRT,   SIGUSR1,
+                                    SIGUSR2,   SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU,
+                                    SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
+  struct sigaction handler = {};
+  handler.sa_handler = RemoveAndDie;
+  sigemptyset(&handler.sa_mask);
+  auto install = [&](int sig) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) return;
+    sigaction(sig, &handler, nullptr);
+  };
+  for (int sig : kEnding) install(sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) install(sig);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+int RegisterTemporaryPath(const std::string& path, bool directory) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    g_slots[i].directory = directory;
+    g_slots[i].state.store(kReady, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void ForgetTemporaryPath(int slot) {
+  if (slot >= 0 && slot < kSlots) g_slots[slot].state.store(kFree, std::memory_order_release);
+}
+
+void RemoveTemporaryPaths() {
+  for (Slot& slot : g_slots) {
+    if (slot.state.load(std::memory_order_acquire) != kReady) continue;
+    if (slot.directory) {
+      RemoveDirectoryOfFiles(slot.path);
+    } else {
+      unlink(slot.path);
+    }
+  }
+}
+
+}  // namespace idlescope

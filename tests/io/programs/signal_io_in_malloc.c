@@ -1,0 +1,71 @@
+// A signal handler that opens, writes and closes a new file each time, landing wherever the main
+// thread is: here, almost always inside malloc or free, holding the arena's lock (open, write and
+// close are async-signal-safe; malloc is not). A hook that allocated there (naming the new file,
+// say) would wait for that lock forever. Prints how many files the handler wrote and exits 0.
+// Usage: signal_io_in_malloc DIR SECONDS
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char* g_dir;
+static volatile sig_atomic_t g_written = 0;
+
+// The file's name built without snprintf (not async-signal-safe).
+static void OnAlarm(int sig) {
+  (void)sig;
+  char path[4096];
+  size_t n = strlen(g_dir);
+  memcpy(path, g_dir, n);
+  memcpy(path + n, "/f", 2);
+  n += 2;
+  char digits[16];
+  int d = 0;
+  for (unsigned v = (unsigned)g_written;; v /= 10) {
+    digits[d++] = (char)('0' + v % 10);
+    if (v < 10) break;
+  }
+  while (d > 0) path[n++] = digits[--d];
+  path[n] = '\0';
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return;
+  if (write(fd, "x", 1) == 1) g_written = g_written + 1;
+  close(fd);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s DIR SECONDS\n", argv[0]);
+    return 2;
+  }
+  g_dir = argv[1];
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnAlarm;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  double seconds = atof(argv[2]);
+  void* kept[64] = {0};
+  unsigned i = 0;
+  do {
+    // Allocations of many sizes, freed out of order: the arena's lock is taken all the time.
+    for (int k = 0; k < 1000; ++k, ++i) {
+      free(kept[i % 64]);
+      kept[i % 64] = malloc(16 + (i * 2654435761u) % 4096);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  for (int k = 0; k < 64; ++k) free(kept[k]);
+  printf("%s\n", g_written > 0 ? "the handler wrote files" : "the handler wrote nothing");
+  return 0;
+}
