@@ -208,10 +208,12 @@ inline bool FamilyEnabled(Family family) {
 // calls made by the recorder itself (writer thread, interning, stack capture) and hooks nested
 // inside another hook are not recorded.
 namespace detail {
-// A handler of the program's ran inside a hook on this thread (interpose/hooks/signals.cc): the
-// outermost guard records it once the hook is done with the recorder's state.
+// A handler of the program's ran inside a hook on this thread: the outermost guard records it once
+// the hook is done with the recorder's state, through the function the signal hooks
+// (interpose/hooks/signals.cc) set before they set the flag. A pointer, not a call: the recorder
+// is built and tested without any hook family.
 extern __thread bool t_handlers_waiting __attribute__((tls_model("initial-exec")));
-void RecordHandlersInCall();
+extern std::atomic<void (*)()> g_record_handlers_in_call;
 }  // namespace detail
 
 class HookGuard {
@@ -220,7 +222,7 @@ class HookGuard {
       : active_(detail::t_hook_depth++ == 0 && RecorderActive() && FamilyEnabled(family)) {}
   ~HookGuard() {
     if (--detail::t_hook_depth == 0 && __builtin_expect(detail::t_handlers_waiting, 0)) {
-      detail::RecordHandlersInCall();
+      detail::g_record_handlers_in_call.load(std::memory_order_relaxed)();
     }
   }
   HookGuard(const HookGuard&) = delete;

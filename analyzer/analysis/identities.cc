@@ -115,6 +115,12 @@ void ModelFiles::NoteWrite(uint32_t process, std::string_view path, uint64_t pat
   writers.push_back({process, path_id});
 }
 
+void ModelFiles::NoteModelWrite(uint32_t process, std::string_view path) {
+  if (path.empty() || path.find('/') == std::string_view::npos) return;
+  if (model_.size() >= kMaxWritten) return;  // a job writing that many model files: rare
+  model_.insert(Key(process, path));
+}
+
 void ModelFiles::NoteRename(uint32_t process, std::string_view source, std::string_view destination,
                             std::vector<EvidenceKey>* out) {
   if (source.empty() || destination.empty()) return;

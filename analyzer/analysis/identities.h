@@ -53,6 +53,10 @@ class ModelFiles {
   // A write (or sync) of `path`, string id `path_id` in `process`, that is no model file (yet).
   void NoteWrite(uint32_t process, std::string_view path, uint64_t path_id);
 
+  // A write (or sync) of `path` by `process` that is a model file by its name: a directory renamed
+  // with it inside makes the directory's other files model files too.
+  void NoteModelWrite(uint32_t process, std::string_view path);
+
   // A rename of `source` to `destination` by `process`. The files it makes model files (the source
   // renamed to a model file's name; every file written under a renamed directory that held one)
   // as (process, path id) of their writes, appended to `out`; from now on they are model files.

@@ -270,13 +270,16 @@ EventClassification JobAnalysis::Identify(const HostEvent& e, EventClassificatio
   }
   // A file written that a rename, or a read back at start, showed to be a model file; otherwise
   // remembered, for a rename to come.
-  if (c.event_class == EventClass::kUploadWrite && e.fs_type != FS_SOCKET && e.fs_type != FS_PIPE &&
-      e.type != FILE_RENAME) {
+  const bool file_write = e.fs_type != FS_SOCKET && e.fs_type != FS_PIPE && e.type != FILE_RENAME;
+  if (c.event_class == EventClass::kUploadWrite && file_write) {
     if (model_files_.IsModelFile(e.process, e.path)) {
       c = {EventClass::kCheckpointWrite, Cause::kCheckpointing};
     } else {
       model_files_.NoteWrite(e.process, e.path, e.path_id);
     }
+  } else if (c.event_class == EventClass::kCheckpointWrite && file_write) {
+    // Known by its name: a directory renamed with it inside is a checkpoint's.
+    model_files_.NoteModelWrite(e.process, e.path);
   }
   // A socket by who is at the other end (docs/attribution.md, "Who is at the other end").
   const bool on_socket =

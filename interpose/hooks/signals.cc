@@ -27,10 +27,6 @@
 #include "interpose/recorder_internal.h"
 
 namespace idlescope {
-namespace detail {
-__thread bool t_handlers_waiting __attribute__((tls_model("initial-exec"))) = false;
-}  // namespace detail
-
 namespace signals {
 namespace {
 
@@ -172,6 +168,7 @@ __attribute__((noinline)) void NoteHandler(int sig, uint32_t name, uint64_t t0, 
   } else {
     t_stash[kStash - 1].t1 += t1 - t0;
   }
+  detail::g_record_handlers_in_call.store(&RecordHandlersInCall, std::memory_order_relaxed);
   detail::t_handlers_waiting = true;
 }
 
@@ -296,12 +293,8 @@ sighandler_t Signal(int sig, sighandler_t handler, sighandler_t (*real_signal)(i
   return program_previous;
 }
 
-}  // namespace signals
-
-namespace detail {
-
 void RecordHandlersInCall() {
-  t_handlers_waiting = false;
+  detail::t_handlers_waiting = false;
   HookGuard guard(Family::kProc);
   const uint32_t n = signals::t_stashed;
   if (!guard.active() || n == 0) {
@@ -325,5 +318,5 @@ void RecordHandlersInCall() {
   errno = saved;
 }
 
-}  // namespace detail
+}  // namespace signals
 }  // namespace idlescope
