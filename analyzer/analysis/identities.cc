@@ -100,9 +100,19 @@ bool ModelFiles::IsModelFile(uint32_t process, std::string_view path) const {
 }
 
 void ModelFiles::NoteRead(uint32_t process, std::string_view path, uint64_t bytes,
-                          bool before_first_kernel) {
+                          bool before_first_kernel, std::vector<EvidenceKey>* out) {
   if (!before_first_kernel || bytes == 0 || !IsDataFilePath(path)) return;
-  read_back_[Key(process, path)] += bytes;
+  const std::string key = Key(process, path);
+  uint64_t& read = read_back_[key];
+  const bool was_model = read >= kReadBackBytes;
+  read += bytes;
+  if (was_model || read < kReadBackBytes) return;
+  // Written before it was read back (a job that makes its state file, then resumes from it):
+  // those writes were the same file's.
+  auto it = written_.find(key);
+  if (it == written_.end()) return;
+  for (const Written& w : it->second) out->push_back({w.process, w.path_id});
+  written_.erase(it);
 }
 
 void ModelFiles::NoteWrite(uint32_t process, std::string_view path, uint64_t path_id) {

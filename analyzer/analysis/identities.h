@@ -47,8 +47,11 @@ class ModelFiles {
   bool IsModelFile(uint32_t process, std::string_view path) const;
 
   // A read of `path` by `process` before its first kernel (`before_first_kernel`), or a mapping
-  // of it (FILE_MMAP): how much of it was read back at start.
-  void NoteRead(uint32_t process, std::string_view path, uint64_t bytes, bool before_first_kernel);
+  // of it (FILE_MMAP): how much of it was read back at start. When that makes it a model file, the
+  // writes of it seen before (the job made the file, then resumed from it) as (process, path id),
+  // appended to `out`.
+  void NoteRead(uint32_t process, std::string_view path, uint64_t bytes, bool before_first_kernel,
+                std::vector<EvidenceKey>* out);
 
   // A write (or sync) of `path`, string id `path_id` in `process`, that is no model file (yet).
   void NoteWrite(uint32_t process, std::string_view path, uint64_t path_id);

@@ -239,13 +239,16 @@ EventClassification JobAnalysis::Identify(const HostEvent& e, EventClassificatio
       return c;
     case FILE_MMAP:
     case FILE_READ:
-      model_files_.NoteRead(e.process, e.path, e.bytes, !startup_.launched(e.process));
+      made_model_.clear();
+      model_files_.NoteRead(e.process, e.path, e.bytes, !startup_.launched(e.process),
+                            &made_model_);
+      if (!made_model_.empty()) ReclassifyWrites(made_model_);
       break;
     case FILE_RENAME: {
-      renamed_.clear();
-      model_files_.NoteRename(e.process, e.source, e.path, &renamed_);
-      if (!renamed_.empty()) {
-        ReclassifyWrites(renamed_);
+      made_model_.clear();
+      model_files_.NoteRename(e.process, e.source, e.path, &made_model_);
+      if (!made_model_.empty()) {
+        ReclassifyWrites(made_model_);
         if (c.event_class == EventClass::kUploadWrite) {
           c = {EventClass::kCheckpointWrite, Cause::kCheckpointing};
         }

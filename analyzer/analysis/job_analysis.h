@@ -152,7 +152,8 @@ class JobAnalysis : public RecordSink {
   SnapshotRuns snapshots_;
   ModelFiles model_files_;
   SocketPeers peers_;
-  std::vector<EvidenceKey> renamed_;  // scratch of Identify
+  std::vector<EvidenceKey>
+      made_model_;  // writes a rename or a read-back showed were of model files (scratch)
   HostActivity host_activity_;
   CrossRank cross_rank_;
   CrossRankSink* cross_ = &cross_rank_;

@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "interpose/recorder.h"
@@ -98,25 +100,35 @@ void SetCurrent(Slot& slot, const Program& program) {
   slot.current.store(next, std::memory_order_release);
 }
 
-// The handler's function by name, for the report: its symbol, else "module+0xoffset" (a static
-// function of a stripped module). dladdr takes the loader's lock: called from sigaction, never
-// from a handler.
+// The handler's function by name, for the report: its dynamic symbol, else its .symtab name (a
+// static function, an executable without -rdynamic), else "module+0xoffset" (a stripped
+// module). dladdr takes the loader's lock: called from sigaction, never from a handler.
 uint32_t NameOf(void* handler) {
   HookGuard guard(Family::kProc);  // interning must not run nested in another hook of ours
   if (!guard.active()) return 0;
   Dl_info info;
+  struct link_map* map = nullptr;
   char text[256];
   int n = 0;
-  if (dladdr(handler, &info) != 0 && info.dli_sname != nullptr) {
+  const bool found = dladdr1(handler, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(handler);
+  std::string from_file;
+  if (found && info.dli_sname == nullptr && info.dli_fname != nullptr && map != nullptr) {
+    // The main program's link map has an empty name: its file is /proc/self/exe's.
+    std::string path =
+        map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : "/proc/self/exe";
+    from_file = stacks::FunctionInFile(path, at - map->l_addr);
+  }
+  if (found && info.dli_sname != nullptr) {
     n = snprintf(text, sizeof(text), "%s", info.dli_sname);
-  } else if (dladdr(handler, &info) != 0 && info.dli_fname != nullptr) {
+  } else if (!from_file.empty()) {
+    n = snprintf(text, sizeof(text), "%s", from_file.c_str());
+  } else if (found && info.dli_fname != nullptr) {
     const char* base = strrchr(info.dli_fname, '/');
     n = snprintf(text, sizeof(text), "%s+0x%lx", base != nullptr ? base + 1 : info.dli_fname,
-                 static_cast<unsigned long>(reinterpret_cast<uintptr_t>(handler) -
-                                            reinterpret_cast<uintptr_t>(info.dli_fbase)));
+                 static_cast<unsigned long>(at - reinterpret_cast<uintptr_t>(info.dli_fbase)));
   } else {
-    n = snprintf(text, sizeof(text), "0x%lx",
-                 static_cast<unsigned long>(reinterpret_cast<uintptr_t>(handler)));
+    n = snprintf(text, sizeof(text), "0x%lx", static_cast<unsigned long>(at));
   }
   if (n <= 0) return 0;
   return InternString(

@@ -116,6 +116,24 @@ TEST(ModelFileIdentity, AFileReadBackAtStartAndWrittenLaterIsAModelFile) {
   EXPECT_EQ(CauseNs(r, Cause::kCheckpointing), Ms(100));
 }
 
+// The job makes its state file, reads it back (resumes from it) before its first kernel, and
+// writes it again later: the first writes were the model file's too.
+TEST(ModelFileIdentity, WritesBeforeTheReadBackAreTheModelFilesToo) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Io(p, kTid, FILE_WRITE, 2, 40, "/runs/exp1/state", FS_LOCAL, 512 << 20);
+  job.Io(p, kTid, FILE_READ, 40, 50, "/runs/exp1/state", FS_LOCAL, 512 << 20);
+  job.Launch(p, kTid, 55);
+  job.Kernel(p, 55, 100);
+  job.Io(p, kTid, FILE_WRITE, 100, 200, "/runs/exp1/state", FS_LOCAL, 512 << 20);
+  job.Kernel(p, 200, 1000);
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), 0);
+  EXPECT_GE(CauseNs(r, Cause::kCheckpointing), Ms(100));
+}
+
 // The close cases: a small file read at start (a configuration), or a file first read after the
 // first kernel, is no model file when written.
 TEST(ModelFileIdentity, ASmallFileReadAtStartOrAFileReadLaterIsNoModelFile) {
