@@ -22,6 +22,7 @@
 #include <cstring>
 #include <new>
 
+#include "interpose/hooks/signals.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
@@ -273,14 +274,19 @@ IDLESCOPE_EXPORT void _Exit(int status) noexcept {
   __builtin_unreachable();
 }
 
+// Every other signal's handler is timed (interpose/hooks/signals.h).
 IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
                                struct sigaction* old) noexcept {
-  if (!g_signals_managed || !IsManaged(sig)) return RealSigaction(sig, act, old);
+  if (!IsManaged(sig)) return signals::Sigaction(sig, act, old, RealSigaction);
+  if (!g_signals_managed) return RealSigaction(sig, act, old);
   return ManagedSigaction(sig, act, old);
 }
 
 IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
-  if (!g_signals_managed || !IsManaged(sig)) {
+  if (!IsManaged(sig)) {
+    return signals::Signal(sig, handler, Resolve(g_real_signal, "signal"), RealSigaction);
+  }
+  if (!g_signals_managed) {
     // Resolved at load; not a function-local static (its guard could be left taken by fork).
     if (Resolve(g_real_signal, "signal") == nullptr) {
       errno = ENOSYS;

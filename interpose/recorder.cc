@@ -35,6 +35,8 @@ namespace detail {
 std::atomic<bool> g_recorder_active{false};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool t_handlers_waiting __attribute__((tls_model("initial-exec"))) = false;
+std::atomic<void (*)()> g_record_handlers_in_call{nullptr};
 }  // namespace detail
 
 namespace internal {

@@ -48,14 +48,20 @@ enum Type : uint8_t {
   kFileRename = 34,
   kFileClose = 35,
   kWait = 36,
+  kFileMmap = 37,
+  kFileMunmap = 38,
+  kFileCopy = 39,
   kNetConnect = 40,
   kNetRecv = 41,
   kNetSend = 42,
+  kNetSocket = 43,
   kProcFork = 50,
   kProcExec = 51,
   kProcSpawn = 52,
   kProcExit = 53,
   kThreadStart = 54,
+  kProcWait = 55,
+  kSignalHandler = 56,
   kMark = 60,
 };
 enum CopyKind : uint8_t { kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kPeer = 5 };
@@ -106,7 +112,12 @@ struct RawEvent {
       int32_t fd;
       uint8_t fs_type;         // FsType
       uint8_t net_scope;       // NetScope
+      uint8_t writable;        // FILE_MMAP: shared and writable
       uint32_t launch_device;  // WAIT: Event.launch_device + 1 (0: absent), see LaunchDevice()
+      uint32_t source;         // FILE_RENAME, FILE_COPY: InternString id of the source
+      uint32_t local;          // NET_SOCKET: InternString id of the local address
+      uint64_t addr;           // FILE_MMAP, FILE_MUNMAP: the mapping's address
+      uint32_t peer_pid;       // NET_SOCKET: SO_PEERCRED's pid (unix sockets)
     } io;
     struct Proc {
       uint32_t child_pid;
@@ -196,11 +207,24 @@ inline bool FamilyEnabled(Family family) {
 // Per-thread recursion guard, one per hook invocation. A hook records only when active();
 // calls made by the recorder itself (writer thread, interning, stack capture) and hooks nested
 // inside another hook are not recorded.
+namespace detail {
+// A handler of the program's ran inside a hook on this thread: the outermost guard records it once
+// the hook is done with the recorder's state, through the function the signal hooks
+// (interpose/hooks/signals.cc) set before they set the flag. A pointer, not a call: the recorder
+// is built and tested without any hook family.
+extern __thread bool t_handlers_waiting __attribute__((tls_model("initial-exec")));
+extern std::atomic<void (*)()> g_record_handlers_in_call;
+}  // namespace detail
+
 class HookGuard {
  public:
   explicit HookGuard(Family family)
       : active_(detail::t_hook_depth++ == 0 && RecorderActive() && FamilyEnabled(family)) {}
-  ~HookGuard() { --detail::t_hook_depth; }
+  ~HookGuard() {
+    if (--detail::t_hook_depth == 0 && __builtin_expect(detail::t_handlers_waiting, 0)) {
+      detail::g_record_handlers_in_call.load(std::memory_order_relaxed)();
+    }
+  }
   HookGuard(const HookGuard&) = delete;
   HookGuard& operator=(const HookGuard&) = delete;
   // Whether this call should be recorded (recorder active, not nested, family enabled).

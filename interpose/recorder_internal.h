@@ -133,6 +133,12 @@ void MarkAllUnemitted();
 void LockForFork();
 void UnlockAfterFork(bool in_child);
 
+// The function at `offset` (from the module's load bias) in the ELF file `path`, by its .symtab
+// (static functions, executables without -rdynamic, which dladdr cannot name), demangled; empty
+// when the file has none. Reads the file when asked about another module than last time: for rare
+// callers on program threads (the sigaction hook naming a handler), never from a signal handler.
+std::string FunctionInFile(const std::string& path, uint64_t offset);
+
 // Writer-side resolution of program counters to Frames, and the module map.
 class Symbolizer {
  public:

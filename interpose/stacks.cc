@@ -641,6 +641,30 @@ SymbolizerState& State() {
 
 }  // namespace
 
+std::string FunctionInFile(const std::string& path, uint64_t offset) {
+  // One module remembered: the callers (sigaction naming a handler) ask about a few functions of
+  // the same program, rarely.
+  static std::mutex mu;
+  static std::string* cached_path = new std::string();
+  static std::vector<ElfSymbol>* cached = new std::vector<ElfSymbol>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (*cached_path != path) {
+    *cached = LoadElfSymbols(path, /*dynsym=*/false);
+    *cached_path = path;
+  }
+  auto it = std::upper_bound(cached->begin(), cached->end(), offset,
+                             [](uint64_t v, const ElfSymbol& s) { return v < s.addr; });
+  if (it == cached->begin()) return {};
+  --it;
+  if (offset >= it->addr + std::max<uint64_t>(it->size, 1)) return {};
+  std::string name = it->name;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status == 0 && demangled != nullptr) name = demangled;
+  free(demangled);
+  return name;
+}
+
 uint64_t Symbolizer::FrameFor(uint64_t pc, trace::Interned* out, bool loader_free) {
   SymbolizerState& s = State();
   auto it = s.frame_ids.find(pc);

@@ -14,10 +14,10 @@ std::string_view FixedString(const char* s, size_t cap) {
 bool IsCuda(uint8_t type) { return type >= ev::kCudaMemcpy && type <= ev::kCudaLaunchSummary; }
 bool IsNccl(uint8_t type) { return type >= ev::kNcclCollective && type <= ev::kNcclCommDestroy; }
 bool IsIo(uint8_t type) {
-  return (type >= ev::kFileOpen && type <= ev::kWait) ||
-         (type >= ev::kNetConnect && type <= ev::kNetSend) || type == ev::kMark;
+  return (type >= ev::kFileOpen && type <= ev::kFileCopy) ||
+         (type >= ev::kNetConnect && type <= ev::kNetSocket) || type == ev::kMark;
 }
-bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kThreadStart; }
+bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kSignalHandler; }
 constexpr uint8_t kGpuKernel = 1;  // GpuActivityKind GPU_KERNEL
 // Types whose calls are asynchronous by definition: format v2 does not write their `async`.
 bool AsyncByType(uint8_t type) {
@@ -196,6 +196,13 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
   b.OptU64(35, refs.comm_id);
   b.OptU64(36, refs.parent_comm_id);
   if (e.type == ev::kWait && e.u.io.launch_device != 0) b.U64(37, e.u.io.launch_device - 1);
+  if (io) {
+    b.OptU64(38, e.u.io.source);
+    b.OptU64(39, e.u.io.local);
+    b.OptU64(40, e.u.io.peer_pid);
+    b.OptBool(41, e.u.io.writable != 0);
+    b.OptU64(42, e.u.io.addr);
+  }
 }
 
 void EncodeLaunchSite(wire::Buffer& b, const LaunchSite& m) {

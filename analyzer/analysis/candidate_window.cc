@@ -29,4 +29,19 @@ void CandidateWindow::MarkSnapshot(uint32_t process, uint32_t tid, Interval copy
   }
 }
 
+void CandidateWindow::MarkCheckpointWrites(std::span<const EvidenceKey> writes) {
+  auto mark = [&](Candidate& c) {
+    if (c.event_class != EventClass::kUploadWrite || c.gpu_side) return;
+    for (const EvidenceKey& w : writes) {
+      if (c.process == w.process && c.object == w.id) {
+        c.event_class = EventClass::kCheckpointWrite;
+        c.cause = Cause::kCheckpointing;
+        return;
+      }
+    }
+  };
+  for (Candidate& c : pending_) mark(c);
+  for (Candidate& c : incoming_) mark(c);
+}
+
 }  // namespace idlescope

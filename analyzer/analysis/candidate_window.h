@@ -42,6 +42,9 @@ class CandidateWindow {
   // The candidate of the copy (or sync) `copy` of thread (process, tid), merged or new, is a
   // checkpoint snapshot: its time not yet attributed goes to checkpointing when it is.
   void MarkSnapshot(uint32_t process, uint32_t tid, Interval copy);
+  // The writes (uploads so far) of the files `writes` names by (process, path id) were a model
+  // file's: checkpoint writes from now on (a rename showed it: analysis/identities.h).
+  void MarkCheckpointWrites(std::span<const EvidenceKey> writes);
 
   // Pruning pays off once the window doubled since the last prune.
   bool WantsPrune() const { return pending_.size() > 2 * after_prune_ + 1024; }
@@ -126,6 +129,10 @@ class CandidateWindows {
   // As CandidateWindow::MarkSnapshot, in every window (a checkpoint write is rare).
   void MarkSnapshot(uint32_t process, uint32_t tid, Interval copy) {
     for (CandidateWindow& w : windows_) w.MarkSnapshot(process, tid, copy);
+  }
+  // As CandidateWindow::MarkCheckpointWrites, in every window (a rename is rare).
+  void MarkCheckpointWrites(std::span<const EvidenceKey> writes) {
+    for (CandidateWindow& w : windows_) w.MarkCheckpointWrites(writes);
   }
 
   // Pruning pays off once the candidates held doubled since the last prune.

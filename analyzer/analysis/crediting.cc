@@ -61,6 +61,8 @@ void CauseTotals::Add(const CauseTotals& from) {
   snapshot_ns += from.snapshot_ns;
   preprocess_ns += from.preprocess_ns;
   exposed_ns += from.exposed_ns;
+  stdin_ns += from.stdin_ns;
+  socket_ns += from.socket_ns;
   tail_ns += from.tail_ns;
   bytes += from.bytes;
   for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
@@ -126,6 +128,11 @@ Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_
     d.copy_credits.push_back(
         {c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}, continued, whole_bytes});
   }
+  if (c.event_class == EventClass::kUploadWrite && !c.gpu_side && c.object != 0) {
+    if (d.write_credits.size() >= kMaxCopyCredits) d.write_credits.pop_front();
+    d.write_credits.push_back(
+        {c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}, continued, whole_bytes});
+  }
   const uint64_t slices = continued ? 0 : 1;
   if (c.stack != 0) acc.stacks.Add({c.process, c.stack}, length, whole_bytes, slices);
   if (c.object != 0) acc.objects.Add({c.process, c.object}, length, whole_bytes, slices);
@@ -136,6 +143,10 @@ Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_
   }
   if (c.event_class == EventClass::kReadRemote) acc.remote_ns += length;
   if (c.event_class == EventClass::kReadWorkerQueue) acc.worker_wait_ns += length;
+  if (c.event_class == EventClass::kStdinPipe) acc.stdin_ns += length;
+  if (c.event_class == EventClass::kPeerRecv || c.event_class == EventClass::kPeerSend) {
+    acc.socket_ns += length;
+  }
   if (c.gpu_side) acc.gpu_side_ns += length;
   if (c.nccl_op > 0 && c.nccl_op < static_cast<int>(acc.nccl_op_ns.size())) {
     acc.nccl_op_ns[c.nccl_op] += length;
@@ -185,38 +196,68 @@ void Crediting::ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed
   log.insert(at, rest.begin(), rest.end());
 }
 
+template <typename Make, typename IsSame>
+void Crediting::MoveToCheckpointing(uint32_t device, Device& d, const CopyCredit& credit,
+                                    Make&& make, IsSame&& is_same) {
+  const Candidate& old = credit.candidate;
+  const Ns length = credit.when.length();
+  CauseTotals& from = d.causes[Index(old.cause)];
+  Ns event_length = std::max<Ns>(old.when.length(), 1);
+  double bytes = static_cast<double>(old.bytes) * static_cast<double>(length) /
+                 static_cast<double>(event_length);
+  const uint64_t whole_bytes = credit.whole_bytes;
+  const uint64_t slices = credit.continued ? 0 : 1;
+  from.ns -= length;
+  from.bytes -= bytes;
+  if (old.pageable) from.pageable_ns -= length;
+  if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, length, whole_bytes, slices);
+  if (old.object != 0) {
+    from.objects.Remove({old.process, old.object}, length, whole_bytes, slices);
+  }
+  if (old.directory != 0) from.directories.Remove({0, old.directory}, length, whole_bytes, slices);
+  bool open = credit.gap_serial == d.gap_serial;
+  if (open) {
+    d.open.cause_ns[Index(old.cause)] -= length;
+    d.open.cause_ns[Index(Cause::kCheckpointing)] += length;
+    if (d.open.has_main && is_same(d.open.main)) make(d.open.main);
+  }
+  Candidate moved = old;
+  make(moved);
+  CreditCause(d, moved, credit.when, open, false);
+  Observe(device, credit.when, Cause::kCheckpointing, &moved, true, old.cause);
+}
+
 void Crediting::ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t tid, Interval copy) {
   Device& d = devices_[device];
   const Run run = d.run;  // moved credits are no part of the forward run
+  auto same = [&](const Candidate& c) { return IsSnapshotCopy(c, process, tid, copy); };
   std::erase_if(d.copy_credits, [&](CopyCredit& credit) {
-    if (!IsSnapshotCopy(credit.candidate, process, tid, copy)) return false;
-    const Candidate& old = credit.candidate;
-    const Ns length = credit.when.length();
-    CauseTotals& from = d.causes[Index(old.cause)];
-    Ns event_length = std::max<Ns>(old.when.length(), 1);
-    double bytes = static_cast<double>(old.bytes) * static_cast<double>(length) /
-                   static_cast<double>(event_length);
-    const uint64_t whole_bytes = credit.whole_bytes;
-    const uint64_t slices = credit.continued ? 0 : 1;
-    from.ns -= length;
-    from.bytes -= bytes;
-    if (old.pageable) from.pageable_ns -= length;
-    if (old.stack != 0) from.stacks.Remove({old.process, old.stack}, length, whole_bytes, slices);
-    if (old.object != 0) {
-      from.objects.Remove({old.process, old.object}, length, whole_bytes, slices);
+    if (!same(credit.candidate)) return false;
+    MoveToCheckpointing(
+        device, d, credit, [](Candidate& c) { MakeSnapshot(c); }, same);
+    return true;
+  });
+  d.run = run;
+}
+
+void Crediting::ReclassifyWrites(uint32_t device, std::span<const EvidenceKey> writes) {
+  Device& d = devices_[device];
+  if (d.write_credits.empty()) return;
+  const Run run = d.run;  // moved credits are no part of the forward run
+  auto same = [&](const Candidate& c) {
+    if (c.event_class != EventClass::kUploadWrite) return false;
+    for (const EvidenceKey& w : writes) {
+      if (c.process == w.process && c.object == w.id) return true;
     }
-    bool open = credit.gap_serial == d.gap_serial;
-    if (open) {
-      d.open.cause_ns[Index(old.cause)] -= length;
-      d.open.cause_ns[Index(Cause::kCheckpointing)] += length;
-      if (d.open.has_main && IsSnapshotCopy(d.open.main, process, tid, copy)) {
-        MakeSnapshot(d.open.main);
-      }
-    }
-    Candidate snapshot = old;
-    MakeSnapshot(snapshot);
-    CreditCause(d, snapshot, credit.when, open, false);
-    Observe(device, credit.when, Cause::kCheckpointing, &snapshot, true, old.cause);
+    return false;
+  };
+  auto make = [](Candidate& c) {
+    c.event_class = EventClass::kCheckpointWrite;
+    c.cause = Cause::kCheckpointing;
+  };
+  std::erase_if(d.write_credits, [&](CopyCredit& credit) {
+    if (!same(credit.candidate)) return false;
+    MoveToCheckpointing(device, d, credit, make, same);
     return true;
   });
   d.run = run;

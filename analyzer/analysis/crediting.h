@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "analyzer/analysis/attribution.h"
@@ -44,6 +45,8 @@ struct CauseTotals {
   Ns snapshot_ns = 0;         // checkpointing: device-to-host snapshot copies before the write
   Ns preprocess_ns = 0;       // data_loading: launching-thread CPU time in gaps with its data reads
   Ns exposed_ns = 0;  // synchronization: launching-thread CPU time after the sync that opened a gap
+  Ns stdin_ns = 0;    // data_loading: reading stdin from a pipe (the program before in a pipeline)
+  Ns socket_ns = 0;   // communication: receives and sends with other processes of the job
   Ns tail_ns = 0;     // in the device's tail gap (after its last kernel)
   double bytes = 0;   // bytes of the credited events, in proportion to the time credited
   std::array<Ns, NcclOp_ARRAYSIZE> nccl_op_ns{};  // by NcclOp
@@ -121,6 +124,10 @@ class Crediting {
   // The copy (or sync) `copy` of thread (process, tid) was a checkpoint snapshot: its
   // remembered credits on `device` move to checkpointing.
   void ReclassifySnapshot(uint32_t device, uint32_t process, uint32_t tid, Interval copy);
+  // The writes of the files `writes` names by (process, path id), credited as uploads, were a
+  // model file's (a rename to a model file's name showed it): their remembered credits on
+  // `device` (the newest kMaxCopyCredits upload writes) move to checkpointing.
+  void ReclassifyWrites(uint32_t device, std::span<const EvidenceKey> writes);
   // `device`'s gap ended: its residual time gets the cause of the gap's kind.
   void CloseGap(uint32_t device, Interval gap, GapKind kind);
 
@@ -180,6 +187,7 @@ class Crediting {
     OpenGap open;
     std::deque<ResidualSlice> residual_log;
     std::deque<CopyCredit> copy_credits;
+    std::deque<CopyCredit> write_credits;  // upload writes: a rename may show them checkpoints
     uint64_t gap_serial = 0;
     ClosedGap last_gap;
     bool has_last_gap = false;
@@ -187,6 +195,12 @@ class Crediting {
   };
   void ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed_until,
                      bool may_become_snapshot);
+  // Moves a remembered credit of `d` to checkpointing, its candidate changed by `make` (a
+  // snapshot, a checkpoint write); `in_main(open gap's main)` says whether the open gap's main
+  // candidate is the same event.
+  template <typename Make, typename IsSame>
+  void MoveToCheckpointing(uint32_t device, Device& d, const CopyCredit& credit, Make&& make,
+                           IsSame&& is_same);
   // Returns the length of the run `when` ends (the slice itself, or with the contiguous slices of
   // the same candidate before it).
   Ns CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,

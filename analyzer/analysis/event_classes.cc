@@ -53,7 +53,30 @@ EventClassification ClassifySend(NetScope scope) {
   return {EventClass::kPeerSend, Cause::kCommunication};
 }
 
+// A copy between descriptors (sendfile, copy_file_range, splice: shutil.copy, cp) by what it
+// moves: a model file (either end) is a checkpoint copied; to a socket, a send to its peer; from
+// a socket, a download; anything else a write of the destination.
+EventClassification ClassifyCopy(const HostEvent& event) {
+  if (IsModelCheckpointPath(event.path) || IsModelCheckpointPath(event.source)) {
+    return {EventClass::kCheckpointWrite, Cause::kCheckpointing};
+  }
+  if (event.fs_type == FS_SOCKET) {
+    if (event.net_scope == NET_PUBLIC || event.net_scope == NET_PRIVATE) {
+      return ClassifySend(event.net_scope);
+    }
+    return {EventClass::kIpcWrite, Cause::kUnknown};
+  }
+  // The source is a file (an absolute path), a pipe ("pipe:[N]") or a socket's peer address
+  // ("10.0.0.5:80", "unix:/run/x.sock"): data received from it.
+  const bool from_socket =
+      !event.source.empty() && event.source[0] != '/' && !event.source.starts_with("pipe:");
+  if (from_socket) return {EventClass::kDownload, Cause::kExternalDownload};
+  return {EventClass::kUploadWrite, Cause::kIntermediateUpload};
+}
+
 }  // namespace
+
+bool IsStdinPipe(const HostEvent& event) { return event.fd == 0 && event.fs_type == FS_PIPE; }
 
 bool IsModelCheckpointPath(std::string_view path) {
   static constexpr std::string_view kSuffixes[] = {
@@ -71,11 +94,10 @@ bool IsModelCheckpointPath(std::string_view path) {
       if (ContainsNoCase(name, word)) return true;
     }
   }
-  // A directory component naming checkpoints: ckpt/, checkpoints/, checkpoint-500/, ...
-  size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos) return false;
-  std::string_view dir = path.substr(0, slash);
-  return ContainsNoCase(dir, "checkpoint") || ContainsNoCase(dir, "ckpt");
+  // Not a directory's name: a job run from ~/ckpt-experiments/ writes its logs there too. Files
+  // without a model file's name are model files by what the job does with them
+  // (analysis/identities.h).
+  return false;
 }
 
 bool IsDataFilePath(std::string_view path) {
@@ -151,6 +173,8 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
     case NCCL_COMM_INIT:
     case NCCL_COMM_DESTROY:
       return is(EventClass::kNccl, Cause::kCommunication);
+    case FILE_COPY:
+      return ClassifyCopy(event);
     case FILE_WRITE:
     case FILE_SYNC:
     case FILE_RENAME:
@@ -176,6 +200,9 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
     case FILE_READ:
       // stdin or a terminal: the job waits for a person (the paper's interactive jobs).
       if (IsTerminalEvent(event)) return is(EventClass::kTerminalRead, Cause::kInteractive);
+      // stdin from a pipe: the job's input comes from the program before it in a pipeline (or
+      // the parent that started it), not from DataLoader workers.
+      if (IsStdinPipe(event)) return is(EventClass::kStdinPipe, Cause::kDataLoading);
       if (event.fs_type == FS_PIPE || event.fs_type == FS_SOCKET) {
         return is(EventClass::kReadWorkerQueue, Cause::kDataLoading);
       }
@@ -203,6 +230,7 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       // monitor, an idle DataLoader worker polling its index queue, a thread waiting on a long
       // poll of a tracker's server.
       if (event.device < 0) return {};
+      if (IsStdinPipe(event)) return is(EventClass::kStdinPipe, Cause::kDataLoading);
       // The thread idles, holding the GPU doing nothing (a script's sleep, a notebook's kernel
       // between cells, a server between requests): the paper's interactive job.
       if (IsIdleWait(event)) return is(EventClass::kIdleWait, Cause::kInteractive);
@@ -218,7 +246,16 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       if (IsInstallerCommand(event.path, event.argv)) {
         return is(EventClass::kInstaller, Cause::kLibraryInstallation);
       }
+      // system() returns when its command did: the caller waited for the child all along (the
+      // analysis gives the wait the child's cause, identities.h).
+      if (event.type == PROC_SPAWN && event.api == "system") {
+        return is(EventClass::kChildWait, Cause::kChildProcess);
+      }
       return {};
+    case PROC_WAIT:
+      return is(EventClass::kChildWait, Cause::kChildProcess);
+    case SIGNAL_HANDLER:
+      return is(EventClass::kSignalHandler, Cause::kSignalHandler);
     default:
       return {};
   }

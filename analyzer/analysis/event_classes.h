@@ -13,9 +13,13 @@
 
 namespace idlescope {
 
-// Model checkpoint files: by suffix (.pt, .pth, .ckpt, .safetensors, .bin, .h5, .pkl, .npz,
-// .msgpack, .distcp), or a directory component naming checkpoints ("checkpoint", "ckpt").
+// Model checkpoint files by their name: by suffix (.pt, .pth, .ckpt, .safetensors, .h5, .pkl,
+// .npz, .msgpack, .distcp, ...; .bin with a model word in the name). A file is also a model file
+// by what the job does with it (analysis/identities.h), which this does not see.
 bool IsModelCheckpointPath(std::string_view path);
+
+// A read of (or a wait on) stdin when it is a pipe: input from the program before this one.
+bool IsStdinPipe(const HostEvent& event);
 
 // Program code: Python source or bytecode (.py, .pyc), a shared library (.so, .so.N). Reading it
 // is importing or loading a library, not loading data.

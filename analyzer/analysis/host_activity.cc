@@ -21,6 +21,7 @@ std::optional<HostActivityKind> ActivityKindOf(const HostEvent& e, EventClass ev
     case FILE_SYNC:
     case FILE_RENAME:
     case FILE_CLOSE:
+    case FILE_COPY:
       if (event_class == EventClass::kCheckpointWrite) {
         return HostActivityKind::kCheckpointWrites;
       } else if (e.type == FILE_CLOSE && !IsRemoteFs(e.fs_type)) {
@@ -37,8 +38,13 @@ std::optional<HostActivityKind> ActivityKindOf(const HostEvent& e, EventClass ev
     case FILE_READ:
       if (event_class == EventClass::kTerminalRead) {
         return HostActivityKind::kTerminal;
-      } else if (event_class == EventClass::kReadWorkerQueue) {
+      } else if (event_class == EventClass::kReadWorkerQueue ||
+                 event_class == EventClass::kStdinPipe) {
         return HostActivityKind::kIpc;
+      } else if (event_class == EventClass::kPeerRecv || event_class == EventClass::kDownload) {
+        // A socket whose peer is known (docs/attribution.md, "Who is at the other end").
+        return e.net_scope == NET_PRIVATE || e.net_scope == NET_PUBLIC ? HostActivityKind::kNetwork
+                                                                       : HostActivityKind::kIpc;
       } else {
         return HostActivityKind::kReads;
       }
@@ -56,6 +62,37 @@ std::optional<HostActivityKind> ActivityKindOf(const HostEvent& e, EventClass ev
                                                                      : HostActivityKind::kIpc;
     default:
       return std::nullopt;
+  }
+}
+
+void HostActivity::MoveToCheckpointWrites(std::span<const EvidenceKey> writes) {
+  Table& from = tables_[static_cast<size_t>(HostActivityKind::kWrites)];
+  Table& to = tables_[static_cast<size_t>(HostActivityKind::kCheckpointWrites)];
+  for (const EvidenceKey& key : writes) {
+    auto it = from.items.find(key);
+    if (it == from.items.end()) continue;
+    const Table::Weight w = it->second;
+    from.items.erase(it);
+    from.ns -= w.ns;
+    from.bytes -= std::min(from.bytes, w.bytes);
+    from.count -= std::min(from.count, w.count);
+    from.main_ns -= w.main_ns;
+    to.ns += w.ns;
+    to.bytes += w.bytes;
+    to.count += w.count;
+    to.main_ns += w.main_ns;
+    Table::Weight& into = to.Item(key);
+    into.ns += w.ns;
+    into.bytes += w.bytes;
+    into.count += w.count;
+    into.main_ns += w.main_ns;
+    if (w.longest > into.longest) {
+      into.longest = w.longest;
+      into.tid = w.tid;
+      into.main_thread = w.main_thread;
+      into.stack = w.stack;
+      into.fs = w.fs;
+    }
   }
 }
 

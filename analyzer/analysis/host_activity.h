@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ class HostActivity {
 
   // A host event of the job; `main_thread`: its thread is its process's main thread.
   void Note(const HostEvent& event, EventClass event_class, bool main_thread);
+  // The writes of the files `writes` names by (process, path id) were a model file's (a rename
+  // showed it): their items and time move from writes to checkpoint writes.
+  void MoveToCheckpointWrites(std::span<const EvidenceKey> writes);
 
   // The report's section: kinds in kind order (non-empty ones), items heaviest first merged
   // across processes by what they name, programs with the run time of the traced ones, workers.

@@ -36,6 +36,10 @@ bool IsBlockingHostWork(EventClass c) {
     case EventClass::kReadWorkerQueue:
     case EventClass::kDownload:
     case EventClass::kTerminalRead:
+    case EventClass::kPeerRecv:
+    case EventClass::kStdinPipe:
+    case EventClass::kChildWait:
+    case EventClass::kSignalHandler:
       return true;
     default:
       return false;
@@ -72,6 +76,8 @@ void JobAnalysis::AddProcess(uint32_t process, const ProcessInfo& info) {
   // The reader numbers processes in the order it adds them.
   if (process != processes_.size()) return;
   processes_.Add(info);
+  model_files_.AddProcess(process, info);
+  peers_.AddProcess(process, info);
   devices_.AddProcess(process, info);
   startup_.AddProcess(process, info);
   // Normally every process comes before the first record; a late one joins the families.
@@ -177,6 +183,8 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
       break;
   }
   EventClassification c = ClassifyHostEvent(e);
+  uint64_t object = e.path_id;
+  c = Identify(e, c, &object);
   if (owned) host_activity_.Note(e, c.event_class, e.tid == p.main_tid());
   if (e.end <= e.start) return;
   // Whatever a package installer does (downloads, writes to site-packages) is installation.
@@ -207,11 +215,12 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   candidate.process = e.process;
   candidate.tid = e.tid;
   candidate.stack = e.stack;
-  candidate.object = e.path_id;
+  candidate.object = object;
   candidate.bytes = e.bytes;
   candidate.directory = directories_.Of(e);
   // Code and system paths returned above: what is left is data unless it is a model file.
-  candidate.data_read = file_read && !e.path.empty() && !IsModelCheckpointPath(e.path);
+  candidate.data_read =
+      file_read && !e.path.empty() && !model_files_.IsModelFile(e.process, e.path);
   uint32_t copy_tid = 0;
   if (snapshots_.Note(candidate, &snapshot_copies_, &copy_tid)) {
     for (const Interval& copy : snapshot_copies_) ReclassifySnapshot(e.process, copy_tid, copy);
@@ -220,6 +229,95 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     cross_->Activity(RankBlame::ActivityOf(p.info.rank, candidate));
   }
   AddCandidate(candidate);
+}
+
+EventClassification JobAnalysis::Identify(const HostEvent& e, EventClassification c,
+                                          uint64_t* object) {
+  switch (e.type) {
+    case NET_SOCKET:
+      peers_.NoteSocket(e);
+      return c;
+    case FILE_MMAP:
+    case FILE_READ:
+      made_model_.clear();
+      model_files_.NoteRead(e.process, e.path, e.bytes, !startup_.launched(e.process),
+                            &made_model_);
+      if (!made_model_.empty()) ReclassifyWrites(made_model_);
+      break;
+    case FILE_RENAME: {
+      made_model_.clear();
+      model_files_.NoteRename(e.process, e.source, e.path, &made_model_);
+      if (!made_model_.empty()) {
+        ReclassifyWrites(made_model_);
+        if (c.event_class == EventClass::kUploadWrite) {
+          c = {EventClass::kCheckpointWrite, Cause::kCheckpointing};
+        }
+      }
+      break;
+    }
+    case PROC_WAIT:
+    case PROC_SPAWN:
+      if (c.event_class == EventClass::kChildWait) {
+        // The child it waited for: by pid, or (system(), no pid) the shell started during it.
+        int64_t child = e.type == PROC_WAIT
+                            ? WaitedChild(e.process, e.child_pid, processes_)
+                            : WaitedChild(e.process, processes_.ShellChildOf(e), processes_);
+        if (child >= 0) {
+          c.cause = ChildCause(static_cast<uint32_t>(child), processes_);
+          *object = CommandEvidence(static_cast<uint32_t>(child));
+        }
+      }
+      return c;
+    default:
+      break;
+  }
+  // A file written that a rename, or a read back at start, showed to be a model file; otherwise
+  // remembered, for a rename to come.
+  const bool file_write = e.fs_type != FS_SOCKET && e.fs_type != FS_PIPE && e.type != FILE_RENAME;
+  if (c.event_class == EventClass::kUploadWrite && file_write) {
+    if (model_files_.IsModelFile(e.process, e.path)) {
+      c = {EventClass::kCheckpointWrite, Cause::kCheckpointing};
+    } else {
+      model_files_.NoteWrite(e.process, e.path, e.path_id);
+    }
+  } else if (c.event_class == EventClass::kCheckpointWrite && file_write) {
+    // Known by its name: a directory renamed with it inside is a checkpoint's.
+    model_files_.NoteModelWrite(e.process, e.path);
+  }
+  // A socket by who is at the other end (docs/attribution.md, "Who is at the other end").
+  const bool on_socket =
+      e.type == NET_RECV || e.type == NET_SEND || e.type == NET_CONNECT ||
+      ((e.type == FILE_READ || e.type == FILE_WRITE || e.type == WAIT || e.type == FILE_COPY) &&
+       e.fs_type == FS_SOCKET && !e.path.empty());
+  if (!on_socket || c.event_class == EventClass::kIdleWait ||
+      (c.event_class == EventClass::kNone && e.type != NET_CONNECT)) {
+    return c;
+  }
+  const bool receives = e.type == NET_RECV || e.type == FILE_READ || e.type == WAIT;
+  const bool sends = e.type == NET_SEND || e.type == FILE_WRITE || e.type == FILE_COPY;
+  switch (peers_.RoleOf(e, processes_)) {
+    case PeerRole::kUnknown:
+      return c;
+    case PeerRole::kSelf:
+    case PeerRole::kWorker:
+      if (receives) return {EventClass::kReadWorkerQueue, Cause::kDataLoading};
+      if (sends) return {EventClass::kIpcWrite, Cause::kUnknown};
+      return {};
+    case PeerRole::kJobProcess:
+      if (receives) return {EventClass::kPeerRecv, Cause::kCommunication};
+      if (sends) return {EventClass::kPeerSend, Cause::kCommunication};
+      return {};
+    case PeerRole::kOutside:
+      if (sends) return {EventClass::kUploadWrite, Cause::kIntermediateUpload};
+      return {EventClass::kDownload, Cause::kExternalDownload};
+  }
+  return c;
+}
+
+void JobAnalysis::ReclassifyWrites(const std::vector<EvidenceKey>& writes) {
+  window_.MarkCheckpointWrites(writes);
+  host_activity_.MoveToCheckpointWrites(writes);
+  for (uint32_t d = 0; d < devices_.size(); ++d) crediting_.ReclassifyWrites(d, writes);
 }
 
 void JobAnalysis::AddGpuRecord(const GpuRecord& r) {

@@ -32,6 +32,7 @@
 #include "analyzer/analysis/devices.h"
 #include "analyzer/analysis/evidence.h"
 #include "analyzer/analysis/host_activity.h"
+#include "analyzer/analysis/identities.h"
 #include "analyzer/analysis/job_merge.h"
 #include "analyzer/analysis/options.h"
 #include "analyzer/analysis/part_results.h"
@@ -80,6 +81,9 @@ class JobAnalysis : public RecordSink {
   void AddWarning(const ReportWarning& warning) override;
   void AddFile(const FileReport& file) override;
   void AddHostClock(const HostClock& clock) override { clocks_.push_back(clock); }
+  void AddSocketAddress(uint32_t process, std::string key) override {
+    peers_.AddAddress(process, std::move(key));
+  }
 
   // Sees every credited slice from now on (analysis/crediting.h); nullptr: none.
   void SetSliceObserver(SliceObserver* observer) { crediting_.SetObserver(observer); }
@@ -121,6 +125,11 @@ class JobAnalysis : public RecordSink {
   // (docs/attribution.md, "Tiers and precedence").
   bool TierFor(const Candidate& c, uint32_t device, Tier* tier) const;
   void ReclassifySnapshot(uint32_t process, uint32_t tid, Interval copy);
+  // What the job did with a file or socket, and the child a wait was for, refine `c`
+  // (analysis/identities.h); `object` becomes a child wait's evidence (the child's command).
+  EventClassification Identify(const HostEvent& e, EventClassification c, uint64_t* object);
+  // The writes of these (process, path id) files, uploads so far, were a model file's.
+  void ReclassifyWrites(const std::vector<EvidenceKey>& writes);
   void Prune();
   // An installer process's event (its span too): installations hold the whole job up, whichever
   // process runs them, so it may explain every device. (The call of a rank that starts an
@@ -141,6 +150,10 @@ class JobAnalysis : public RecordSink {
   CandidateWindows window_;
   Crediting crediting_;
   SnapshotRuns snapshots_;
+  ModelFiles model_files_;
+  SocketPeers peers_;
+  std::vector<EvidenceKey>
+      made_model_;  // writes a rename or a read-back showed were of model files (scratch)
   HostActivity host_activity_;
   CrossRank cross_rank_;
   CrossRankSink* cross_ = &cross_rank_;

@@ -32,6 +32,13 @@ inline constexpr Ns kForever = std::numeric_limits<Ns>::max();
 // but "how this process was launched" (JobProcesses::LaunchOf), resolved when the report is
 // built. Real ids are small counters, never this.
 inline constexpr uint64_t kLaunchEvidence = ~uint64_t{0};
+// Candidate.object of a wait for a child process: not an id of its trace file but the command of
+// the child (process `child`, a JobProcesses index), resolved when the report is built.
+inline constexpr uint64_t kCommandEvidenceBit = uint64_t{1} << 62;
+inline constexpr uint64_t CommandEvidence(uint32_t child) { return kCommandEvidenceBit | child; }
+inline constexpr bool IsCommandEvidence(uint64_t id) {
+  return id != kLaunchEvidence && (id & kCommandEvidenceBit) != 0;
+}
 
 // "program arg1 arg2" from a NUL-separated argv (the program path when argv is empty), the
 // program by its base name, at most 200 characters: as the traced process's Header.cmdline is
@@ -99,6 +106,9 @@ class JobProcesses {
 
   // A fork, exec or spawn: remembered when it starts an installer.
   void NoteLaunch(const HostEvent& event);
+  // The shell a spawn without a child pid (system(), popen) started (ShellChild below); 0 when
+  // none is traced. A shell is found for one spawn only.
+  uint32_t ShellChildOf(const HostEvent& event) { return ShellChild(event); }
   const Launch* LaunchOf(uint32_t process) const;
   // Every launch kept, by the installer's (host, pid), for summaries (analyzer/shard/); and one
   // put back (the first one given for a key stays).

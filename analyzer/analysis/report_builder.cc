@@ -210,13 +210,20 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
 }
 
 // Evidence ids are per trace file, except an installer span's (kLaunchEvidence: how the
-// installer was launched).
+// installer was launched) and a child wait's object (CommandEvidence: the child's command).
 class EvidenceOf {
  public:
   EvidenceOf(const JobProcesses& processes, EvidenceResolver& evidence)
       : processes_(processes), evidence_(evidence) {}
   StringId String(uint32_t process, uint64_t id) {
     if (id == kLaunchEvidence) return evidence_.Intern(processes_.InstallerCommand(process));
+    if (IsCommandEvidence(id)) {
+      const uint32_t child = static_cast<uint32_t>(id & ~kCommandEvidenceBit);
+      if (child < processes_.size()) {
+        return evidence_.Intern(CommandLabel(processes_[child].info));
+      }
+      return 0;
+    }
     return evidence_.String(process, id);
   }
   StackId Stack(uint32_t process, uint64_t id) {
@@ -460,11 +467,13 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
         out->push_back(f);
       }
       note(FindingKind::kExposedNcclKernels, acc.gpu_side_ns);
+      note(FindingKind::kPeerSocketTransfers, acc.socket_ns);
       return;
     case Cause::kDataLoading:
       note(FindingKind::kRemoteReads, acc.remote_ns);
       note(FindingKind::kWorkerQueueWaits, acc.worker_wait_ns);
       note(FindingKind::kLauncherPreprocessing, acc.preprocess_ns);
+      note(FindingKind::kStdinPipeWaits, acc.stdin_ns);
       return;
     case Cause::kSynchronization:
       note(FindingKind::kHostWorkAfterSync, acc.exposed_ns);

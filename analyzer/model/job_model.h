@@ -85,8 +85,19 @@ struct HostEvent {
   uint32_t group_depth = 0;  // ncclGroupStart nesting at the call (0: not in a group)
   // CUDA_MALLOC / CUDA_FREE
   uint64_t ptr = 0;
-  // PROC_FORK / PROC_SPAWN: the child's pid (0: unknown)
+  // PROC_FORK / PROC_SPAWN / PROC_WAIT: the child's pid (0: unknown)
   uint32_t child_pid = 0;
+  // FILE_RENAME: the old name; FILE_COPY: the source (a file, a pipe, a peer's address)
+  uint64_t source_id = 0;  // per-process string id
+  std::string_view source;
+  // NET_SOCKET: the socket's own address, and for a unix socket the peer's pid (0: unknown)
+  std::string_view local;
+  uint32_t peer_pid = 0;
+  // FILE_MMAP / FILE_MUNMAP: the mapping's address; FILE_MMAP: writes through it reach the file
+  uint64_t addr = 0;
+  bool writable = false;
+  // SIGNAL_HANDLER: the signal (Event.result)
+  int32_t result = 0;
   // CUDA calls: the CUPTI correlation id of the call, matching its GpuRecord (0: none)
   uint64_t correlation = 0;
 };

@@ -37,6 +37,11 @@ class RecordSink {
   virtual void AddFile(const FileReport& /*file*/) {}
   // Jobs on several hosts, before any process: how each host's clock was aligned.
   virtual void AddHostClock(const HostClock& /*clock*/) {}
+  // After the processes, before any record: an address `process` had a socket on, in
+  // SocketPeers::Key form (analysis/identities.h), read from the start of its file
+  // (read/socket_addresses.h), so that the other end of a socket is found whatever part of the
+  // job is analyzed.
+  virtual void AddSocketAddress(uint32_t /*process*/, std::string /*key*/) {}
 };
 
 // Hands every record to each of its sinks, in the order they were given.
@@ -73,6 +78,9 @@ class TeeSink : public RecordSink {
   }
   void AddHostClock(const HostClock& clock) override {
     for (RecordSink* s : sinks_) s->AddHostClock(clock);
+  }
+  void AddSocketAddress(uint32_t process, std::string key) override {
+    for (RecordSink* s : sinks_) s->AddSocketAddress(process, key);
   }
 
  private:

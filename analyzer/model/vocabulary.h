@@ -91,6 +91,10 @@ enum class EventClass : uint8_t {
   kIdleWait,         // a launching thread's idle waits (IsIdleWait: a sleep, an event loop):
                      // waiting for nothing
   kSync,             // cudaDeviceSynchronize & co
+  kPeerRecv,         // receives from (and waits on) another process of the job: a rank, a store
+  kStdinPipe,        // reads of stdin from a pipe: the program before this one in a pipeline
+  kChildWait,        // waiting for a child process (waitpid, system): its cause is the child's
+  kSignalHandler,    // a signal handler of the program that ran on the thread
 };
 
 // How an estimated saving was computed (docs/attribution.md, "The numbers").

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "analyzer/read/clock_alignment.h"
 #include "analyzer/read/inputs.h"
+#include "analyzer/read/socket_addresses.h"
 #include "analyzer/trace/interned_data.h"
 #include "analyzer/trace/trace_reader.h"
 
@@ -55,6 +56,11 @@ bool NeedsStrings(EventType type) {
     case WAIT:
     case PROC_EXEC:
     case PROC_SPAWN:
+    case FILE_MMAP:
+    case FILE_MUNMAP:
+    case FILE_COPY:
+    case NET_SOCKET:
+    case SIGNAL_HANDLER:
       return true;
     default:
       return false;
@@ -210,6 +216,12 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     file->interned = &symbols_.ForProcess(file->process);
     sink.AddProcess(file->process, info);
     ++stats_.files;
+  }
+  // As a shard's plan gives them (shard/plan.h): the same addresses, whatever part is read.
+  for (auto& file : files_) {
+    for (std::string& key : ReadSocketAddressKeys(file->reader->path())) {
+      sink.AddSocketAddress(file->process, std::move(key));
+    }
   }
   Merge(sink, options);
 }
@@ -417,7 +429,7 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.host_mem = ev.host_mem();
         e.async = ev.async();
         e.fs_type = ev.fs_type();
-        e.fd = ev.type() >= FILE_OPEN && ev.type() <= NET_SEND ? ev.fd() : -1;
+        e.fd = ev.type() >= FILE_OPEN && ev.type() <= NET_SOCKET ? ev.fd() : -1;
         e.net_scope = ev.net_scope();
         e.stack = ev.stack();
         e.path_id = ev.path();
@@ -425,10 +437,19 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         if (NeedsStrings(ev.type())) {
           e.path = View(f.interned->String(ev.path()));
           e.argv = View(f.interned->String(ev.argv()));
+          e.source = View(f.interned->String(ev.source()));
+          e.local = View(f.interned->String(ev.local()));
         } else {
           e.path = {};
           e.argv = {};
+          e.source = {};
+          e.local = {};
         }
+        e.source_id = ev.source();
+        e.peer_pid = ev.peer_pid();
+        e.addr = ev.addr();
+        e.writable = ev.writable();
+        e.result = ev.result();
         e.nccl_op = ev.nccl_op();
         e.comm = ev.comm();
         e.seq = ev.seq();

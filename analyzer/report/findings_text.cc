@@ -104,6 +104,15 @@ std::string FindingText(const Finding& f, const JobReport& report) {
       return absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)", Seconds(f.ns));
     case FindingKind::kWorkerQueueWaits:
       return absl::StrFormat("%s waiting on worker processes or sockets", Seconds(f.ns));
+    case FindingKind::kStdinPipeWaits:
+      return absl::StrFormat(
+          "%s reading stdin from a pipe: the program writing it is slower than training",
+          Seconds(f.ns));
+    case FindingKind::kPeerSocketTransfers:
+      return absl::StrFormat(
+          "%s in receives and sends over sockets with other processes of the job (Gloo, "
+          "Horovod, a parameter server or store over TCP)",
+          Seconds(f.ns));
     case FindingKind::kLauncherPreprocessing:
       return absl::StrFormat(
           "%s preprocessing on the launching thread (CPU work in gaps where it read data files "

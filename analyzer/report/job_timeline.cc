@@ -118,6 +118,14 @@ std::string_view EventClassName(EventClass c) {
       return "idle wait (sleep, event loop)";
     case EventClass::kSync:
       return "CUDA synchronization";
+    case EventClass::kPeerRecv:
+      return "receive from a peer";
+    case EventClass::kStdinPipe:
+      return "stdin pipe read";
+    case EventClass::kChildWait:
+      return "wait for a child process";
+    case EventClass::kSignalHandler:
+      return "signal handler";
     case EventClass::kNone:
       break;
   }

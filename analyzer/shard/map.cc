@@ -99,6 +99,12 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, Summa
       analysis.AddProcess(i, placeholder);
     }
   }
+  // Every process's socket addresses, read or not: a socket's other end may be another shard's.
+  for (uint32_t i = 0; i < n; ++i) {
+    for (const std::string& key : plan.files(static_cast<int>(i)).sockets()) {
+      analysis.AddSocketAddress(i, key);
+    }
+  }
   ReadOptions read;
   read.reorder_window = plan.options().reorder_window();
   read.align_clocks = false;

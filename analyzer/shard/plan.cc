@@ -16,6 +16,7 @@
 #include "analyzer/analysis/processes.h"
 #include "analyzer/read/clock_alignment.h"
 #include "analyzer/read/job_reader.h"
+#include "analyzer/read/socket_addresses.h"
 #include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
@@ -163,6 +164,7 @@ shard::FileIndex IndexFile(const TraceInput& input, bool align) {
   *index.mutable_header() = (*reader)->header();
   reader->reset();
   index.set_footer_end(FooterEnd(input.path));
+  for (std::string& key : ReadSocketAddressKeys(input.path)) index.add_sockets(std::move(key));
   index.set_aligned(align);
   if (align) {
     for (const CollectiveEnd& e : ReadCollectiveEnds(input.path)) {
@@ -271,6 +273,7 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& index,
     p->set_size(f.size());
     p->set_offset(offsets[i]);
     *p->mutable_process() = ToMessage(info);
+    for (const std::string& key : f.sockets()) p->add_sockets(key);
     plan.set_total_bytes(plan.total_bytes() + f.size());
     infos.push_back(std::move(info));
   }

@@ -19,7 +19,10 @@ class SymbolWriter {
       : source_(source), python_frames_(python_frames), out_(out) {}
 
   void String(uint32_t process, uint64_t id) {
-    if (id == 0 || id == kLaunchEvidence || !strings_.insert({process, id}).second) return;
+    if (id == 0 || id == kLaunchEvidence || IsCommandEvidence(id) ||
+        !strings_.insert({process, id}).second) {
+      return;
+    }
     const std::string text = source_.String(process, id);
     if (text.empty()) return;
     shard::SymbolString* s = out_->add_strings();
@@ -107,6 +110,8 @@ void ToMessage(const CauseTotals& t, shard::CauseTotals* out) {
   out->set_snapshot_ns(t.snapshot_ns);
   out->set_preprocess_ns(t.preprocess_ns);
   out->set_exposed_ns(t.exposed_ns);
+  out->set_stdin_ns(t.stdin_ns);
+  out->set_socket_ns(t.socket_ns);
   out->set_tail_ns(t.tail_ns);
   out->set_bytes(t.bytes);
   for (Ns ns : t.nccl_op_ns) out->add_nccl_op_ns(ns);
@@ -126,6 +131,8 @@ CauseTotals FromMessage(const shard::CauseTotals& m) {
   t.snapshot_ns = m.snapshot_ns();
   t.preprocess_ns = m.preprocess_ns();
   t.exposed_ns = m.exposed_ns();
+  t.stdin_ns = m.stdin_ns();
+  t.socket_ns = m.socket_ns();
   t.tail_ns = m.tail_ns();
   t.bytes = m.bytes();
   for (int i = 0; i < m.nccl_op_ns_size() && i < static_cast<int>(t.nccl_op_ns.size()); ++i) {

@@ -165,8 +165,13 @@ int SyncHook(uint32_t (*api)(), int fd, uint64_t bytes, Call&& call) {
   return r;
 }
 
+// A rename names both files, the old name as `source` (trace.proto, FILE_RENAME): a file written
+// under a temporary name and then renamed to a model file's is a checkpoint (atomic-write
+// libraries, tempfile), which the analysis can only tell by the old name. Both absolute, as the
+// paths of writes are (a write's path comes from the fd table, absolute), so that they match.
 template <typename Call>
-int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
+int RenameHook(uint32_t (*api)(), int fromfd, const char* from, int tofd, const char* to,
+               Call&& call) {
   HookGuard guard(Family::kIo);
   if (!guard.active()) return call();
   uint64_t t0 = NowNs();
@@ -174,9 +179,9 @@ int RenameHook(uint32_t (*api)(), const char* newpath, Call&& call) {
   int err = errno;
   uint64_t t1 = NowNs();
   FdInfo info;
-  if (newpath != nullptr)
-    info.path = idlescope::InternPath(newpath, idlescope::redact::PathKind::kFile);
-  RecordFdEvent(ev::kFileRename, api(), -1, info, t0, t1, 0, r < 0 ? -err : 0);
+  info.path = idlescope::io::InternAbsolutePath(tofd, to);
+  idlescope::io::RecordFdEvent(ev::kFileRename, api(), -1, info, t0, t1, 0, r < 0 ? -err : 0,
+                               idlescope::io::InternAbsolutePath(fromfd, from));
   errno = err;
   return r;
 }
@@ -515,16 +520,15 @@ IDLESCOPE_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned in
                   [&] { return Libc().sync_file_range(fd, off, n, flags); });
 }
 
-IDLESCOPE_EXPORT int msync(void* addr, size_t n, int flags) {
-  return SyncHook(IDLESCOPE_API("msync"), -1, n, [&] { return Libc().msync(addr, n, flags); });
-}
+// msync is mappings.cc's: its path is the file mapping the address is in.
 
 IDLESCOPE_EXPORT int rename(const char* from, const char* to) {
-  return RenameHook(IDLESCOPE_API("rename"), to, [&] { return Libc().rename(from, to); });
+  return RenameHook(IDLESCOPE_API("rename"), AT_FDCWD, from, AT_FDCWD, to,
+                    [&] { return Libc().rename(from, to); });
 }
 
 IDLESCOPE_EXPORT int renameat(int fromfd, const char* from, int tofd, const char* to) {
-  return RenameHook(IDLESCOPE_API("renameat"), to,
+  return RenameHook(IDLESCOPE_API("renameat"), fromfd, from, tofd, to,
                     [&] { return Libc().renameat(fromfd, from, tofd, to); });
 }
 
@@ -534,7 +538,7 @@ IDLESCOPE_EXPORT int renameat2(int fromfd, const char* from, int tofd, const cha
     errno = ENOSYS;
     return -1;
   }
-  return RenameHook(IDLESCOPE_API("renameat2"), to,
+  return RenameHook(IDLESCOPE_API("renameat2"), fromfd, from, tofd, to,
                     [&] { return Libc().renameat2(fromfd, from, tofd, to, flags); });
 }
 

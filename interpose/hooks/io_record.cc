@@ -128,7 +128,28 @@ FdInfo ResolveFd(int fd) {
   if (info.state != FdState::kUnknown) return info;
   info = Classify(fd, nullptr, 0);
   if (info.state != FdState::kUnknown) Fds().Set(fd, info);
+  // A connected socket seen for the first time (accepted, inherited, a socketpair's end): who
+  // is at the other end, once (connect records its own).
+  if (info.fs == kFsSocket && info.path != 0) RecordSocketIdentity(fd, info);
   return info;
+}
+
+uint32_t InternAbsolutePath(int dirfd, const char* path) {
+  if (path == nullptr) return 0;
+  if (path[0] == '/') return InternPath(path, redact::PathKind::kFile);
+  char joined[4096];
+  size_t n = 0;
+  if (dirfd == AT_FDCWD) {
+    if (getcwd(joined, sizeof(joined)) != nullptr) n = strlen(joined);
+  } else {
+    n = LinkOfFd(dirfd, joined, sizeof(joined));
+  }
+  if (n == 0 || joined[0] != '/') return InternPath(path, redact::PathKind::kFile);
+  int m = snprintf(joined + n, sizeof(joined) - n, "%s%s", joined[n - 1] == '/' ? "" : "/", path);
+  if (m < 0 || static_cast<size_t>(m) >= sizeof(joined) - n) {
+    return InternPath(path, redact::PathKind::kFile);
+  }
+  return InternPath(std::string_view(joined, n + static_cast<size_t>(m)), redact::PathKind::kFile);
 }
 
 FdInfo TrackOpenedFd(int fd, int dirfd, const char* path) {
@@ -214,7 +235,7 @@ void CloseBurst() {
 }
 
 void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
-                   uint64_t bytes, int32_t result) {
+                   uint64_t bytes, int32_t result, uint32_t source) {
   RawEvent e;
   e.ts = t0;
   e.dur = t1 - t0;
@@ -228,6 +249,7 @@ void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint6
   e.u.io.fd = fd;
   e.u.io.fs_type = info.fs;
   e.u.io.net_scope = info.scope;
+  e.u.io.source = source;
   Record(e);
 }
 

@@ -88,9 +88,22 @@ __attribute__((always_inline)) inline bool MergeBurstCall(uint8_t file_type, uin
 void CloseBurst();
 
 // A single (not merged) event about a file or socket; like any Record(), it comes after the
-// thread's open burst, which it ends.
+// thread's open burst, which it ends. `source`: the string id of where the data came from
+// (FILE_RENAME's old name, FILE_COPY's source), 0 for none.
 void RecordFdEvent(uint8_t type, uint32_t api, int fd, const FdInfo& info, uint64_t t0, uint64_t t1,
-                   uint64_t bytes, int32_t result);
+                   uint64_t bytes, int32_t result, uint32_t source = 0);
+
+// The string id of `path` as an absolute path: as given when it starts with '/', else joined to
+// the directory `dirfd` names (readlink of /proc/self/fd/N), or to the working directory for
+// AT_FDCWD (getcwd). Neither opens a descriptor. 0 for a null path; the path as given when the
+// directory cannot be named. Not normalized ("a/../b" stays).
+uint32_t InternAbsolutePath(int dirfd, const char* path);
+
+// A NET_SOCKET event for connected socket `fd` (`info`: its fd-table entry, the peer's address
+// as path): its own address (getsockname) and, for a unix socket, the peer's pid (SO_PEERCRED),
+// so that the analysis can find the process at the other end. Once per socket: where the fd table
+// first learns of it (net.cc).
+void RecordSocketIdentity(int fd, const FdInfo& info);
 
 // Stack id for an event starting at `t0` that blocked `dur` ns, rate-limited per thread (a stack
 // costs microseconds; the first event of a burst, a sparse event, or a call that blocked long

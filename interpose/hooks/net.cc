@@ -19,6 +19,7 @@ using idlescope::Family;
 using idlescope::HookGuard;
 using idlescope::InternString;
 using idlescope::NowNs;
+using idlescope::RawEvent;
 using idlescope::io::FdInfo;
 using idlescope::io::Fds;
 using idlescope::io::FdState;
@@ -73,6 +74,39 @@ int AcceptHook(uint32_t (*api)(), int fd, Call&& call) {
 
 }  // namespace
 
+namespace idlescope::io {
+
+void RecordSocketIdentity(int fd, const FdInfo& info) {
+  RawEvent e;
+  e.ts = NowNs();
+  e.count = 1;
+  e.api = IDLESCOPE_API("getsockname")();
+  e.type = ev::kNetSocket;
+  e.u.io.fd = fd;
+  e.u.io.path = info.path;
+  e.u.io.fs_type = kFsSocket;
+  e.u.io.net_scope = info.scope;
+  sockaddr_storage addr;
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    char text[256];
+    size_t n = FormatSockaddr(reinterpret_cast<sockaddr*>(&addr), len, text, sizeof(text));
+    if (n > 0) e.u.io.local = InternPath(std::string_view(text, n), redact::PathKind::kAddress);
+    if (addr.ss_family == AF_UNIX) {
+      // The kernel's record of the other end: the pid that connect()ed (on the accepting side),
+      // that listen()ed (on the connecting side), or that made a socketpair.
+      ucred cred;
+      socklen_t cred_len = sizeof(cred);
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 && cred.pid > 0) {
+        e.u.io.peer_pid = static_cast<uint32_t>(cred.pid);
+      }
+    }
+  }
+  Record(e);
+}
+
+}  // namespace idlescope::io
+
 IDLESCOPE_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   HookGuard guard(Family::kNet);
   if (!guard.active()) {
@@ -95,12 +129,15 @@ IDLESCOPE_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len)
   }
   // A nonblocking connect returns EINPROGRESS and completes later: the fd is this peer's either
   // way. A failed connect leaves the socket unconnected: resolve lazily.
-  if (r == 0 || err == EINPROGRESS) {
+  const bool connected = r == 0 || err == EINPROGRESS;
+  if (connected) {
     Fds().Set(fd, info);
   } else {
     ForgetFd(fd);
   }
   RecordFdEvent(ev::kNetConnect, IDLESCOPE_API("connect")(), fd, info, t0, t1, 0, r < 0 ? -err : 0);
+  // Its own address is bound by now (an ephemeral port, even for a connect in progress).
+  if (connected && info.path != 0) io::RecordSocketIdentity(fd, info);
   errno = err;
   return r;
 }

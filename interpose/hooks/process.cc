@@ -1,4 +1,5 @@
-// Process hooks: fork/vfork, posix_spawn(p), popen/system and the exec family.
+// Process hooks: fork/vfork, posix_spawn(p), popen/system, the exec family and the waits for
+// children (waitpid, wait, wait3, wait4, waitid).
 //
 // - Children stay traced: every exec/spawn gets an environment that still preloads our library
 //   and carries the IDLESCOPE_* variables the process started with, even when the program passes
@@ -30,9 +31,11 @@
 
 #include <string_view>
 
+#include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
 #include "interpose/hooks/process_env.h"
+#include "interpose/hooks/wait.h"
 #include "interpose/recorder.h"
 
 extern char** environ;
@@ -502,6 +505,69 @@ IDLESCOPE_EXPORT int system(const char* command) {
   }
   errno = err;
   return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting for children. A process blocked in waitpid is waiting for its child's work (a
+// preprocessing ffmpeg, a compiler Triton or torch.compile started, pip): issue 24 found that time
+// unknown. A wait that blocked at least 1 ms is a PROC_WAIT event naming the child it reaped (or
+// asked for); the analysis names the wait by the child's own trace (its command, what it did). A
+// wait that returns at once (WNOHANG's polls, a child already gone) costs two clock readings.
+// system() and pclose() wait inside glibc, on no hook: system's PROC_SPAWN lasts as long.
+
+namespace {
+
+template <typename Call>
+pid_t WaitChildHook(uint32_t (*api)(), pid_t asked, Call&& call) {
+  HookGuard guard(Family::kProc);
+  if (!guard.active() || InVforkChild()) return call();
+  const uint64_t t0 = idlescope::CallTicks();
+  const pid_t r = call();
+  const uint64_t t1 = idlescope::CallTicks();
+  if (__builtin_expect(!idlescope::io::LongWait(t0, t1), 1)) return r;
+  const int err = errno;
+  RawEvent e;
+  idlescope::TicksToSpan(t0, t1, &e.ts, &e.dur);
+  e.count = 1;
+  e.api = api();
+  e.type = ev::kProcWait;
+  e.result = r < 0 ? -err : 0;
+  e.stack = idlescope::io::MaybeCaptureStack(e.ts, e.dur);
+  e.u.proc.child_pid = static_cast<uint32_t>(r > 0 ? r : (asked > 0 ? asked : 0));
+  idlescope::Record(e);
+  errno = err;
+  return r;
+}
+
+}  // namespace
+
+IDLESCOPE_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
+  return WaitChildHook(IDLESCOPE_API("waitpid"), pid,
+                       [&] { return Libc().waitpid(pid, status, options); });
+}
+
+IDLESCOPE_EXPORT pid_t wait(int* status) {
+  return WaitChildHook(IDLESCOPE_API("wait"), -1, [&] { return Libc().wait(status); });
+}
+
+IDLESCOPE_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
+  return WaitChildHook(IDLESCOPE_API("wait3"), -1,
+                       [&] { return Libc().wait3(status, options, usage); });
+}
+
+IDLESCOPE_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  return WaitChildHook(IDLESCOPE_API("wait4"), pid,
+                       [&] { return Libc().wait4(pid, status, options, usage); });
+}
+
+// waitid returns 0 and the child in its siginfo_t (si_pid 0: WNOHANG found none).
+IDLESCOPE_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+  int result = 0;
+  WaitChildHook(IDLESCOPE_API("waitid"), type == P_PID ? static_cast<pid_t>(id) : -1, [&] {
+    result = Libc().waitid(type, id, info, options);
+    return result == 0 && info != nullptr ? info->si_pid : static_cast<pid_t>(result);
+  });
+  return result;
 }
 
 IDLESCOPE_EXPORT int posix_spawnp(pid_t* pid, const char* file,

@@ -238,7 +238,7 @@ TEST(AttributionRules, OtherFileWriteIsIntermediateUploadNotCheckpointing) {
 TEST(AttributionRules, CheckpointPathPatterns) {
   EXPECT_TRUE(IsModelCheckpointPath("/x/model.safetensors"));
   EXPECT_TRUE(IsModelCheckpointPath("/x/pytorch_model.BIN"));
-  EXPECT_TRUE(IsModelCheckpointPath("/out/checkpoint-500/optimizer.json"));
+  EXPECT_FALSE(IsModelCheckpointPath("/out/checkpoint-500/optimizer.json"));  // identity decides
   EXPECT_TRUE(IsModelCheckpointPath("weights.h5"));
   EXPECT_FALSE(IsModelCheckpointPath("/out/log.txt"));
   EXPECT_FALSE(IsModelCheckpointPath("/runs/samples/img_0001.png"));

@@ -10,6 +10,7 @@
 #include "analyzer/analysis/job_analysis.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/labels.h"
+#include "analyzer/model/socket_address.h"
 #include "analyzer/model/symbol_source.h"
 
 namespace idlescope::testing {
@@ -130,10 +131,14 @@ class JobBuilder {
   // A string id of `process` (an API name, ...), as the trace's interned strings give it.
   uint64_t Intern(uint32_t process, const std::string& s) { return symbols_.Intern(process, s); }
 
-  void Add(HostEvent e) {
-    std::string path;
+  // `local`: NET_SOCKET's own address (HostEvent.local), by value.
+  void Add(HostEvent e, const std::string& local = "") {
+    std::string path, source;
     if (e.path_id != 0) path = symbols_.String(e.process, e.path_id);
+    if (e.source_id != 0) source = symbols_.String(e.process, e.source_id);
     e.path = path;
+    e.source = source;
+    e.local = local;
     analysis_.AddHostEvent(e);
   }
 
@@ -203,6 +208,30 @@ class JobBuilder {
     Add(e);
   }
   void End(uint32_t process, double at_ms) { analysis_.EndProcess(process, Ms(at_ms)); }
+
+  // An event with a source (FILE_RENAME's old name, FILE_COPY's source).
+  void FromTo(uint32_t process, uint32_t tid, EventType type, double start_ms, double end_ms,
+              const std::string& from, const std::string& to, uint64_t bytes = 0) {
+    HostEvent e = Event(process, tid, type, start_ms, end_ms, to);
+    e.source_id = symbols_.Intern(process, from);
+    e.fs_type = FS_LOCAL;
+    e.bytes = bytes;
+    e.stack = 43;
+    Add(e);
+  }
+  // A socket's identity (NET_SOCKET), then nothing else: its I/O comes with Net().
+  void Socket(uint32_t process, double at_ms, const std::string& local, const std::string& peer,
+              NetScope scope, uint32_t peer_pid = 0) {
+    HostEvent e = Event(process, 1, NET_SOCKET, at_ms, at_ms, peer);
+    e.fs_type = FS_SOCKET;
+    e.net_scope = scope;
+    e.peer_pid = peer_pid;
+    Add(e, local);
+  }
+  // Before the records: an address `process` had a socket on (read/socket_addresses.h).
+  void SocketAddress(uint32_t process, const std::string& host, const std::string& local) {
+    analysis_.AddSocketAddress(process, SocketAddressKey(host, local));
+  }
 
   JobAnalysis& analysis() { return analysis_; }
   uint32_t AddProcess(const ProcessInfo& info) {

@@ -61,6 +61,8 @@ CauseTotals Totals(int cause) {
   t.snapshot_ns = 7;
   t.preprocess_ns = 8;
   t.exposed_ns = 9;
+  t.stdin_ns = 12;
+  t.socket_ns = 13;
   t.tail_ns = 10;
   t.bytes = 11.5;
   for (size_t op = 0; op < t.nccl_op_ns.size(); ++op) t.nccl_op_ns[op] = 20 + op;

@@ -90,7 +90,7 @@ TEST(CauseList, DocumentedPrecedenceIsThePrecedenceOfTheCausesEventsHave) {
   const std::string tiers = Section(ReadDoc("attribution.md"), "### Tiers and precedence");
   std::smatch list;
   ASSERT_TRUE(
-      std::regex_search(tiers, list, std::regex("1\\. host_gpu_transfer[^\\n]*(\\n[^\\n]+)*")));
+      std::regex_search(tiers, list, std::regex("1\\. signal_handler[^\\n]*(\\n[^\\n]+)*")));
   std::vector<std::string> documented;
   const std::string text = list.str();
   std::regex item("(\\d+)\\. ([a-z_]+)");

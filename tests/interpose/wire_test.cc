@@ -484,6 +484,81 @@ std::vector<EventCase> EventCases() {
     s.expected.set_fd(-1);
     cases.push_back(s);
   }
+  {  // identity fields (idlescope 0.4): a rename with its source, a writable file mapping, a
+     // socket's identity with its local address and SO_PEERCRED pid
+    EventCase r{};
+    r.raw.dur = 50;
+    r.raw.count = 1;
+    r.raw.type = ev::kFileRename;
+    r.raw.u.io.path = 40;
+    r.raw.u.io.fd = -1;
+    r.raw.u.io.source = 41;
+    r.expected.set_type(idlescope::FILE_RENAME);
+    r.expected.set_dur(50);
+    r.expected.set_path(40);
+    r.expected.set_count(1);
+    r.expected.set_fd(-1);
+    r.expected.set_source(41);
+    cases.push_back(r);
+    EventCase m{};
+    m.raw.bytes = 1ull << 30;
+    m.raw.type = ev::kFileMmap;
+    m.raw.u.io.path = 42;
+    m.raw.u.io.fd = 7;
+    m.raw.u.io.offset = 4096;
+    m.raw.u.io.fs_type = 1;
+    m.raw.u.io.writable = 1;
+    m.raw.u.io.addr = 0x7f0000000000;
+    m.refs.ts_delta = 3;
+    m.expected.set_type(idlescope::FILE_MMAP);
+    m.expected.set_ts(3);
+    m.expected.set_bytes(1ull << 30);
+    m.expected.set_path(42);
+    m.expected.set_fs_type(idlescope::FS_LOCAL);
+    m.expected.set_fd(7);
+    m.expected.set_offset(4096);
+    m.expected.set_writable(true);
+    m.expected.set_addr(0x7f0000000000);
+    cases.push_back(m);
+    EventCase k{};
+    k.raw.type = ev::kNetSocket;
+    k.raw.u.io.path = 43;
+    k.raw.u.io.fd = 9;
+    k.raw.u.io.net_scope = 1;
+    k.raw.u.io.local = 44;
+    k.raw.u.io.peer_pid = 4194303;
+    k.expected.set_type(idlescope::NET_SOCKET);
+    k.expected.set_path(43);
+    k.expected.set_fd(9);
+    k.expected.set_net_scope(idlescope::NET_LOOPBACK);
+    k.expected.set_local(44);
+    k.expected.set_peer_pid(4194303);
+    cases.push_back(k);
+  }
+  {  // a wait for a child, and a signal handler that ran inside a call
+    EventCase w{};
+    w.raw.dur = 2'000'000'000;
+    w.raw.count = 1;
+    w.raw.type = ev::kProcWait;
+    w.raw.u.proc.child_pid = 4242;
+    w.expected.set_type(idlescope::PROC_WAIT);
+    w.expected.set_dur(2'000'000'000);
+    w.expected.set_count(1);
+    w.expected.set_child_pid(4242);
+    cases.push_back(w);
+    EventCase h{};
+    h.raw.dur = 1'500'000;
+    h.raw.count = 1;
+    h.raw.result = 10;  // SIGUSR1
+    h.raw.type = ev::kSignalHandler;
+    h.raw.u.proc.path = 45;
+    h.expected.set_type(idlescope::SIGNAL_HANDLER);
+    h.expected.set_dur(1'500'000);
+    h.expected.set_result(10);
+    h.expected.set_path(45);
+    h.expected.set_count(1);
+    cases.push_back(h);
+  }
   {  // posix_spawn
     EventCase c{};
     c.raw.dur = 3;

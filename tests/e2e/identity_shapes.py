@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""End-to-end: issue 24's identity classes on job shapes of their own (tests/e2e/identity_shapes.cu
+on simgpu, under `idlescope run`; the program's header lists them). Each run plants idle time
+between steps and measures it itself (planted_ms); the report must name it (docs/attribution.md,
+"Identity"):
+- the largest cause of the idle time between kernels (startup and tail aside) is the expected one;
+- that cause holds at least half of the planted time;
+- its evidence names the planted thing (an object: the file, the server, the tool's command; or
+  a finding).
+Prints how many shapes the report names right, then fails if any is missed.
+"""
+import http.server
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+from e2e_common import FreshWork, Parser, Report, SimgpuEnv
+
+WORK_MS = 40
+
+# mode: (expected cause, evidence kind, evidence text: a substring, or a pattern to search for)
+SHAPES = {
+    "mmap_ckpt": ("checkpointing", "object", "optimizer.pt"),
+    "copy_ckpt": ("checkpointing", "object", "best.pth"),
+    "sendfile_ckpt": ("checkpointing", "object", "archive.ckpt"),
+    "atomic_save": ("checkpointing", "object", re.compile(r"/tmp[A-Za-z0-9]{6}$")),
+    "resume_state": ("checkpointing", "object", "resume.dat"),
+    "dir_logs": ("intermediate_upload", "object", "ckpt-experiments/metrics.jsonl"),
+    "tcp_ranks": ("communication", "finding", "peer_socket_transfers"),
+    "http_fetch": ("external_download", "object", "127.0.0.1:"),
+    "stdin_feed": ("data_loading", "finding", "stdin_pipe_waits"),
+    "child_tool": ("data_loading", "object", "ffmpeg"),
+    "system_tool": ("data_loading", "object", "ffmpeg"),
+    "child_compiler": ("child_process", "object", "ptxas"),
+    "signal_handler": ("signal_handler", "object", "on_checkpoint_signal"),
+}
+
+
+class SlowShardServer(http.server.BaseHTTPRequestHandler):
+    """A data server outside the job: WORK_MS before it answers, then 2 MiB."""
+
+    def do_GET(self):
+        time.sleep(WORK_MS / 1000.0)
+        body = b"x" * (2 << 20)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def Feed(pipe, records, size):
+    """stdin_feed's producer: a record every WORK_MS."""
+    try:
+        for _ in range(records):
+            time.sleep(WORK_MS / 1000.0)
+            pipe.write(b"r" * size)
+            pipe.flush()
+    except BrokenPipeError:
+        pass
+    finally:
+        pipe.close()
+
+
+def RunShape(opts, mode, extra, env):
+    trace_dir = os.path.join(opts.work, mode + ".trace")
+    cwd = os.path.join(opts.work, mode)
+    os.makedirs(cwd)
+    cmd = [opts.idlescope, "run", "-o", trace_dir, "--", opts.program, mode,
+           "--work-ms", str(WORK_MS)] + extra
+    print("$ " + " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    feeder = None
+    if mode == "stdin_feed":
+        feeder = threading.Thread(target=Feed, args=(proc.stdin, 12, 64 << 10))
+        feeder.start()
+    else:
+        proc.stdin.close()
+    out = proc.stdout.read().decode(errors="replace")
+    proc.wait(timeout=180)
+    if feeder:
+        feeder.join()
+    print(out, end="")
+    planted = [line for line in out.splitlines() if "planted_ms=" in line]
+    if proc.returncode != 0 or not planted:
+        return None, "exited with status %d" % proc.returncode
+    return float(planted[-1].split("planted_ms=")[1]), trace_dir
+
+
+def Judge(report, planted_ms, expected):
+    cause, kind, text = expected
+    causes = {c["cause"]: c for c in report["causes"] if c["cause"] not in ("startup", "tail")}
+    summary = {k: round(v["idle_ns"] / 1e6, 1) for k, v in causes.items()}
+    print("  causes (ms): %s; planted %.1f ms" % (summary, planted_ms))
+    if not causes:
+        return "no idle time between kernels"
+    top = max(causes.values(), key=lambda c: c["idle_ns"])["cause"]
+    if top != cause:
+        return "top cause %s, not %s" % (top, cause)
+    got = causes[cause]["idle_ns"] / 1e6
+    if got < 0.5 * planted_ms:
+        return "%s holds %.1f ms of %.1f ms planted" % (cause, got, planted_ms)
+    if kind == "object":
+        objects = [o.get("object") or "" for o in causes[cause].get("objects", [])]
+        print("  objects: %s" % objects[:4])
+        named = [o for o in objects if (text.search(o) if isinstance(text, re.Pattern) else
+                                        text in o)]
+        if not named:
+            return "no object of %s names %s" % (cause, getattr(text, "pattern", text))
+    else:
+        findings = [f["kind"] for f in causes[cause].get("findings", [])]
+        print("  findings: %s" % findings)
+        if text not in findings:
+            return "%s has no %s finding" % (cause, text)
+    return None
+
+
+def main():
+    ap = Parser()
+    ap.add_argument("--only", help="comma-separated modes (default: all)")
+    opts = ap.parse_args()
+    FreshWork(opts)
+    env = SimgpuEnv(opts, SIMGPU_KERNEL_US="train_step=5000")
+    tools = os.path.join(opts.work, "tools")
+    os.makedirs(tools)
+    sleep = "/bin/sleep" if os.path.exists("/bin/sleep") else "/usr/bin/sleep"
+    for name in ("ffmpeg", "ptxas"):
+        os.symlink(sleep, os.path.join(tools, name))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowShardServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    extras = {
+        "http_fetch": ["--port", str(server.server_address[1])],
+        "child_tool": ["--tool", os.path.join(tools, "ffmpeg")],
+        "system_tool": ["--tool", os.path.join(tools, "ffmpeg")],
+        "child_compiler": ["--tool", os.path.join(tools, "ptxas")],
+        "tcp_ranks": ["--peer-ms", str(WORK_MS)],
+    }
+    modes = opts.only.split(",") if opts.only else list(SHAPES)
+    misses = []
+    for mode in modes:
+        planted, trace_dir = RunShape(opts, mode, extras.get(mode, []), env)
+        why = trace_dir if planted is None else Judge(Report(opts, trace_dir), planted,
+                                                     SHAPES[mode])
+        print("%s: %s" % (mode, "named" if why is None else "MISSED: " + why), flush=True)
+        if why is not None:
+            misses.append("%s: %s" % (mode, why))
+    server.shutdown()
+    print("identity shapes named right: %d of %d" % (len(modes) - len(misses), len(modes)))
+    for m in misses:
+        print("FAIL: " + m)
+    if misses:
+        sys.exit(1)
+    print("PASSED: identity_shapes")
+
+
+if __name__ == "__main__":
+    main()
