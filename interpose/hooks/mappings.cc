@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <atomic>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "interpose/call_clock.h"
 #include "interpose/hooks/io_libc.h"
 #include "interpose/hooks/io_record.h"
+#include "interpose/raw_syscall.h"
 #include "interpose/recorder.h"
 
 namespace idlescope::io {
@@ -43,7 +45,11 @@ class MappingTable {
     FsType fs = kFsUnspecified;
   };
 
-  bool empty() const { return used_.load(std::memory_order_relaxed) == 0; }
+  // Read by munmap's first test, which ThreadSanitizer's runtime reaches while it initialises
+  // (raw_syscall.h): nothing instrumented.
+  __attribute__((always_inline, no_sanitize("thread"))) bool empty() const {
+    return used_.load(std::memory_order_relaxed) == 0;
+  }
 
   // A new mapping replaces whatever it overlaps (MAP_FIXED over an old one).
   void Add(uintptr_t start, uintptr_t end, uint32_t path, FsType fs) {
@@ -192,8 +198,38 @@ void* MapHook(uint32_t (*api)(), size_t n, int prot, int flags, int fd, off64_t 
 }
 
 // The calls that map anonymous memory (or fail to name a descriptor) are not files: no event, no
-// guard, the fewest instructions (malloc maps its large blocks so).
-inline bool MapsFile(int flags, int fd) { return (flags & MAP_ANONYMOUS) == 0 && fd >= 0; }
+// guard, the fewest instructions (malloc maps its large blocks so). ThreadSanitizer's runtime maps
+// its memory so while it initialises, before any instrumented function may run (raw_syscall.h):
+// this path is not instrumented and makes the kernel's call itself, as glibc's mmap does (an
+// offset that is not a multiple of the page is EINVAL without a call).
+__attribute__((always_inline, no_sanitize("thread"))) inline bool MapsFile(int flags, int fd) {
+  return (flags & MAP_ANONYMOUS) == 0 && fd >= 0;
+}
+__attribute__((always_inline, no_sanitize("thread"))) inline void* KernelMmap(void* addr, size_t n,
+                                                                              int prot, int flags,
+                                                                              int fd,
+                                                                              off_t offset) {
+  if ((offset & 4095) != 0) {
+    errno = EINVAL;
+    return MAP_FAILED;
+  }
+  const long r = RawSyscall(SYS_mmap, reinterpret_cast<long>(addr), static_cast<long>(n), prot,
+                            flags, fd, static_cast<long>(offset));
+  if (r < 0 && r > -4096) {
+    errno = static_cast<int>(-r);
+    return MAP_FAILED;
+  }
+  return reinterpret_cast<void*>(r);
+}
+__attribute__((always_inline, no_sanitize("thread"))) inline int KernelMunmap(void* addr,
+                                                                              size_t n) {
+  const long r = RawSyscall(SYS_munmap, reinterpret_cast<long>(addr), static_cast<long>(n));
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return 0;
+}
 
 }  // namespace
 }  // namespace idlescope::io
@@ -202,26 +238,33 @@ using idlescope::Family;
 using idlescope::HookGuard;
 using idlescope::NowNs;
 using idlescope::io::g_mappings;
+using idlescope::io::KernelMmap;
+using idlescope::io::KernelMunmap;
 using idlescope::io::Libc;
 using idlescope::io::MapHook;
 using idlescope::io::MappingTable;
 using idlescope::io::MapsFile;
 namespace ev = idlescope::ev;
 
-IDLESCOPE_EXPORT void* mmap(void* addr, size_t n, int prot, int flags, int fd, off_t offset) {
-  if (!MapsFile(flags, fd)) return Libc().mmap(addr, n, prot, flags, fd, offset);
+// Not instrumented by ThreadSanitizer on the anonymous path (MapsFile says why).
+IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) void* mmap(void* addr, size_t n, int prot,
+                                                                   int flags, int fd,
+                                                                   off_t offset) {
+  if (!MapsFile(flags, fd)) return KernelMmap(addr, n, prot, flags, fd, offset);
   return MapHook(IDLESCOPE_API("mmap"), n, prot, flags, fd, offset,
                  [&] { return Libc().mmap(addr, n, prot, flags, fd, offset); });
 }
 
-IDLESCOPE_EXPORT void* mmap64(void* addr, size_t n, int prot, int flags, int fd, off64_t offset) {
-  if (!MapsFile(flags, fd)) return Libc().mmap64(addr, n, prot, flags, fd, offset);
+IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) void* mmap64(void* addr, size_t n, int prot,
+                                                                     int flags, int fd,
+                                                                     off64_t offset) {
+  if (!MapsFile(flags, fd)) return KernelMmap(addr, n, prot, flags, fd, offset);
   return MapHook(IDLESCOPE_API("mmap64"), n, prot, flags, fd, offset,
                  [&] { return Libc().mmap64(addr, n, prot, flags, fd, offset); });
 }
 
-IDLESCOPE_EXPORT int munmap(void* addr, size_t n) {
-  if (g_mappings.empty()) return Libc().munmap(addr, n);
+IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) int munmap(void* addr, size_t n) {
+  if (g_mappings.empty()) return KernelMunmap(addr, n);
   HookGuard guard(Family::kIo);
   const uint64_t t0 = NowNs();
   const int r = Libc().munmap(addr, n);
