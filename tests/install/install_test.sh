@@ -31,12 +31,12 @@ for f in bin/idlescope lib/libidlescope.so; do
   grep -q '\.symtab' <<< "$sections" || { echo "FAIL: $f lost its symbol table"; exit 1; }
   link=$(readelf -p .gnu_debuglink "$work/prefix/$f" 2>/dev/null | grep -o "$(basename "$f").debug")
   [ -n "$link" ] || { echo "FAIL: $f does not name $(basename "$f").debug"; exit 1; }
-  readelf -SW "$work/prefix/$f.debug" | grep -q '\.debug_info' ||
+  readelf -SW "$work/prefix/$f.debug" | grep '\.debug_info' > /dev/null ||
     { echo "FAIL: $f.debug has no DWARF"; exit 1; }
   echo "$f: $(stat -c %s "$work/prefix/$f") bytes, $f.debug: $(stat -c %s "$work/prefix/$f.debug") bytes"
 done
 # Statically linked: no loader, so it runs whatever the system's glibc and libstdc++.
-if readelf -lW "$work/prefix/bin/idlescope" | grep -q INTERP; then
+if readelf -lW "$work/prefix/bin/idlescope" | grep INTERP > /dev/null; then
   echo "FAIL: the installed idlescope is dynamically linked"; exit 1
 fi
 # dask_report.py runs the idlescope beside it by default.

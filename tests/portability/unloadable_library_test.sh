@@ -14,7 +14,7 @@ rm -rf "$work" && mkdir -p "$work" && work=$(cd "$work" && pwd)
 # The unloadable copy: the version name patched in .dynstr (same length, so nothing moves).
 cp "$lib" "$work/libidlescope.so"
 perl -pi -e 's/GLIBC_2\.17\0/GLIBC_9.17\0/' "$work/libidlescope.so"
-readelf -V -W "$work/libidlescope.so" | grep -q 'Name: GLIBC_9.17' ||
+readelf -V -W "$work/libidlescope.so" | grep 'Name: GLIBC_9.17' > /dev/null ||
   { echo "FAIL: could not make the copy unloadable (no GLIBC_2.17 need in $lib?)"; exit 1; }
 direct=0
 LD_PRELOAD="$work/libidlescope.so" /bin/true 2> "$work/direct.err" || direct=$?
@@ -33,7 +33,7 @@ grep -qx 'job ran, LD_PRELOAD=\[\] IDLESCOPE_OUT=\[\]' "$work/out" ||
 [ "$(wc -l < "$work/err")" -eq 1 ] || { echo "FAIL: not one line on stderr"; exit 1; }
 grep -q "cannot be loaded here (.*version .GLIBC_9.17' not found.*); running sh untraced" \
   "$work/err" || { echo "FAIL: the line does not give the loader's reason"; exit 1; }
-if ls "$work/trace" | grep -q .; then
+if ls "$work/trace" | grep . > /dev/null; then
   echo "FAIL: files in the output directory: $(ls -A "$work/trace")"; exit 1
 fi
 

@@ -25,7 +25,7 @@ newer_than() {
 status=0
 for file in "$@"; do
   [ -e "$file" ] || { echo "FAIL: $file does not exist"; exit 1; }
-  if ! readelf -lW "$file" | grep -qE 'INTERP|DYNAMIC'; then
+  if ! readelf -lW "$file" | grep -E 'INTERP|DYNAMIC' > /dev/null; then
     echo "$file: statically linked, needs no symbol version"
     continue
   fi
