@@ -46,9 +46,11 @@ class MappingTable {
   };
 
   // Read by munmap's first test, which ThreadSanitizer's runtime reaches while it initialises
-  // (raw_syscall.h): nothing instrumented.
+  // (raw_syscall.h): nothing instrumented, not even std::atomic's load (a call of its own in an
+  // instrumented build that does not inline it), hence the builtin on the atomic's storage.
   __attribute__((always_inline, no_sanitize("thread"))) bool empty() const {
-    return used_.load(std::memory_order_relaxed) == 0;
+    static_assert(sizeof(used_) == sizeof(int));
+    return __atomic_load_n(reinterpret_cast<const int*>(&used_), __ATOMIC_RELAXED) == 0;
   }
 
   // A new mapping replaces whatever it overlaps (MAP_FIXED over an old one).
@@ -198,17 +200,27 @@ void* MapHook(uint32_t (*api)(), size_t n, int prot, int flags, int fd, off64_t 
 }
 
 // The calls that map anonymous memory (or fail to name a descriptor) are not files: no event, no
-// guard, the fewest instructions (malloc maps its large blocks so). ThreadSanitizer's runtime maps
-// its memory so while it initialises, before any instrumented function may run (raw_syscall.h):
-// this path is not instrumented and makes the kernel's call itself, as glibc's mmap does (an
-// offset that is not a multiple of the page is EINVAL without a call).
+// guard, the fewest instructions (malloc maps its large blocks so): straight to the next mmap.
+// ThreadSanitizer's runtime maps its memory so while it initialises, before any instrumented
+// function may run (raw_syscall.h), and before the next functions are looked up (io_libc.cc, at
+// our load): this path is not instrumented, and until then makes the kernel's call itself, as
+// glibc's mmap does (an offset that is not a multiple of the page is EINVAL without a call).
+// Only until then: whatever interposes mmap after us (ThreadSanitizer's interceptors, which reset
+// the shadow of a range mapped again; a memory profiler) must see the program's mappings.
 __attribute__((always_inline, no_sanitize("thread"))) inline bool MapsFile(int flags, int fd) {
   return (flags & MAP_ANONYMOUS) == 0 && fd >= 0;
 }
-__attribute__((always_inline, no_sanitize("thread"))) inline void* KernelMmap(void* addr, size_t n,
+__attribute__((always_inline, no_sanitize("thread"))) inline bool NextResolved() {
+  // The builtin on the atomic's storage, as MappingTable::empty() reads its count.
+  static_assert(sizeof(detail::g_hot.libc_resolved) == sizeof(bool));
+  return __atomic_load_n(reinterpret_cast<const bool*>(&detail::g_hot.libc_resolved),
+                         __ATOMIC_ACQUIRE);
+}
+__attribute__((always_inline, no_sanitize("thread"))) inline void* NextMmap(void* addr, size_t n,
                                                                               int prot, int flags,
                                                                               int fd,
                                                                               off_t offset) {
+  if (NextResolved()) return detail::g_hot.libc.mmap(addr, n, prot, flags, fd, offset);
   if ((offset & 4095) != 0) {
     errno = EINVAL;
     return MAP_FAILED;
@@ -221,8 +233,9 @@ __attribute__((always_inline, no_sanitize("thread"))) inline void* KernelMmap(vo
   }
   return reinterpret_cast<void*>(r);
 }
-__attribute__((always_inline, no_sanitize("thread"))) inline int KernelMunmap(void* addr,
+__attribute__((always_inline, no_sanitize("thread"))) inline int NextMunmap(void* addr,
                                                                               size_t n) {
+  if (NextResolved()) return detail::g_hot.libc.munmap(addr, n);
   const long r = RawSyscall(SYS_munmap, reinterpret_cast<long>(addr), static_cast<long>(n));
   if (r < 0) {
     errno = static_cast<int>(-r);
@@ -238,8 +251,8 @@ using idlescope::Family;
 using idlescope::HookGuard;
 using idlescope::NowNs;
 using idlescope::io::g_mappings;
-using idlescope::io::KernelMmap;
-using idlescope::io::KernelMunmap;
+using idlescope::io::NextMmap;
+using idlescope::io::NextMunmap;
 using idlescope::io::Libc;
 using idlescope::io::MapHook;
 using idlescope::io::MappingTable;
@@ -250,7 +263,7 @@ namespace ev = idlescope::ev;
 IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) void* mmap(void* addr, size_t n, int prot,
                                                                    int flags, int fd,
                                                                    off_t offset) {
-  if (!MapsFile(flags, fd)) return KernelMmap(addr, n, prot, flags, fd, offset);
+  if (!MapsFile(flags, fd)) return NextMmap(addr, n, prot, flags, fd, offset);
   return MapHook(IDLESCOPE_API("mmap"), n, prot, flags, fd, offset,
                  [&] { return Libc().mmap(addr, n, prot, flags, fd, offset); });
 }
@@ -258,13 +271,13 @@ IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) void* mmap(void* addr, s
 IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) void* mmap64(void* addr, size_t n, int prot,
                                                                      int flags, int fd,
                                                                      off64_t offset) {
-  if (!MapsFile(flags, fd)) return KernelMmap(addr, n, prot, flags, fd, offset);
+  if (!MapsFile(flags, fd)) return NextMmap(addr, n, prot, flags, fd, offset);
   return MapHook(IDLESCOPE_API("mmap64"), n, prot, flags, fd, offset,
                  [&] { return Libc().mmap64(addr, n, prot, flags, fd, offset); });
 }
 
 IDLESCOPE_EXPORT __attribute__((no_sanitize("thread"))) int munmap(void* addr, size_t n) {
-  if (g_mappings.empty()) return KernelMunmap(addr, n);
+  if (g_mappings.empty()) return NextMunmap(addr, n);
   HookGuard guard(Family::kIo);
   const uint64_t t0 = NowNs();
   const int r = Libc().munmap(addr, n);
