@@ -229,6 +229,7 @@ Config ParseConfig() {
   c.buffer_kb = ParseNumber("IDLESCOPE_BUFFER_KB", 1024, 16, 1u << 20);
   c.stack_depth = ParseNumber("IDLESCOPE_STACK_DEPTH", 24, 0, 128);
   c.python_stacks = ParseNumber("IDLESCOPE_PYTHON_STACKS", 1, 0, 1) != 0;
+  c.sample_hz = ParseNumber("IDLESCOPE_SAMPLE_HZ", 200, 0, 1000);
   uint32_t mask = kAllFamilies;
   if (const char* v = getenv("IDLESCOPE_ENABLE"); v != nullptr && *v != '\0') {
     mask = ParseFamilies("IDLESCOPE_ENABLE", v);

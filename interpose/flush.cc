@@ -16,6 +16,7 @@
 #include "interpose/queues.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
+#include "interpose/sampler.h"
 #include "interpose/trace_file.h"
 
 namespace idlescope {
@@ -46,6 +47,7 @@ struct FlushState {
   StreamIds* stream_ids = nullptr;          // per file
   trace::CommIds* comm_ids = nullptr;       // NCCL communicators, per file
   Totals totals;                            // of the current file
+  uint64_t sampler_seq = 0;                 // the sampler's batches in the current file
   std::atomic<bool> ends_on_signal{false};  // AnnounceEndOnSignal
 };
 static_assert(std::is_trivially_destructible_v<FlushState>);
@@ -153,6 +155,26 @@ void EncodeRing(rings::Ring* r, wire::Buffer* body, trace::Interned* interned) {
   r->tail.store(head, std::memory_order_release);
 }
 
+// The sampler's ended runs (sampler.h): a batch of the writer's tid, with its own sequence.
+void EncodeSamples(wire::Buffer* body, trace::Interned* interned) {
+  std::vector<RawEvent> runs;
+  uint64_t dropped = 0;
+  sampler::TakeRuns(&runs, &dropped, TakesCare());
+  size_t i = 0;
+  while (i < runs.size() || dropped != 0) {
+    size_t end = std::min(runs.size(), i + kMaxEventsPerBatch);
+    trace::PacketScope p(*body, trace::kEvents);
+    trace::EncodeEventBatchHeader(*body, sampler::WriterTid(), g_flush.sampler_seq++, dropped);
+    g_flush.totals.dropped += dropped;
+    dropped = 0;
+    g_flush.totals.events += end - i;
+    trace::EventBatchEncoder events(*body, *g_flush.comm_ids, *interned);
+    for (; i < end; ++i) events.Add(runs[i], 0);
+    events.Finish();
+    ++g_flush.totals.batches;
+  }
+}
+
 void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer* body) {
   size_t i = 0;
   while (i < gpu.size() || dropped != 0) {
@@ -201,6 +223,7 @@ void FlushLocked(bool final) {
     rings::Drained(s);
   }
   EncodeGpu(queued.gpu, queued.gpu_dropped, &body);
+  EncodeSamples(&body, &interned);
 
   // New stack nodes, resolved to frames (which intern function and module names).
   std::vector<stacks::NewNode> nodes;
@@ -265,6 +288,7 @@ void ResetInChild() {
   g_flush.stream_ids->clear();
   g_flush.comm_ids->Clear();
   g_flush.totals = {};
+  g_flush.sampler_seq = 0;
   g_flush.ends_on_signal.store(false, std::memory_order_relaxed);
 }
 

@@ -26,6 +26,7 @@
 #include "interpose/real_symbol.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
+#include "interpose/sampler.h"
 #include "interpose/trace_file.h"
 #include "interpose/writer.h"
 
@@ -142,6 +143,7 @@ void ForkChild() {
   trace_file::ResetInChild();
   rings::ResetInChild();
   writer::ResetInChild();
+  sampler::ResetInChild();
   g_life.ResetInChild();
   if (trace_child) {
     ++detail::t_hook_depth;
@@ -249,6 +251,7 @@ void Init() {
   stacks::Init(config->stack_depth);
   python::Init(config->python_stacks && config->stack_depth > 0);
   writer::Init(config->flush_ms);
+  sampler::Init(config->sample_hz);
   // The writer creates the file and ends the start (StartupDone) once it tried; if it cannot, it
   // turns the recorder off itself.
   if (writer::Start()) {

@@ -62,6 +62,7 @@ enum Type : uint8_t {
   kThreadStart = 54,
   kProcWait = 55,
   kSignalHandler = 56,
+  kThreadSample = 57,
   kMark = 60,
 };
 enum CopyKind : uint8_t { kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kPeer = 5 };
@@ -119,6 +120,15 @@ struct RawEvent {
       uint64_t addr;           // FILE_MMAP, FILE_MUNMAP: the mapping's address
       uint32_t peer_pid;       // NET_SOCKET: SO_PEERCRED's pid (unix sockets)
     } io;
+    struct Sample {      // kThreadSample (interpose/sampler.cc)
+      uint64_t cpu_ns;   // ran on a CPU during the run
+      uint64_t wait_ns;  // runnable, waiting for a CPU
+      uint32_t tid;      // the thread sampled
+      uint32_t path;     // InternString id of the descriptor's target (blocked on one)
+      int32_t fd;        // the blocking call's descriptor, or -1
+      int32_t syscall;   // the call it was blocked in (-1: none); kNotBlocked: not blocked
+      uint8_t state;     // proc(5) stat's state letter at the last look
+    } sample;
     struct Proc {
       uint32_t child_pid;
       uint32_t path;  // InternString id of the program
@@ -127,6 +137,9 @@ struct RawEvent {
     uint8_t raw[48];
   } u = {};
 };
+// RawEvent::Sample::syscall of a thread that was not blocked (proto: Event.syscall absent).
+inline constexpr int32_t kSampleNotBlocked = INT32_MIN;
+
 static_assert(sizeof(RawEvent) == 96, "RawEvent must stay one fixed 96-byte slot");
 
 // One GPU activity record (from CUPTI), same meanings as idlescope.GpuActivity.

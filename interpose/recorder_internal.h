@@ -23,6 +23,7 @@ struct Config {
   uint32_t buffer_kb = 1024;          // IDLESCOPE_BUFFER_KB, per thread
   uint32_t stack_depth = 24;          // IDLESCOPE_STACK_DEPTH, 0 = off
   bool python_stacks = true;          // IDLESCOPE_PYTHON_STACKS=0: no Python frames in stacks
+  uint32_t sample_hz = 200;           // IDLESCOPE_SAMPLE_HZ, 0 = no thread sampler
   uint32_t family_mask = 0;           // IDLESCOPE_ENABLE / IDLESCOPE_DISABLE
   bool quiet = false;                 // IDLESCOPE_QUIET: no stderr messages
   std::vector<std::string> families;  // names of the enabled families, for the header

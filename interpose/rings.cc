@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <type_traits>
 
+#include "interpose/sampler.h"
 #include "interpose/writer.h"
 
 namespace idlescope {
@@ -279,6 +280,9 @@ using rings::Ring;
 
 void Record(const RawEvent& event) {
   if (event.type < 32 && (detail::kDeviceWorkTypes >> event.type & 1u) != 0) {
+    if (__builtin_expect(detail::t_launch_device == 0, 0) && sampler::AddThisThread()) {
+      writer::Wake();
+    }
     detail::t_launch_device = event.u.cuda.device + 1;
   }
   Ring* r = rings::ThreadRing();

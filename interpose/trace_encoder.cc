@@ -44,6 +44,7 @@ void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m) {
   for (const std::string& f : m.families) b.Bytes(4, f);
   for (const std::string& r : m.redacted) b.Bytes(5, r);
   b.OptBytes(6, m.python_version);
+  b.OptU64(7, m.sample_hz);
 }
 
 void EncodeHeader(wire::Buffer& b, const Header& m) {
@@ -202,6 +203,15 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
     b.OptU64(40, e.u.io.peer_pid);
     b.OptBool(41, e.u.io.writable != 0);
     b.OptU64(42, e.u.io.addr);
+  }
+  if (e.type == ev::kThreadSample) {
+    b.OptU64(13, e.u.sample.path);
+    if (e.u.sample.fd >= 0) b.I32(17, e.u.sample.fd);
+    b.OptU64(43, e.u.sample.tid);
+    b.OptU64(44, e.u.sample.cpu_ns);
+    b.OptU64(45, e.u.sample.wait_ns);
+    b.OptU64(46, e.u.sample.state);
+    if (e.u.sample.syscall != kSampleNotBlocked) b.I32(47, e.u.sample.syscall);
   }
 }
 

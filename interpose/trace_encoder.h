@@ -45,6 +45,7 @@ struct RecorderConfig {
   std::vector<std::string> families;
   std::vector<std::string> redacted;  // IDLESCOPE_REDACT: "paths", "cmdline"
   std::string python_version;
+  uint32_t sample_hz = 0;
 };
 
 struct Header {

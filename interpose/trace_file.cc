@@ -285,6 +285,8 @@ trace::Header BuildHeader() {
   if (redact::Paths()) h.config.redacted.push_back("paths");
   if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
   h.config.python_version = python::Version();
+  // The sampler runs only on a writer with a descriptor table of its own (sampler.h).
+  h.config.sample_hz = detail::t_own_fd_table ? config.sample_hz : 0;
   return h;
 }
 

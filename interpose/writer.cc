@@ -18,6 +18,7 @@
 #include "interpose/flush.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
+#include "interpose/sampler.h"
 #include "interpose/trace_file.h"
 
 namespace idlescope {
@@ -105,6 +106,7 @@ void ServeFinalRequest(uint32_t request) {
   // participant's own thread does it (bounded, within the handler's wait).
   if (g_writer.final_participant_flush != nullptr) g_writer.final_participant_flush();
   if (g_writer.final_signal_care) flush::TakeSignalCareOnThisThread();
+  sampler::EndRuns(/*careful=*/g_writer.final_signal_care);
   {
     std::lock_guard<std::mutex> lock(flush::Mutex());
     flush::FinalFlushLocked(static_cast<trace::ExitReason>(request - 1), g_writer.final_status);
@@ -120,6 +122,8 @@ void* WriterMain(void*) {
   // one).
   free(malloc(1));
   trace_file::TakeOwnFdTable();
+  // The sampler opens files: only in a table of our own.
+  if (detail::t_own_fd_table) sampler::StartOnWriter(static_cast<uint32_t>(syscall(SYS_gettid)));
   bool opened;
   {
     std::lock_guard<std::mutex> lock(flush::Mutex());
@@ -140,15 +144,26 @@ void* WriterMain(void*) {
   // the program's stderr (config.cc, StderrForMessage), lasts until the file was tried.
   internal::StartupDone();
   if (!opened) return nullptr;
+  const uint64_t flush_ns = uint64_t{g_writer.flush_ms} * 1'000'000;
+  uint64_t next_flush = NowNs() + flush_ns;
   for (;;) {
-    // Wait first: a process that ends within its first period is flushed once, at its end.
+    // Wait first: a process that ends within its first period is flushed once, at its end. The
+    // sampler's looks come in between (sampler.h).
     uint32_t word = g_writer.wake_word.load(std::memory_order_acquire);
+    bool woken = true;
     if (g_writer.final_request.load(std::memory_order_acquire) == 0 &&
         !g_writer.stop.load(std::memory_order_acquire) &&
         g_writer.job.load(std::memory_order_acquire) == 0) {
-      timespec timeout{static_cast<time_t>(g_writer.flush_ms / 1000),
-                       static_cast<long>(g_writer.flush_ms % 1000) * 1000000L};
-      Futex(&g_writer.wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
+      uint64_t now = NowNs();
+      uint64_t until = next_flush;
+      if (uint64_t look = sampler::NextLookNs(); look != 0 && look < until) until = look;
+      if (until > now) {
+        uint64_t left = until - now;
+        timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                         static_cast<long>(left % 1'000'000'000)};
+        Futex(&g_writer.wake_word, FUTEX_WAIT_PRIVATE, word, &timeout);
+      }
+      woken = g_writer.wake_word.load(std::memory_order_acquire) != word;
     }
     if (uint32_t request = g_writer.final_request.load(std::memory_order_acquire); request != 0) {
       ServeFinalRequest(request);
@@ -157,7 +172,14 @@ void* WriterMain(void*) {
     if (g_writer.stop.load(std::memory_order_acquire)) break;
     // A job's flush is this period's (a second one at once would find little, and compete with
     // the program for the CPU).
-    if (ServeJob()) continue;
+    if (ServeJob()) {
+      next_flush = NowNs() + flush_ns;
+      continue;
+    }
+    const uint64_t now = NowNs();
+    sampler::Look(now);
+    if (!woken && now < next_flush) continue;  // a look, not yet a flush
+    next_flush = now + flush_ns;
     // A closed file (exec's footer, a write error) is not the end of the writer: a failed exec
     // reopens the trace, and only a final request ends the thread.
     std::lock_guard<std::mutex> lock(flush::Mutex());

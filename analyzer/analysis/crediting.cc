@@ -80,10 +80,10 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
   if (c == nullptr) {
     gap.residual += length;
     if (!d.residual_log.empty() && d.residual_log.back().open &&
-        d.residual_log.back().when.end == slice.start) {
+        !d.residual_log.back().has_cpu_work && d.residual_log.back().when.end == slice.start) {
       d.residual_log.back().when.end = slice.end;
     } else {
-      d.residual_log.push_back({slice, true, Cause::kUnknown});
+      d.residual_log.push_back({slice, true, Cause::kUnknown, false, {}});
     }
     return;
   }
@@ -95,6 +95,61 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
     gap.main_ns = run;
     gap.has_main = true;
   }
+}
+
+void Crediting::CreditCpuWork(uint32_t device, const Candidate& c, Interval slice) {
+  Device& d = devices_[device];
+  d.open.began = true;
+  d.open.residual += slice.length();
+  if (!d.residual_log.empty()) {
+    ResidualSlice& last = d.residual_log.back();
+    if (last.open && last.has_cpu_work && last.when.end == slice.start &&
+        SameCandidate(last.cpu_work, c)) {
+      last.when.end = slice.end;
+      return;
+    }
+  }
+  d.residual_log.push_back({slice, true, Cause::kUnknown, true, c});
+}
+
+void Crediting::ReclaimCpuWork(uint32_t device, const Candidate& c, Ns attributed_until) {
+  Device& d = devices_[device];
+  if (c.when.start < attributed_until - kResidualHorizon) ++late_candidates_;
+  auto& log = d.residual_log;
+  auto first = std::partition_point(
+      log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= c.when.start; });
+  auto last = first;
+  std::vector<ResidualSlice> pieces;
+  for (; last != log.end() && last->when.start < c.when.end; ++last) {
+    const ResidualSlice& slice = *last;
+    const Ns s = std::max(slice.when.start, c.when.start);
+    const Ns e = std::min(slice.when.end, c.when.end);
+    auto piece = [&](Ns from, Ns to) {
+      ResidualSlice p = slice;
+      p.when = {from, to};
+      pieces.push_back(p);
+    };
+    if (slice.when.start < s) piece(slice.when.start, s);
+    ResidualSlice taken = slice;
+    taken.when = {s, e};
+    if (slice.open && !slice.has_cpu_work) {
+      taken.has_cpu_work = true;
+      taken.cpu_work = c;
+    } else if (!slice.open && slice.cause == Cause::kUnknown) {
+      d.causes[Index(Cause::kUnknown)].ns -= e - s;
+      CreditCause(d, c, {s, e}, false, false);
+      Observe(device, {s, e}, c.cause, &c, true, Cause::kUnknown);
+      reclaimed_ns_ += e - s;
+      taken.cause = c.cause;
+    }
+    pieces.push_back(taken);
+    if (e < slice.when.end) piece(e, slice.when.end);
+  }
+  if (first == last) return;
+  const Run run = d.run;  // a late run's slices are no part of the forward run
+  auto at = log.erase(first, last);
+  log.insert(at, pieces.begin(), pieces.end());
+  d.run = run;
 }
 
 Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
@@ -188,8 +243,13 @@ void Crediting::ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed
     // An open slice was not handed out yet (its cause waits for the gap's end).
     Observe(device, {s, e}, c.cause, &c, !slice.open, slice.cause);
     reclaimed_ns_ += taken;
-    if (slice.when.start < s) rest.push_back({{slice.when.start, s}, slice.open, slice.cause});
-    if (e < slice.when.end) rest.push_back({{e, slice.when.end}, slice.open, slice.cause});
+    auto keep = [&](Ns from, Ns to) {
+      ResidualSlice piece = slice;
+      piece.when = {from, to};
+      rest.push_back(piece);
+    };
+    if (slice.when.start < s) keep(slice.when.start, s);
+    if (e < slice.when.end) keep(e, slice.when.end);
   }
   if (first == last) return;
   auto at = log.erase(first, last);
@@ -280,8 +340,25 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
     sync.bytes = 0;
     sync.pageable = false;
     CauseTotals& acc = d.causes[Index(Cause::kSynchronization)];
-    for (auto it = suffix; it != d.residual_log.end(); ++it) {
+    // Sampled CPU work hides behind the GPU's work only as far as there is GPU work to hide it
+    // behind: at most as long as the call waited for the device (the work the thread could have
+    // queued before reading back). The sampled CPU work beyond that is CPU work (below).
+    Ns budget = sync.when.length();
+    const ptrdiff_t first = suffix - d.residual_log.begin();
+    for (size_t i = static_cast<size_t>(first); i < d.residual_log.size(); ++i) {
+      auto it = d.residual_log.begin() + static_cast<ptrdiff_t>(i);
       if (it->when.start < sync.when.end) continue;
+      if (it->has_cpu_work) {
+        if (budget <= 0) continue;
+        if (it->when.length() > budget) {  // the rest stays the thread's CPU work
+          ResidualSlice rest = *it;
+          rest.when.start = it->when.start + budget;
+          it->when.end = rest.when.start;
+          d.residual_log.insert(it + 1, rest);
+          it = d.residual_log.begin() + static_cast<ptrdiff_t>(i);
+        }
+        budget -= it->when.length();
+      }
       Ns length = it->when.length();
       open.residual -= length;
       open.cause_ns[Index(Cause::kSynchronization)] += length;
@@ -291,12 +368,35 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       it->cause = Cause::kSynchronization;
       Observe(device, it->when, Cause::kSynchronization, &sync);
     }
+    suffix = d.residual_log.begin() + first;  // the insertions moved the deque's iterators
   }
   // Between kernels, a launching thread that read data files in the gap spent the rest of it
   // preparing that data (decoding, augmenting, collating: DataLoader(num_workers=0)).
   if (kind == GapKind::kMiddle && open.launcher_read) {
     residual = Cause::kDataLoading;
     d.causes[Index(residual)].preprocess_ns += open.residual;
+  }
+  // Between kernels, what the rules above left that a sampled run of CPU work covers is that
+  // thread's CPU work (docs/attribution.md, "Samples"); in startup and the tail it stays theirs.
+  if (kind == GapKind::kMiddle && !open.launcher_read) {
+    const Cause cpu = Cause::kCpuWork;
+    Ns cpu_ns = 0;
+    for (auto it = suffix; it != d.residual_log.end(); ++it) {
+      if (!it->open || !it->has_cpu_work) continue;
+      const Ns length = it->when.length();
+      open.residual -= length;
+      open.cause_ns[Index(cpu)] += length;
+      cpu_ns += length;
+      CreditCause(d, it->cpu_work, it->when, true, false);
+      it->open = false;
+      it->cause = cpu;
+      Observe(device, it->when, cpu, &it->cpu_work);
+      if (cpu_ns > open.main_ns) {
+        open.main = it->cpu_work;
+        open.main_ns = cpu_ns;
+        open.has_main = true;
+      }
+    }
   }
   if (open.residual > 0) {
     d.causes[Index(residual)].ns += open.residual;

@@ -117,6 +117,14 @@ class Crediting {
     open.exposing = c;
     open.has_exposing = true;
   }
+  // A slice of `device`'s open gap where a launching thread computed on the CPU (a sampled run,
+  // `c`, won it): residual time still, which the gap's residual rules claim first (CloseGap); what
+  // they leave of a gap between kernels is `c`'s CPU work (docs/attribution.md, "Samples").
+  void CreditCpuWork(uint32_t device, const Candidate& c, Interval slice);
+  // A sampled run of CPU work `c` that arrived after `device` was attributed up to
+  // `attributed_until`: the open residual slices it covers become CPU work slices (as
+  // CreditCpuWork), the closed ones that went to `unknown` become CPU work.
+  void ReclaimCpuWork(uint32_t device, const Candidate& c, Ns attributed_until);
   // Candidate `c` arrived after `device` was attributed up to `attributed_until`: it takes back
   // the residual slices it covers (they had no candidate at all, so it wins them whatever its
   // rank). Counted as late when more than kResidualHorizon late.
@@ -161,6 +169,9 @@ class Crediting {
     Interval when;
     bool open;    // in the gap still open: its cause is decided when the gap closes
     Cause cause;  // when closed: the residual cause it was given
+    // Open: a sampled run of CPU work covers it (CreditCpuWork); `cpu_work` is that run.
+    bool has_cpu_work = false;
+    Candidate cpu_work;
   };
   // A slice credited to a device-to-host copy (or a sync of a copy run).
   struct CopyCredit {

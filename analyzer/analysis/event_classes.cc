@@ -1,5 +1,6 @@
 #include "analyzer/analysis/event_classes.h"
 
+#include <algorithm>
 #include <string>
 
 namespace idlescope {
@@ -155,6 +156,19 @@ bool IsIdleWait(const HostEvent& event) {
   return !(event.fs_type == FS_PIPE || (event.fs_type == FS_SOCKET && !event.path.empty()));
 }
 
+EventClassification ClassifySample(const HostEvent& event) {
+  // What the thread did most of the run: ran, waited for a CPU, or was blocked (the recorder cuts
+  // a run where that changes, so one of them fills nearly all of it).
+  const uint64_t dur = static_cast<uint64_t>(std::max<Ns>(event.end - event.start, 0));
+  const uint64_t busy = event.cpu_ns + event.wait_ns;
+  const uint64_t blocked = dur > busy ? dur - busy : 0;
+  if (event.wait_ns > event.cpu_ns && event.wait_ns >= blocked) {
+    return {EventClass::kCpuWait, Cause::kCpuStarvation};
+  }
+  if (event.cpu_ns >= blocked) return {EventClass::kCpuWork, Cause::kCpuWork};
+  return {};
+}
+
 EventClassification ClassifyHostEvent(const HostEvent& event) {
   auto is = [](EventClass c, Cause cause) { return EventClassification{c, cause}; };
   switch (event.type) {
@@ -256,6 +270,8 @@ EventClassification ClassifyHostEvent(const HostEvent& event) {
       return is(EventClass::kChildWait, Cause::kChildProcess);
     case SIGNAL_HANDLER:
       return is(EventClass::kSignalHandler, Cause::kSignalHandler);
+    case THREAD_SAMPLE:
+      return ClassifySample(event);
     default:
       return {};
   }

@@ -60,4 +60,9 @@ struct EventClassification {
 
 EventClassification ClassifyHostEvent(const HostEvent& event);
 
+// A THREAD_SAMPLE run: CPU work when the thread ran most of it, a wait for a CPU when it was
+// runnable but not running most of it (docs/attribution.md, "Samples"); nothing when it was
+// blocked.
+EventClassification ClassifySample(const HostEvent& event);
+
 }  // namespace idlescope

@@ -129,6 +129,11 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   const bool owned = Owned(e.process);
   host_events_ += owned;
   processes_.Seen(e.process, e.end);
+  if (e.type == THREAD_SAMPLE) {
+    AddSample(e);
+    return;
+  }
+  if (e.stack != 0) last_stacks_.Note(ThreadKey(e.process, e.tid), e.stack);
   const JobProcess& p = processes_[e.process];
   if (__builtin_expect(!startup_.launched(e.process), 0) && owned) startup_.Note(e);
   if (e.device >= 0 && IsLaunchEvent(e.type)) {
@@ -228,6 +233,21 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
   if (owned && RankBlame::Wants(p.info.rank, candidate)) {
     cross_->Activity(RankBlame::ActivityOf(p.info.rank, candidate));
   }
+  AddCandidate(candidate);
+}
+
+void JobAnalysis::AddSample(const HostEvent& e) {
+  if (e.end <= e.start) return;
+  const EventClassification c = ClassifySample(e);
+  if (c.event_class == EventClass::kNone) return;
+  Candidate candidate;
+  candidate.when = {e.start, e.end};
+  candidate.cause = c.cause;
+  candidate.event_class = c.event_class;
+  candidate.process = e.process;
+  candidate.tid = e.tid;
+  // Its evidence: where the thread last called something traced (the sampler reads no stack).
+  candidate.stack = last_stacks_.Of(ThreadKey(e.process, e.tid));
   AddCandidate(candidate);
 }
 
@@ -360,7 +380,11 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
     Ns until = devices_[device].timeline.attributed_until();
     Tier tier;
     if (c.when.start >= until || !TierFor(c, device, &tier)) return;
-    crediting_.Reclaim(device, c, until, snapshots_.MayBecomeSnapshot(c));
+    if (c.event_class == EventClass::kCpuWork) {
+      crediting_.ReclaimCpuWork(device, c, until);
+    } else {
+      crediting_.Reclaim(device, c, until, snapshots_.MayBecomeSnapshot(c));
+    }
   };
   if (c.gpu_side) {
     reclaim(c.device);
@@ -437,6 +461,8 @@ bool JobAnalysis::TierFor(const Candidate& c, uint32_t device, Tier* tier) const
     *tier = Tier::kLaunchingThread;
     return true;
   }
+  // A sampled run says something only of the device its thread feeds.
+  if (c.event_class == EventClass::kCpuWork || c.event_class == EventClass::kCpuWait) return false;
   const std::vector<uint32_t>& devices = processes_[c.process].devices;
   *tier = Tier::kJobProcess;
   return JobWide(c) || std::find(devices.begin(), devices.end(), device) != devices.end();
@@ -475,6 +501,10 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
     if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread &&
         IsBlockingCall(*winner)) {
       crediting_.NoteLauncherBlocked(device, *winner);
+    }
+    if (winner != nullptr && winner->event_class == EventClass::kCpuWork) {
+      crediting_.CreditCpuWork(device, *winner, slice.when);
+      continue;
     }
     crediting_.Credit(device, winner, slice.when,
                       winner != nullptr && snapshots_.MayBecomeSnapshot(*winner));

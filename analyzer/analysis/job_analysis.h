@@ -17,6 +17,7 @@
 // the top gaps) are what remains. docs/architecture.md draws the stages.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -116,6 +117,8 @@ class JobAnalysis : public RecordSink {
   // The job device of `process`'s ordinal; links it to the process's family when new.
   uint32_t Device(uint32_t process, uint32_t ordinal);
   void AddCandidate(const Candidate& candidate);
+  // A THREAD_SAMPLE run: a candidate on its thread's devices (docs/attribution.md, "Samples").
+  void AddSample(const HostEvent& e);
   void Step(Ns t);
   void HandleGapEvents();
   void Attribute(uint32_t device, Interval piece);
@@ -163,6 +166,25 @@ class JobAnalysis : public RecordSink {
   Startup startup_;
   CopyRates copy_rates_;
   DirectoryNames directories_;
+  // The stack of each thread's last traced call, the evidence of its sampled runs: a direct-mapped
+  // cache by thread (a collision forgets the other thread's: its runs then show no stack).
+  class LastStacks {
+   public:
+    void Note(uint64_t thread, uint64_t stack) { slots_[Slot(thread)] = {thread, stack}; }
+    uint64_t Of(uint64_t thread) const {
+      const Entry& e = slots_[Slot(thread)];
+      return e.thread == thread ? e.stack : 0;
+    }
+
+   private:
+    struct Entry {
+      uint64_t thread = ~uint64_t{0};
+      uint64_t stack = 0;
+    };
+    static size_t Slot(uint64_t thread) { return (thread * 0x9E3779B97F4A7C15ull) >> 54; }
+    std::array<Entry, 1024> slots_{};
+  };
+  LastStacks last_stacks_;
   std::vector<Interval> snapshot_copies_;  // scratch: the copies a checkpoint write made snapshots
   std::vector<GapEvent> gap_events_;       // scratch of Step
   std::vector<RankedCandidate> ranked_;    // scratch of Attribute

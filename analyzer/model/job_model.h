@@ -100,6 +100,14 @@ struct HostEvent {
   int32_t result = 0;
   // CUDA calls: the CUPTI correlation id of the call, matching its GpuRecord (0: none)
   uint64_t correlation = 0;
+  // THREAD_SAMPLE (a run of the sampler's looks at thread `tid`): its time on a CPU and runnable
+  // waiting for one, the state letter of the last look, the call it was blocked in (-1: none;
+  // kNotBlocked: it was not blocked); `fd` and `path` the call's descriptor.
+  uint64_t cpu_ns = 0;
+  uint64_t wait_ns = 0;
+  char thread_state = 0;
+  int32_t syscall = 0;
+  static constexpr int32_t kNotBlocked = INT32_MIN;
 };
 
 // One GPU activity record (proto GpuActivity) with absolute times.

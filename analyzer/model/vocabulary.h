@@ -95,6 +95,8 @@ enum class EventClass : uint8_t {
   kStdinPipe,        // reads of stdin from a pipe: the program before this one in a pipeline
   kChildWait,        // waiting for a child process (waitpid, system): its cause is the child's
   kSignalHandler,    // a signal handler of the program that ran on the thread
+  kCpuWork,          // a launching thread that ran on a CPU outside every traced call (sampled)
+  kCpuWait,          // a launching thread that was runnable but waited for a CPU (sampled)
 };
 
 // How an estimated saving was computed (docs/attribution.md, "The numbers").

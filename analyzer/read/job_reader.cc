@@ -61,6 +61,7 @@ bool NeedsStrings(EventType type) {
     case FILE_COPY:
     case NET_SOCKET:
     case SIGNAL_HANDLER:
+    case THREAD_SAMPLE:
       return true;
     default:
       return false;
@@ -459,7 +460,23 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         e.ptr = ev.ptr();
         e.child_pid = ev.child_pid();
         e.correlation = ev.correlation();
-        sink.AddHostEvent(e);
+        if (ev.type() == THREAD_SAMPLE) {
+          // The sampler's batch: each event names the thread it looked at.
+          e.tid = ev.tid();
+          e.fd = ev.has_syscall() ? ev.fd() : -1;
+          e.cpu_ns = ev.cpu_ns();
+          e.wait_ns = ev.wait_ns();
+          e.thread_state = static_cast<char>(ev.thread_state());
+          e.syscall = ev.has_syscall() ? ev.syscall() : HostEvent::kNotBlocked;
+          sink.AddHostEvent(e);
+          e.tid = batch.tid();
+          e.fd = -1;
+          e.cpu_ns = e.wait_ns = 0;
+          e.thread_state = 0;
+          e.syscall = 0;
+        } else {
+          sink.AddHostEvent(e);
+        }
         f.last_time = std::max(f.last_time, e.end);
       }
       f.events += static_cast<uint64_t>(batch.events_size());

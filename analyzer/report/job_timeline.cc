@@ -126,6 +126,10 @@ std::string_view EventClassName(EventClass c) {
       return "wait for a child process";
     case EventClass::kSignalHandler:
       return "signal handler";
+    case EventClass::kCpuWork:
+      return "CPU work (sampled)";
+    case EventClass::kCpuWait:
+      return "waiting for a CPU (sampled)";
     case EventClass::kNone:
       break;
   }

@@ -1,0 +1,368 @@
+// The thread sampler (sampler.h).
+#include "interpose/sampler.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <type_traits>
+
+#include "interpose/raw_syscall.h"
+
+namespace idlescope::sampler {
+namespace {
+
+constexpr uint32_t kMaxThreads = 64;
+// A run is cut after this long, so that its event reaches the file within about one flush.
+constexpr uint64_t kMaxRunNs = 250'000'000;
+// Runs ended and not yet flushed; past this many (a flush that cannot write) they are dropped.
+constexpr uint32_t kMaxEnded = 2048;
+
+enum Kind : uint8_t { kNone = 0, kOnCpu = 1, kRunnable = 2, kBlocked = 3 };
+
+// One sampled thread. `tid` is published by the thread itself (AddThisThread); everything else is
+// the writer's alone.
+struct Slot {
+  std::atomic<uint32_t> tid{0};  // 0: free
+  uint32_t open_tid = 0;         // the thread the descriptors below were opened for
+  int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
+  bool failed = false;  // its files could not be opened: not looked at again
+  bool have_last = false;
+  uint64_t last_ns = 0, last_cpu = 0, last_wait = 0;
+  // The open run.
+  Kind kind = kNone;
+  int32_t syscall = kSampleNotBlocked;
+  int32_t fd = -1;
+  RawEvent run;
+};
+
+// Never destroyed: the writer may look while the process ends.
+struct Sampler {
+  uint32_t hz = 200;
+  uint64_t period_ns = 5'000'000;
+  std::atomic<bool> started{false};
+  uint32_t writer_tid = 0;
+  uint64_t next_look = 0;
+  std::atomic<uint32_t> used{0};  // slots ever handed out (a high-water mark)
+  Slot slots[kMaxThreads];
+  // Ended runs, for the flush.
+  std::mutex ended_mu;
+  uint32_t ended_count = 0;
+  uint64_t ended_dropped = 0;
+  RawEvent ended[kMaxEnded];
+};
+static_assert(std::is_trivially_destructible_v<Sampler>);
+constinit Sampler g_sampler;
+
+uint32_t ThisTid() { return static_cast<uint32_t>(RawSyscall(SYS_gettid)); }
+
+// Decimal of `v` into `out`, returning its end.
+char* Decimal(char* out, uint64_t v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0) *out++ = digits[--n];
+  return out;
+}
+
+int OpenTaskFile(uint32_t tid, const char* name) {
+  char path[64] = "/proc/self/task/";
+  char* p = Decimal(path + strlen(path), tid);
+  *p++ = '/';
+  memcpy(p, name, strlen(name) + 1);
+  return static_cast<int>(
+      RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+}
+
+void CloseFiles(Slot& s) {
+  for (int* fd : {&s.schedstat_fd, &s.stat_fd, &s.syscall_fd}) {
+    if (*fd >= 0) RawSyscall(SYS_close, *fd);
+    *fd = -1;
+  }
+}
+
+// The whole small /proc file at `fd` from offset 0, NUL-terminated; its length, or -1 when the
+// thread is gone (ESRCH) or the read failed.
+long ReadAt(int fd, char* buf, size_t size) {
+  long n = RawSyscall(SYS_pread64, fd, reinterpret_cast<long>(buf), static_cast<long>(size - 1), 0);
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+// The system calls whose first argument is a descriptor (x86_64 numbers where they differ: the
+// names come from <sys/syscall.h>).
+bool TakesFd(long nr) {
+  switch (nr) {
+    case SYS_read:
+    case SYS_write:
+    case SYS_pread64:
+    case SYS_pwrite64:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_preadv:
+    case SYS_pwritev:
+    case SYS_preadv2:
+    case SYS_pwritev2:
+    case SYS_recvfrom:
+    case SYS_sendto:
+    case SYS_recvmsg:
+    case SYS_sendmsg:
+    case SYS_recvmmsg:
+    case SYS_sendmmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_sync_file_range:
+    case SYS_flock:
+    case SYS_fcntl:
+    case SYS_ioctl:
+    case SYS_ftruncate:
+    case SYS_fallocate:
+    case SYS_sendfile:
+    case SYS_splice:
+    case SYS_copy_file_range:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_getdents64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void EndRun(Slot& s) {
+  if (s.kind == kNone) return;
+  {
+    std::lock_guard<std::mutex> lock(g_sampler.ended_mu);
+    if (g_sampler.ended_count < kMaxEnded) {
+      g_sampler.ended[g_sampler.ended_count++] = s.run;
+    } else {
+      ++g_sampler.ended_dropped;
+    }
+  }
+  s.kind = kNone;
+}
+
+// What the descriptor `fd` of thread `tid` is, interned (0: unknown).
+uint32_t DescriptorPath(uint32_t tid, int fd) {
+  char link[80] = "/proc/self/task/";
+  char* p = Decimal(link + strlen(link), tid);
+  memcpy(p, "/fd/", 4);
+  p = Decimal(p + 4, static_cast<uint64_t>(fd));
+  *p = '\0';
+  char target[512];
+  long n = RawSyscall(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
+                      reinterpret_cast<long>(target), sizeof(target) - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  return InternPath(std::string_view(target, static_cast<size_t>(n)),
+                    target[0] == '/' ? redact::PathKind::kFile : redact::PathKind::kAddress);
+}
+
+// Looks at one thread; false when it is gone.
+bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
+  if (s.open_tid != tid) {
+    CloseFiles(s);
+    s.kind = kNone;
+    s.have_last = false;
+    s.failed = false;
+    s.open_tid = tid;
+    s.schedstat_fd = OpenTaskFile(tid, "schedstat");
+    s.stat_fd = OpenTaskFile(tid, "stat");
+    s.syscall_fd = OpenTaskFile(tid, "syscall");
+    if (s.schedstat_fd < 0 || s.stat_fd < 0) {
+      CloseFiles(s);
+      s.failed = true;  // no schedstat (a kernel without CONFIG_SCHED_INFO), or the thread is gone
+    }
+  }
+  if (s.failed) return true;
+  char buf[512];
+  if (ReadAt(s.schedstat_fd, buf, sizeof(buf)) <= 0) return false;
+  char* end = nullptr;
+  const uint64_t cpu = strtoull(buf, &end, 10);
+  const uint64_t wait = strtoull(end, nullptr, 10);
+  if (!s.have_last) {
+    s.have_last = true;
+    s.last_ns = now;
+    s.last_cpu = cpu;
+    s.last_wait = wait;
+    return true;
+  }
+  const uint64_t dt = now > s.last_ns ? now - s.last_ns : 0;
+  const uint64_t dcpu = cpu >= s.last_cpu ? cpu - s.last_cpu : 0;
+  const uint64_t dwait = wait >= s.last_wait ? wait - s.last_wait : 0;
+  const uint64_t blocked = dt > dcpu + dwait ? dt - dcpu - dwait : 0;
+  Kind kind = kOnCpu;
+  if (dwait > dcpu && dwait >= blocked) kind = kRunnable;
+  if (blocked > dcpu && blocked > dwait) kind = kBlocked;
+  uint8_t state = 'R';
+  int32_t syscall = kSampleNotBlocked;
+  int32_t fd = -1;
+  if (kind == kBlocked) {
+    if (ReadAt(s.stat_fd, buf, sizeof(buf)) <= 0) return false;
+    const char* paren = strrchr(buf, ')');
+    if (paren != nullptr && paren[1] == ' ' && paren[2] != '\0') state = paren[2];
+    if (s.syscall_fd >= 0 && ReadAt(s.syscall_fd, buf, sizeof(buf)) > 0) {
+      // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
+      if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
+        const long nr = strtol(buf, &end, 10);
+        syscall = static_cast<int32_t>(nr);
+        if (nr >= 0 && TakesFd(nr)) fd = static_cast<int32_t>(strtoll(end, nullptr, 16));
+      }
+    }
+  }
+  const bool same = s.kind == kind && s.syscall == syscall && s.fd == fd &&
+                    now - s.run.ts <= kMaxRunNs &&
+                    (kind != kBlocked || s.run.u.sample.state == state);
+  if (same) {
+    s.run.dur = now - s.run.ts;
+    s.run.count += 1;
+    s.run.u.sample.cpu_ns += dcpu;
+    s.run.u.sample.wait_ns += dwait;
+  } else {
+    const bool continues_blocking = s.kind == kind && s.syscall == syscall && s.fd == fd;
+    const uint32_t path = continues_blocking ? s.run.u.sample.path
+                          : fd >= 0          ? DescriptorPath(tid, fd)
+                                             : 0;
+    EndRun(s);
+    s.kind = kind;
+    s.syscall = syscall;
+    s.fd = fd;
+    RawEvent& r = s.run;
+    r = RawEvent();
+    r.type = ev::kThreadSample;
+    r.ts = s.last_ns;
+    r.dur = dt;
+    r.count = 1;
+    r.u.sample.tid = tid;
+    r.u.sample.cpu_ns = dcpu;
+    r.u.sample.wait_ns = dwait;
+    r.u.sample.path = path;
+    r.u.sample.fd = fd;
+    r.u.sample.syscall = syscall;
+  }
+  s.run.u.sample.state = state;
+  s.last_ns = now;
+  s.last_cpu = cpu;
+  s.last_wait = wait;
+  return true;
+}
+
+}  // namespace
+
+void Init(uint32_t hz) {
+  g_sampler.hz = hz;
+  g_sampler.period_ns = hz == 0 ? 0 : 1'000'000'000ull / hz;
+}
+
+uint32_t Hz() { return g_sampler.hz; }
+
+bool AddThisThread() {
+  if (g_sampler.hz == 0) return false;
+  const uint32_t tid = ThisTid();
+  const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < kMaxThreads; ++i) {
+    uint32_t free_tid = 0;
+    if (g_sampler.slots[i].tid.compare_exchange_strong(free_tid, tid, std::memory_order_acq_rel)) {
+      if (i >= used) {
+        uint32_t seen = used;
+        while (seen <= i &&
+               !g_sampler.used.compare_exchange_weak(seen, i + 1, std::memory_order_acq_rel)) {
+        }
+      }
+      return used == 0;
+    }
+  }
+  return false;
+}
+
+void StartOnWriter(uint32_t writer_tid) {
+  if (g_sampler.hz == 0) return;
+  g_sampler.writer_tid = writer_tid;
+  g_sampler.next_look = 0;
+  g_sampler.started.store(true, std::memory_order_release);
+}
+
+uint64_t NextLookNs() {
+  if (!g_sampler.started.load(std::memory_order_acquire) ||
+      g_sampler.used.load(std::memory_order_acquire) == 0) {
+    return 0;
+  }
+  return g_sampler.next_look == 0 ? NowNs() : g_sampler.next_look;
+}
+
+void Look(uint64_t now) {
+  if (!g_sampler.started.load(std::memory_order_acquire)) return;
+  if (now < g_sampler.next_look) return;
+  // The next look one period after this one's schedule (not after now: a late look does not
+  // shift the ones after it), but never in the past.
+  g_sampler.next_look = g_sampler.next_look == 0 ? now + g_sampler.period_ns
+                                                 : g_sampler.next_look + g_sampler.period_ns;
+  if (g_sampler.next_look <= now) g_sampler.next_look = now + g_sampler.period_ns;
+  const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& s = g_sampler.slots[i];
+    const uint32_t tid = s.tid.load(std::memory_order_acquire);
+    if (tid == 0) continue;
+    if (!LookAt(s, tid, now)) {  // the thread ended: its slot is free again
+      EndRun(s);
+      CloseFiles(s);
+      s.open_tid = 0;
+      s.tid.store(0, std::memory_order_release);
+    }
+  }
+}
+
+void EndRuns(bool careful) {
+  if (!g_sampler.started.load(std::memory_order_acquire)) return;
+  const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
+  if (careful) {
+    if (!g_sampler.ended_mu.try_lock()) return;
+    g_sampler.ended_mu.unlock();  // free now; only this thread and a flush take it
+  }
+  for (uint32_t i = 0; i < used; ++i) EndRun(g_sampler.slots[i]);
+}
+
+void TakeRuns(std::vector<RawEvent>* out, uint64_t* dropped, bool careful) {
+  std::unique_lock<std::mutex> lock(g_sampler.ended_mu, std::defer_lock);
+  if (careful) {
+    if (!lock.try_lock()) return;
+  } else {
+    lock.lock();
+  }
+  out->insert(out->end(), g_sampler.ended, g_sampler.ended + g_sampler.ended_count);
+  g_sampler.ended_count = 0;
+  *dropped += g_sampler.ended_dropped;
+  g_sampler.ended_dropped = 0;
+}
+
+uint32_t WriterTid() { return g_sampler.writer_tid; }
+
+void ResetInChild() {
+  g_sampler.started.store(false, std::memory_order_relaxed);
+  g_sampler.used.store(0, std::memory_order_relaxed);
+  g_sampler.next_look = 0;
+  g_sampler.ended_count = 0;
+  new (&g_sampler.ended_mu) std::mutex();
+  for (Slot& s : g_sampler.slots) {
+    s.tid.store(0, std::memory_order_relaxed);
+    s.open_tid = 0;
+    s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
+    s.kind = kNone;
+    s.have_last = false;
+    s.failed = false;
+  }
+}
+
+}  // namespace idlescope::sampler
