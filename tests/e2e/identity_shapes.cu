@@ -22,6 +22,14 @@
 //                  for with waitid (a JIT recompiling for a new shape)
 //   signal_handler a helper thread signals the training thread while it is in
 //                  cudaDeviceSynchronize; the handler computes for --handler-ms
+//   cpu_augment    the batch augmented on the training thread, on the CPU, between steps (no
+//                  call at all: the thread sampler's runs)
+//   crowded_cpu    four threads of the job spin beside the training thread (more busy threads
+//                  than the machine's cores): its own CPU work between steps waits for a CPU
+//
+// At the end the program prints how many descriptors it has open and how many of the signals the
+// profilers of other tools send (SIGPROF, SIGALRM, SIGURG, SIGUSR2) it received: the sampler adds
+// no descriptor and sends no signal.
 //
 //   identity_shapes MODE [--steps N] [--work-ms M] [--tool PATH] [--port P] [--peer-ms M]
 #include <arpa/inet.h>
@@ -77,6 +85,46 @@ struct Options {
   int handler_ms = 40;
   int connect = 0;  // rank 1: the port rank 0 listens on
 };
+
+std::atomic<int> g_foreign_signals{0};
+void on_foreign_signal(int) { g_foreign_signals.fetch_add(1); }
+
+int OpenDescriptors() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) >= 0;
+  return n;
+}
+
+// The thread's own CPU time (CLOCK_THREAD_CPUTIME_ID), in ms.
+double ThreadCpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Augments `image` on the CPU until the thread has computed for `cpu_ms` of its own CPU time
+// (a flip and a brightness jitter, again and again): a transform with no call in it.
+volatile float g_sink = 0;
+void augment_on_cpu(std::vector<float>& image, double cpu_ms) {
+  const double until = ThreadCpuMs() + cpu_ms;
+  float jitter = 1.0001f;
+  while (ThreadCpuMs() < until) {
+    for (size_t i = 0, j = image.size() - 1; i < j; ++i, --j) {
+      const float a = image[i] * jitter, b = image[j] * jitter;
+      image[i] = b;
+      image[j] = a;
+    }
+    jitter = 2.0f - jitter;
+  }
+  g_sink = image[0];
+}
+
+std::atomic<bool> g_spin{false};
+void* Spinner(void*) {
+  volatile uint64_t n = 0;
+  while (g_spin.load(std::memory_order_relaxed)) ++n;
+  return nullptr;
+}
 
 double NowMs() {
   timespec ts;
@@ -359,6 +407,15 @@ int main(int argc, char** argv) {
     CHECK(pthread_create(&signaller, nullptr, Signaller, nullptr) == 0);
   }
   std::vector<char> grads(1 << 20, 1), record(64 << 10);
+  std::vector<float> image(256 << 10, 0.5f);
+  for (int sig : {SIGPROF, SIGALRM, SIGURG, SIGUSR2}) {
+    struct sigaction sa {};
+    sa.sa_handler = on_foreign_signal;
+    CHECK(sigaction(sig, &sa, nullptr) == 0);
+  }
+  std::vector<pthread_t> spinners(m == "crowded_cpu" ? 4 : 0);
+  g_spin.store(true);
+  for (pthread_t& t : spinners) CHECK(pthread_create(&t, nullptr, Spinner, nullptr) == 0);
 
   const int n = static_cast<int>(kStateBytes / sizeof(float));
   float* x = nullptr;
@@ -402,14 +459,22 @@ int main(int argc, char** argv) {
       run_tool_with_system(o.tool, static_cast<int>(work_ms));
     } else if (m == "child_compiler" && checkpoint_step) {
       recompile(o.tool, static_cast<int>(work_ms));
+    } else if (m == "cpu_augment") {
+      augment_on_cpu(image, work_ms);
+    } else if (m == "crowded_cpu") {
+      augment_on_cpu(image, work_ms / 4);
     } else if (!checkpoint_step) {
     } else {
       fprintf(stderr, "identity_shapes: unknown mode %s\n", m.c_str());
       return 2;
     }
-    planted += NowMs() - t0;
+    // cpu_augment plants CPU time (on a loaded machine its wall time also holds the waits for a
+    // CPU, which the report names apart).
+    planted += m == "cpu_augment" ? work_ms : NowMs() - t0;
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+  g_spin.store(false);
+  for (pthread_t t : spinners) pthread_join(t, nullptr);
   if (m == "signal_handler") {
     g_syncing.store(-1);
     pthread_join(signaller, nullptr);
@@ -423,6 +488,8 @@ int main(int argc, char** argv) {
   }
   if (metrics >= 0) close(metrics);
   CUDA_CHECK(cudaFree(x));
+  printf("identity_shapes %s: fds=%d foreign_signals=%d\n", m.c_str(), OpenDescriptors(),
+         g_foreign_signals.load());
   printf("identity_shapes %s: %d steps in %.1f ms, planted_ms=%.1f\n", m.c_str(), o.steps,
          NowMs() - t_start, planted);
   return 0;

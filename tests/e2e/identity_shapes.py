@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from e2e_common import FreshWork, Parser, Report, SimgpuEnv
+from e2e_common import FreshWork, Parser, Report, SimgpuEnv, StackText
 
 WORK_MS = 40
 
@@ -36,6 +36,9 @@ SHAPES = {
     "system_tool": ("data_loading", "object", "ffmpeg"),
     "child_compiler": ("child_process", "object", "ptxas"),
     "signal_handler": ("signal_handler", "object", "on_checkpoint_signal"),
+    # The thread sampler's classes: evidence is the thread's last traced call before the work.
+    "cpu_augment": ("cpu_work", "stack", "main"),
+    "crowded_cpu": ("cpu_starvation", "stack", "main"),
 }
 
 
@@ -90,12 +93,29 @@ def RunShape(opts, mode, extra, env):
     planted = [line for line in out.splitlines() if "planted_ms=" in line]
     if proc.returncode != 0 or not planted:
         return None, "exited with status %d" % proc.returncode
+    # No signal from us (the sampler sends none), no descriptor of ours in the program's table.
+    foreign = re.search(r"fds=(\d+) foreign_signals=(\d+)", out)
+    if not foreign or foreign.group(2) != "0":
+        return None, "the program received signals it did not ask for: %s" % (
+            foreign.group(0) if foreign else out[-200:])
+    if mode in ("cpu_augment", "crowded_cpu"):
+        untraced = subprocess.run([opts.program, mode, "--steps", "2", "--work-ms", "1"] + extra,
+                                  cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=120)
+        alone = re.search(r"fds=(\d+)", untraced.stdout)
+        if not alone or alone.group(1) != foreign.group(1):
+            return None, "traced it has %s descriptors open at its end, untraced %s" % (
+                foreign.group(1), alone.group(1) if alone else "?")
     return float(planted[-1].split("planted_ms=")[1]), trace_dir
 
 
 def Judge(report, planted_ms, expected):
     cause, kind, text = expected
-    causes = {c["cause"]: c for c in report["causes"] if c["cause"] not in ("startup", "tail")}
+    # The waits for a CPU on a loaded machine (the under_load tests) are the load's, named apart:
+    # they are no shape's cause but crowded_cpu's.
+    ignored = ("startup", "tail") + (("cpu_starvation",) if cause != "cpu_starvation" else ())
+    causes = {c["cause"]: c for c in report["causes"] if c["cause"] not in ignored}
     summary = {k: round(v["idle_ns"] / 1e6, 1) for k, v in causes.items()}
     print("  causes (ms): %s; planted %.1f ms" % (summary, planted_ms))
     if not causes:
@@ -106,7 +126,12 @@ def Judge(report, planted_ms, expected):
     got = causes[cause]["idle_ns"] / 1e6
     if got < 0.5 * planted_ms:
         return "%s holds %.1f ms of %.1f ms planted" % (cause, got, planted_ms)
-    if kind == "object":
+    if kind == "stack":
+        stacks = [StackText(report, s["stack_id"]) for s in causes[cause].get("stacks", [])]
+        print("  stacks: %s" % [s[:80] for s in stacks[:2]])
+        if not any(text in s for s in stacks):
+            return "no stack of %s has %s" % (cause, text)
+    elif kind == "object":
         objects = [o.get("object") or "" for o in causes[cause].get("objects", [])]
         print("  objects: %s" % objects[:4])
         named = [o for o in objects if (text.search(o) if isinstance(text, re.Pattern) else

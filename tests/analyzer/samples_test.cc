@@ -1,0 +1,165 @@
+// The thread sampler's runs in attribution (docs/attribution.md, "Samples"): each rule fires, and a
+// close case where it must not.
+#include <gtest/gtest.h>
+
+#include "analyzer/analysis/event_classes.h"
+#include "tests/analyzer/job_builder.h"
+
+namespace idlescope::testing {
+namespace {
+
+constexpr uint32_t kTid = 100;
+constexpr uint32_t kOtherTid = 101;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// A THREAD_SAMPLE run of thread `tid` over [start_ms, end_ms): `cpu` and `wait` its fractions on
+// a CPU and runnable waiting for one; the rest blocked.
+HostEvent Sample(JobBuilder& job, uint32_t process, uint32_t tid, double start_ms, double end_ms,
+                 double cpu, double wait) {
+  HostEvent e = job.Event(process, tid, THREAD_SAMPLE, start_ms, end_ms);
+  const double ns = static_cast<double>(e.end - e.start);
+  e.cpu_ns = static_cast<uint64_t>(cpu * ns);
+  e.wait_ns = static_cast<uint64_t>(wait * ns);
+  e.thread_state = 'R';
+  e.syscall = HostEvent::kNotBlocked;
+  return e;
+}
+
+// One process (pid 100) whose thread kTid launches on device 0. Kernels run [0, 100) and
+// [200, 1000): one 100 ms gap at [100, 200). The job ends at 1000 ms.
+struct OneGap {
+  JobBuilder job;
+  uint32_t p;
+  OneGap() {
+    p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Launch(p, kTid, 0);
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 200, 1000);
+    job.End(p, 1000);
+  }
+};
+
+TEST(Samples, ClassifiedByWhatTheThreadDidMostOfTheRun) {
+  JobBuilder job;
+  uint32_t p = job.Process(100);
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.9, 0.05)).cause, Cause::kCpuWork);
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.3, 0.6)).cause, Cause::kCpuStarvation);
+  // Mostly blocked (sleeping, in an untraced call): no cause.
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.2, 0.1)).event_class, EventClass::kNone);
+  // Blocked 40%, on a CPU 45%, waiting 15%: CPU work.
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.45, 0.15)).cause, Cause::kCpuWork);
+}
+
+// CPU work between kernels, no traced call: cpu_work, with the thread's last traced call's stack.
+TEST(Samples, CpuWorkOfTheLaunchingThreadBetweenKernelsIsCpuWork) {
+  OneGap g;
+  HostEvent before = g.job.Event(g.p, kTid, CUDA_LAUNCH, 95, 95.005);
+  before.device = 0;
+  before.stack = 7;
+  g.job.Add(before);
+  g.job.Add(Sample(g.job, g.p, kTid, 100, 200, 0.95, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* c = FindCause(r, Cause::kCpuWork);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->stacks.empty());
+  EXPECT_EQ(r.symbols.StackLabel(c->stacks[0].id), "stack7@p0");
+}
+
+// Close cases: another thread's CPU work, and the launching thread blocked (sleeping in an untraced
+// call), explain nothing: unknown.
+TEST(Samples, OtherThreadsCpuWorkAndBlockedRunsStayUnknown) {
+  OneGap g;
+  g.job.Add(Sample(g.job, g.p, kOtherTid, 100, 200, 1.0, 0.0));
+  g.job.Add(Sample(g.job, g.p, kTid, 100, 200, 0.01, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+// A traced call outranks a run that covers it: only the rest of the gap is CPU work.
+TEST(Samples, TracedCallsOutrankRunsOfTheSameThread) {
+  OneGap g;
+  g.job.Io(g.p, kTid, FILE_WRITE, 120, 150, "/out/metrics.jsonl");
+  g.job.Add(Sample(g.job, g.p, kTid, 100, 200, 0.9, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), Ms(30));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(70));
+}
+
+// Runnable but not running: cpu_starvation, even where a residual rule would have claimed the time.
+TEST(Samples, WaitingForACpuIsCpuStarvation) {
+  OneGap g;
+  g.job.Sync(g.p, kTid, 95, 101);
+  g.job.Add(Sample(g.job, g.p, kTid, 101, 200, 0.2, 0.75));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(99));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(1));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+}
+
+// After the sync that opened the gap, the sampled CPU work is the sync's for as long as the sync
+// waited (the GPU work the thread could have queued first), and CPU work beyond that.
+TEST(Samples, HostWorkAfterASyncIsTheSyncsUpToItsWaitThenCpuWork) {
+  OneGap g;
+  g.job.Sync(g.p, kTid, 90, 110);  // waited 10 ms of the gap, 20 ms in all
+  g.job.Add(Sample(g.job, g.p, kTid, 110, 200, 0.9, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(10 + 20));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(70));
+}
+
+// Without samples the rule takes the whole rest, as before the sampler (traces before 0.5).
+TEST(Samples, WithoutSamplesTheSyncTakesAllTheHostWorkAfterIt) {
+  OneGap g;
+  g.job.Sync(g.p, kTid, 90, 110);
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), 0);
+}
+
+// A data file read in the gap makes its CPU work the data's preprocessing (data_loading).
+TEST(Samples, CpuWorkAfterADataReadIsDataLoading) {
+  OneGap g;
+  g.job.Io(g.p, kTid, FILE_READ, 100, 101, "/data/shard-0001.tar");
+  g.job.Add(Sample(g.job, g.p, kTid, 101, 200, 0.9, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), 0);
+}
+
+// Before the first kernel CPU work stays startup.
+TEST(Samples, CpuWorkBeforeTheFirstKernelIsStartup) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Add(Sample(job, p, kTid, 1, 100, 1.0, 0.0));
+  job.Kernel(p, 100, 200);
+  job.End(p, 200);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), 0);
+  EXPECT_GT(CauseNs(r, Cause::kStartup), Ms(99));
+}
+
+// A run that arrives after its gap was closed turns that gap's unknown into cpu_work.
+TEST(Samples, ALateRunTurnsAClosedGapsUnknownIntoCpuWork) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 100);
+  job.Kernel(p, 200, 300);
+  job.Kernel(p, 400, 5000);
+  job.analysis().AdvanceTo(Ms(4000));  // [100, 200) and [300, 400) attributed: unknown
+  job.Add(Sample(job, p, kTid, 100, 200, 0.9, 0.0));
+  job.End(p, 5000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+}  // namespace
+}  // namespace idlescope::testing
