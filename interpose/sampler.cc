@@ -206,13 +206,9 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   Kind kind = kOnCpu;
   if (dwait > dcpu && dwait >= blocked) kind = kRunnable;
   if (blocked > dcpu && blocked > dwait) kind = kBlocked;
-  uint8_t state = 'R';
   int32_t syscall = kSampleNotBlocked;
   int32_t fd = -1;
   if (kind == kBlocked) {
-    if (ReadAt(s.stat_fd, buf, sizeof(buf)) <= 0) return false;
-    const char* paren = strrchr(buf, ')');
-    if (paren != nullptr && paren[1] == ' ' && paren[2] != '\0') state = paren[2];
     if (s.syscall_fd >= 0 && ReadAt(s.syscall_fd, buf, sizeof(buf)) > 0) {
       // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
       if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
@@ -222,9 +218,8 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
       }
     }
   }
-  const bool same = s.kind == kind && s.syscall == syscall && s.fd == fd &&
-                    now - s.run.ts <= kMaxRunNs &&
-                    (kind != kBlocked || s.run.u.sample.state == state);
+  const bool same =
+      s.kind == kind && s.syscall == syscall && s.fd == fd && now - s.run.ts <= kMaxRunNs;
   if (same) {
     s.run.dur = now - s.run.ts;
     s.run.count += 1;
@@ -235,6 +230,13 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
     const uint32_t path = continues_blocking ? s.run.u.sample.path
                           : fd >= 0          ? DescriptorPath(tid, fd)
                                              : 0;
+    // The state letter once per run (stat is the dearest file to read): 'R' unless blocked.
+    uint8_t state = continues_blocking ? s.run.u.sample.state : 'R';
+    if (kind == kBlocked && !continues_blocking) {
+      if (ReadAt(s.stat_fd, buf, sizeof(buf)) <= 0) return false;
+      const char* paren = strrchr(buf, ')');
+      state = paren != nullptr && paren[1] == ' ' && paren[2] != '\0' ? paren[2] : '?';
+    }
     EndRun(s);
     s.kind = kind;
     s.syscall = syscall;
@@ -251,8 +253,8 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
     r.u.sample.path = path;
     r.u.sample.fd = fd;
     r.u.sample.syscall = syscall;
+    r.u.sample.state = state;
   }
-  s.run.u.sample.state = state;
   s.last_ns = now;
   s.last_cpu = cpu;
   s.last_wait = wait;

@@ -35,6 +35,7 @@ import time
 TARGET_HOOK_NS = 100  # per call without a stack
 TARGET_STACK_NS = 1000  # a native stack
 TARGET_E2E = 1.01  # end-to-end slowdown
+TARGET_SAMPLER_CORE_PCT = 0.5  # the thread sampler, 4 sampled threads, % of one core
 TARGET_ANALYZER_MEPS = 10.0  # M events per CPU second
 TARGET_VS_SQLITE = 10.0  # report at least 10x faster than the SQL query
 
@@ -398,6 +399,35 @@ class Bench:
                 "%d events, %d files, %.1f KB/s of job" % (events, int(m.group(2)) if m else 0,
                                                          size / 1024 / traced_walls[-1]))
 
+    # 3b. the thread sampler ----------------------------------------------------------------------
+    def sampler(self):
+        """The sampler's CPU cost: a 4-thread job whose threads feed the GPU, compute 0.5 ms and
+        sleep 4.5 ms in turn, traced with the sampler at its default rate and off, interleaved;
+        the difference in the process's CPU time over the wall time, in % of one core."""
+        prog = self.need("tests/bench/sampled_threads", "bench_sampled_threads")
+        threads, seconds = 4, (1 if self.quick else 3)
+        reps = 1 if self.quick else 7
+        log("3b. thread sampler: %d paired runs of %d threads x %d s" % (reps, threads, seconds))
+        diffs, cpu_off = [], []
+        for _ in range(reps):
+            order = ["200", "0"]
+            self.rng.shuffle(order)
+            got = {}
+            for hz in order:
+                out = self.fresh("sampler-trace")
+                env = self.traced_env(out, IDLESCOPE_SAMPLE_HZ=hz)
+                stdout = timed([prog, str(threads), str(seconds)], env=env, timeout=120)[1]
+                _, _, wall, cpu = stdout.split()
+                got[hz] = (int(wall), int(cpu))
+            wall = (got["200"][0] + got["0"][0]) / 2
+            diffs.append((got["200"][1] - got["0"][1]) / wall * 100)
+            cpu_off.append(got["0"][1] / 1e6)
+        pct = median(diffs)
+        row("sampler", "%d sampled threads, IDLESCOPE_SAMPLE_HZ=200" % threads,
+            "%.2f%% of a core" % pct,
+            "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
+            verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
+
     # 4. the analyzer, 5. SQLite -----------------------------------------------------------------
     def analyzer(self):
         gen = self.need("bin/gen_trace", "gen_trace")
@@ -548,8 +578,8 @@ def main():
     ap.add_argument("--sql-events", type=int, default=0,
                     help="events of the SQLite comparison's trace (default 200k)")
     ap.add_argument("--tmp", default=None, help="scratch directory (default $TMPDIR or /tmp)")
-    ap.add_argument("--only", default="calls,start,examples,analyzer",
-                    help="comma list of sections (calls,start,examples,analyzer)")
+    ap.add_argument("--only", default="calls,start,examples,sampler,analyzer",
+                    help="comma list of sections (calls,start,examples,sampler,analyzer)")
     args = ap.parse_args()
     try:
         bench = Bench(args)
@@ -567,6 +597,8 @@ def main():
             bench.process_start()
         if "examples" in sections:
             bench.examples()
+        if "sampler" in sections:
+            bench.sampler()
         if "analyzer" in sections:
             bench.analyzer()
     except Missing as e:

@@ -1,0 +1,78 @@
+// The thread sampler's workload in tests/bench/run.sh: THREADS threads that each feed the GPU (a
+// cudaMemsetAsync and a stream sync, which makes them sampled threads), then for SECONDS compute
+// for 0.5 ms and sleep for 4.5 ms, again and again: runs of CPU work and of blocked time, the
+// mix a training loop's threads show the sampler. The table runs it traced with the sampler on
+// (IDLESCOPE_SAMPLE_HZ=200) and off (0); the difference in the process's CPU time over the wall
+// time is the sampler's share of a core. Usage:
+//   sampled_threads THREADS SECONDS
+// Prints one line: "sampled_threads THREADS WALL_NS CPU_NS" (the timed part: wall time, and the
+// process's CPU time, all threads, so the recorder's writer, which samples, counts).
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+long long Clock(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+[[noreturn]] void Fail(const char* what) {
+  std::fprintf(stderr, "sampled_threads: %s\n", what);
+  std::exit(1);
+}
+
+double g_seconds = 0;
+pthread_barrier_t g_start;
+volatile unsigned long g_sink = 0;
+
+void* Feeder(void*) {
+  void* dev = nullptr;
+  cudaStream_t stream = nullptr;
+  if (cudaMalloc(&dev, 4096) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
+    Fail("cudaMalloc");
+  }
+  cudaMemsetAsync(dev, 0, 4096, stream);
+  cudaStreamSynchronize(stream);
+  pthread_barrier_wait(&g_start);
+  const long long end = Clock(CLOCK_MONOTONIC) + static_cast<long long>(g_seconds * 1e9);
+  unsigned long n = 0;
+  while (Clock(CLOCK_MONOTONIC) < end) {
+    const long long spin_until = Clock(CLOCK_MONOTONIC) + 500000;
+    while (Clock(CLOCK_MONOTONIC) < spin_until) ++n;
+    timespec nap{0, 4500000};
+    nanosleep(&nap, nullptr);
+  }
+  g_sink = n;
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: sampled_threads THREADS SECONDS\n");
+    return 2;
+  }
+  const int threads = std::atoi(argv[1]);
+  g_seconds = std::atof(argv[2]);
+  if (threads <= 0 || g_seconds <= 0) Fail("THREADS and SECONDS must be positive");
+  pthread_barrier_init(&g_start, nullptr, threads + 1);
+  std::vector<pthread_t> ids(threads);
+  for (pthread_t& t : ids) {
+    if (pthread_create(&t, nullptr, Feeder, nullptr) != 0) Fail("pthread_create");
+  }
+  pthread_barrier_wait(&g_start);
+  const long long wall0 = Clock(CLOCK_MONOTONIC), cpu0 = Clock(CLOCK_PROCESS_CPUTIME_ID);
+  for (pthread_t t : ids) pthread_join(t, nullptr);
+  const long long wall = Clock(CLOCK_MONOTONIC) - wall0;
+  const long long cpu = Clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  std::printf("sampled_threads %d %lld %lld\n", threads, wall, cpu);
+  return 0;
+}
