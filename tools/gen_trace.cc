@@ -19,8 +19,9 @@
 //
 // One file per process: a rank process per rank (main thread launches on device 0), plus a
 // DataLoader worker per rank (dataload, remote) and a pip process (install). A step is: wait for
-// the batch, copy it to the device, K compute kernels, optionally an all-reduce, then the
-// periodic extras (checkpoint, metrics upload). With --python the stacks of the checkpoint
+// the batch, copy it to the device, K compute kernels, optionally an all-reduce, the CPU work and
+// waits for a CPU the thread sampler sees (cpuwork, starved), then the periodic extras
+// (checkpoint, metrics upload). With --python the stacks of the checkpoint
 // writes, the batch copy, the wait for a batch and the workers' reads are those of a PyTorch
 // script: Python frames (train.py's lines under torch's) with the interpreter's native frames, as
 // the recorder writes them. Output is deterministic for given flags.
@@ -59,7 +60,7 @@ const std::set<std::string> kKnownCauses = {
     "pageable", "pinned",    "checkpoint", "upload",   "dataload", "remote",
     "nccl",     "straggler", "sync",       "download", "install",  "smallbatch",
     "tail",     "unused",    "none",       "nogpu",    "prompt",   "popen",
-    "readback", "asyncckpt", "mpi",        "crowded",  "idlewait"};
+    "readback", "asyncckpt", "mpi",        "crowded",  "idlewait", "cpuwork",  "starved"};
 
 // One trace file being written: framing, interning and batching.
 class TraceFile {
@@ -692,6 +693,23 @@ uint64_t WriteRank(const Options& o, int rank, uint64_t target_events, RankLayou
       a->set_stream(1);
       now += wait + jitter(4 * kMs, 0.1);  // host work, no traced call
       gpu_free = now;
+    }
+    // 5c. What the recorder's thread sampler sees between the traced calls (THREAD_SAMPLE runs in
+    // the writer's batch, naming the training thread): CPU work (augmenting the next batch on the
+    // training thread), and waits for a CPU (the machine oversubscribed).
+    if (o.Has("cpuwork") || o.Has("starved")) {
+      const uint32_t writer = tid + 1;
+      auto run = [&](Ns len, double cpu, double wait, char state) {
+        Event* e = file.AddEvent(writer, THREAD_SAMPLE, now, len);
+        e->set_tid(tid);
+        e->set_count(static_cast<uint64_t>(len / (5 * kMs)) + 1);
+        e->set_cpu_ns(static_cast<uint64_t>(cpu * static_cast<double>(len)));
+        e->set_wait_ns(static_cast<uint64_t>(wait * static_cast<double>(len)));
+        e->set_thread_state(static_cast<uint32_t>(state));
+        now += len;
+      };
+      if (o.Has("starved") && step % 3 == 0) run(jitter(3 * kMs, 0.2), 0.15, 0.8, 'R');
+      if (o.Has("cpuwork")) run(jitter(25 * kMs, 0.1), 0.95, 0.02, 'R');
     }
     // 6. Periodic extras.
     // A prompt answered at the terminal (input(): fgets on stdin, a pty); with idlewait, as GNU
