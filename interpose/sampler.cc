@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,7 +30,12 @@ enum Kind : uint8_t { kNone = 0, kOnCpu = 1, kRunnable = 2, kBlocked = 3 };
 // the writer's alone.
 struct Slot {
   std::atomic<uint32_t> tid{0};  // 0: free
-  uint32_t open_tid = 0;         // the thread the descriptors below were opened for
+  // Set by the thread after it took the slot (0: not yet): when it joined and its CPU time then
+  // (CLOCK_THREAD_CPUTIME_ID, the same sum as schedstat's first field), so that the first run
+  // starts at its first call that feeds the GPU, not at the writer's first look.
+  std::atomic<uint64_t> joined_ns{0};
+  std::atomic<uint64_t> joined_cpu{0};
+  uint32_t open_tid = 0;  // the thread the descriptors below were opened for
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
   bool have_last = false;
@@ -193,11 +199,21 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   const uint64_t cpu = strtoull(buf, &end, 10);
   const uint64_t wait = strtoull(end, nullptr, 10);
   if (!s.have_last) {
+    // From the moment it joined: its CPU time since is exact, its waits for a CPU are not known.
+    // A first interval it spent mostly on a CPU is a run of CPU work; any other starts nothing
+    // (the rest could be waiting for a CPU or blocked).
     s.have_last = true;
-    s.last_ns = now;
-    s.last_cpu = cpu;
+    const uint64_t joined = s.joined_ns.load(std::memory_order_acquire);
+    const uint64_t joined_cpu = s.joined_cpu.load(std::memory_order_relaxed);
+    const bool from_join = joined != 0 && joined < now && joined_cpu <= cpu;
+    s.last_ns = from_join ? joined : now;
+    s.last_cpu = from_join ? joined_cpu : cpu;
     s.last_wait = wait;
-    return true;
+    if (!from_join || 2 * (cpu - joined_cpu) < now - joined) {
+      s.last_ns = now;
+      s.last_cpu = cpu;
+      return true;
+    }
   }
   const uint64_t dt = now > s.last_ns ? now - s.last_ns : 0;
   const uint64_t dcpu = cpu >= s.last_cpu ? cpu - s.last_cpu : 0;
@@ -276,7 +292,14 @@ bool AddThisThread() {
   const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < kMaxThreads; ++i) {
     uint32_t free_tid = 0;
-    if (g_sampler.slots[i].tid.compare_exchange_strong(free_tid, tid, std::memory_order_acq_rel)) {
+    Slot& s = g_sampler.slots[i];
+    if (s.tid.compare_exchange_strong(free_tid, tid, std::memory_order_acq_rel)) {
+      timespec cpu{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+      s.joined_cpu.store(
+          static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec),
+          std::memory_order_relaxed);
+      s.joined_ns.store(NowNs(), std::memory_order_release);
       if (i >= used) {
         uint32_t seen = used;
         while (seen <= i &&
@@ -321,6 +344,8 @@ void Look(uint64_t now) {
       EndRun(s);
       CloseFiles(s);
       s.open_tid = 0;
+      s.joined_ns.store(0, std::memory_order_relaxed);
+      s.joined_cpu.store(0, std::memory_order_relaxed);
       s.tid.store(0, std::memory_order_release);
     }
   }
@@ -333,7 +358,14 @@ void EndRuns(bool careful) {
     if (!g_sampler.ended_mu.try_lock()) return;
     g_sampler.ended_mu.unlock();  // free now; only this thread and a flush take it
   }
-  for (uint32_t i = 0; i < used; ++i) EndRun(g_sampler.slots[i]);
+  const uint64_t now = NowNs();
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& s = g_sampler.slots[i];
+    const uint32_t tid = s.tid.load(std::memory_order_acquire);
+    // A last look first, so that the runs reach the end (not on a signal: it reads files).
+    if (!careful && tid != 0 && s.open_tid == tid) LookAt(s, tid, now);
+    EndRun(s);
+  }
 }
 
 void TakeRuns(std::vector<RawEvent>* out, uint64_t* dropped, bool careful) {
@@ -359,6 +391,8 @@ void ResetInChild() {
   new (&g_sampler.ended_mu) std::mutex();
   for (Slot& s : g_sampler.slots) {
     s.tid.store(0, std::memory_order_relaxed);
+    s.joined_ns.store(0, std::memory_order_relaxed);
+    s.joined_cpu.store(0, std::memory_order_relaxed);
     s.open_tid = 0;
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;
