@@ -57,10 +57,10 @@ constexpr Ns kS = 1000 * kMs;
 constexpr uint64_t kGiB = 1ull << 30;
 
 const std::set<std::string> kKnownCauses = {
-    "pageable", "pinned",    "checkpoint", "upload",   "dataload", "remote",
-    "nccl",     "straggler", "sync",       "download", "install",  "smallbatch",
-    "tail",     "unused",    "none",       "nogpu",    "prompt",   "popen",
-    "readback", "asyncckpt", "mpi",        "crowded",  "idlewait", "cpuwork",  "starved"};
+    "pageable",  "pinned",   "checkpoint", "upload",  "dataload",   "remote",    "nccl",
+    "straggler", "sync",     "download",   "install", "smallbatch", "tail",      "unused",
+    "none",      "nogpu",    "prompt",     "popen",   "readback",   "asyncckpt", "mpi",
+    "crowded",   "idlewait", "cpuwork",    "starved"};
 
 // One trace file being written: framing, interning and batching.
 class TraceFile {

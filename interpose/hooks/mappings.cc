@@ -217,9 +217,8 @@ __attribute__((always_inline, no_sanitize("thread"))) inline bool NextResolved()
                          __ATOMIC_ACQUIRE);
 }
 __attribute__((always_inline, no_sanitize("thread"))) inline void* NextMmap(void* addr, size_t n,
-                                                                              int prot, int flags,
-                                                                              int fd,
-                                                                              off_t offset) {
+                                                                            int prot, int flags,
+                                                                            int fd, off_t offset) {
   if (NextResolved()) return detail::g_hot.libc.mmap(addr, n, prot, flags, fd, offset);
   if ((offset & 4095) != 0) {
     errno = EINVAL;
@@ -233,8 +232,7 @@ __attribute__((always_inline, no_sanitize("thread"))) inline void* NextMmap(void
   }
   return reinterpret_cast<void*>(r);
 }
-__attribute__((always_inline, no_sanitize("thread"))) inline int NextMunmap(void* addr,
-                                                                              size_t n) {
+__attribute__((always_inline, no_sanitize("thread"))) inline int NextMunmap(void* addr, size_t n) {
   if (NextResolved()) return detail::g_hot.libc.munmap(addr, n);
   const long r = RawSyscall(SYS_munmap, reinterpret_cast<long>(addr), static_cast<long>(n));
   if (r < 0) {
@@ -251,12 +249,12 @@ using idlescope::Family;
 using idlescope::HookGuard;
 using idlescope::NowNs;
 using idlescope::io::g_mappings;
-using idlescope::io::NextMmap;
-using idlescope::io::NextMunmap;
 using idlescope::io::Libc;
 using idlescope::io::MapHook;
 using idlescope::io::MappingTable;
 using idlescope::io::MapsFile;
+using idlescope::io::NextMmap;
+using idlescope::io::NextMunmap;
 namespace ev = idlescope::ev;
 
 // Not instrumented by ThreadSanitizer on the anonymous path (MapsFile says why).

@@ -5,8 +5,10 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -394,6 +396,83 @@ TEST(RecorderTest, PendingEventOfAnEndingThreadIsKept) {
   std::vector<idlescope::Event> events = EventsOf(Flatten(ReadOwnTrace()), tid, api);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].count(), 7u);
+}
+
+// The thread sampler (interpose/sampler.cc): threads that record device work are looked at from
+// the writer; a thread that computes is a run of CPU work, one that sleeps a blocked run in its
+// call; threads that never fed a GPU are not sampled. Runs are THREAD_SAMPLE events in the
+// writer's own batch, naming the thread. Under ThreadSanitizer too (threaded_recorder).
+TEST(RecorderTest, SamplerRecordsWhatThreadsThatFeedAGpuDo) {
+  std::atomic<uint32_t> busy_tid{0}, sleepy_tid{0}, bystander_tid{0};
+  auto feed_gpu = [] {
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kCudaLaunch;
+    e.u.cuda.device = 0;
+    Record(e);
+  };
+  std::thread busy([&] {
+    busy_tid = Tid();
+    feed_gpu();
+    const uint64_t until = NowNs() + 150'000'000;
+    volatile uint64_t n = 0;
+    while (NowNs() < until) n = n + 1;
+  });
+  std::thread sleepy([&] {
+    sleepy_tid = Tid();
+    feed_gpu();
+    usleep(150'000);
+  });
+  std::thread bystander([&] {
+    bystander_tid = Tid();
+    const uint64_t until = NowNs() + 150'000'000;
+    volatile uint64_t n = 0;
+    while (NowNs() < until) n = n + 1;
+  });
+  busy.join();
+  sleepy.join();
+  bystander.join();
+  // A thread's open run ends at the sampler's next look after the thread did (the look that
+  // finds it gone): read until both threads' runs are in the file (a loaded machine delays the
+  // writer), at most 10 s.
+  std::map<uint32_t, uint64_t> cpu_ns, blocked_ns, runs;
+  std::set<int32_t> sleepy_calls;
+  ReadTrace trace;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    trace = ReadOwnTrace();
+    bool busy_seen = false, sleepy_seen = false;
+    for (const idlescope::Packet& p : trace.packets) {
+      if (!p.has_events()) continue;
+      for (const auto& e : p.events().events()) {
+        if (e.type() != THREAD_SAMPLE) continue;
+        busy_seen |= e.tid() == busy_tid;
+        sleepy_seen |= e.tid() == sleepy_tid;
+      }
+    }
+    if (busy_seen && sleepy_seen) break;
+    usleep(10'000);
+  }
+  for (const idlescope::Packet& p : trace.packets) {
+    if (!p.has_events()) continue;
+    for (const auto& e : p.events().events()) {
+      if (e.type() != THREAD_SAMPLE) continue;
+      EXPECT_NE(p.events().tid(), e.tid()) << "a run is in the sampler's batch, not the thread's";
+      ++runs[e.tid()];
+      cpu_ns[e.tid()] += e.cpu_ns();
+      if (e.has_syscall()) {
+        blocked_ns[e.tid()] += e.dur() - std::min<uint64_t>(e.dur(), e.cpu_ns() + e.wait_ns());
+        if (e.tid() == sleepy_tid) sleepy_calls.insert(e.syscall());
+      }
+    }
+  }
+  EXPECT_EQ(runs.count(bystander_tid), 0u) << "a thread that never fed a GPU was sampled";
+  ASSERT_GT(runs[busy_tid], 0u);
+  ASSERT_GT(runs[sleepy_tid], 0u);
+  // The busy thread's runs hold most of its 150 ms of CPU (a loaded machine takes some).
+  EXPECT_GT(cpu_ns[busy_tid], 50'000'000u);
+  // The sleepy one was blocked, in its sleep (clock_nanosleep, or nanosleep where usleep uses it).
+  EXPECT_GT(blocked_ns[sleepy_tid], 50'000'000u);
+  EXPECT_TRUE(sleepy_calls.count(SYS_clock_nanosleep) || sleepy_calls.count(SYS_nanosleep));
 }
 
 TEST(RecorderTest, EntryPointsKeepErrno) {
