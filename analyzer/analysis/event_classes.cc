@@ -157,15 +157,14 @@ bool IsIdleWait(const HostEvent& event) {
 }
 
 EventClassification ClassifySample(const HostEvent& event) {
-  // What the thread did most of the run: ran, waited for a CPU, or was blocked (the recorder cuts
-  // a run where that changes, so one of them fills nearly all of it).
-  const uint64_t dur = static_cast<uint64_t>(std::max<Ns>(event.end - event.start, 0));
-  const uint64_t busy = event.cpu_ns + event.wait_ns;
-  const uint64_t blocked = dur > busy ? dur - busy : 0;
-  if (event.wait_ns > event.cpu_ns && event.wait_ns >= blocked) {
-    return {EventClass::kCpuWait, Cause::kCpuStarvation};
+  switch (SampledStateOf(event)) {
+    case SampledState::kWaitingForCpu:
+      return {EventClass::kCpuWait, Cause::kCpuStarvation};
+    case SampledState::kOnCpu:
+      return {EventClass::kCpuWork, Cause::kCpuWork};
+    case SampledState::kBlocked:
+      break;
   }
-  if (event.cpu_ns >= blocked) return {EventClass::kCpuWork, Cause::kCpuWork};
   return {};
 }
 

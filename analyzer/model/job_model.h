@@ -110,6 +110,19 @@ struct HostEvent {
   static constexpr int32_t kNotBlocked = INT32_MIN;
 };
 
+// What a THREAD_SAMPLE run's thread did most of the run: ran on a CPU, waited for one (runnable),
+// or was blocked (the recorder cuts a run where that changes, so one of them fills nearly all of
+// it).
+enum class SampledState : uint8_t { kOnCpu, kWaitingForCpu, kBlocked };
+inline SampledState SampledStateOf(const HostEvent& run) {
+  const uint64_t dur = run.end > run.start ? static_cast<uint64_t>(run.end - run.start) : 0;
+  const uint64_t busy = run.cpu_ns + run.wait_ns;
+  const uint64_t blocked = dur > busy ? dur - busy : 0;
+  if (run.wait_ns > run.cpu_ns && run.wait_ns >= blocked) return SampledState::kWaitingForCpu;
+  if (run.cpu_ns >= blocked) return SampledState::kOnCpu;
+  return SampledState::kBlocked;
+}
+
 // One GPU activity record (proto GpuActivity) with absolute times.
 struct GpuRecord {
   uint32_t process = 0;

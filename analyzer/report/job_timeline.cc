@@ -17,13 +17,15 @@ namespace idlescope {
 namespace {
 
 // The child track of a thread an event goes to; kCuda is the thread's own track.
-enum class HostLane : uint8_t { kCuda, kNccl, kIo, kSync, kProcess };
-constexpr std::string_view kHostLaneName[] = {"CUDA", "NCCL", "I/O", "syncs", "process"};
-constexpr std::string_view kHostLaneCategory[] = {"cuda", "nccl", "io", "sync", "process"};
-static_assert(std::size(kHostLaneName) == static_cast<size_t>(HostLane::kProcess) + 1 &&
+enum class HostLane : uint8_t { kCuda, kNccl, kIo, kSync, kProcess, kSampled };
+constexpr std::string_view kHostLaneName[] = {"CUDA", "NCCL", "I/O", "syncs", "process", "sampled"};
+constexpr std::string_view kHostLaneCategory[] = {"cuda", "nccl",    "io",
+                                                  "sync", "process", "sampler"};
+static_assert(std::size(kHostLaneName) == static_cast<size_t>(HostLane::kSampled) + 1 &&
               std::size(kHostLaneCategory) == std::size(kHostLaneName));
 
 HostLane LaneOf(EventType type) {
+  if (type == THREAD_SAMPLE) return HostLane::kSampled;
   if (type == CUDA_SYNC) return HostLane::kSync;
   if (type >= CUDA_MEMCPY && type <= CUDA_LAUNCH_SUMMARY) return HostLane::kCuda;
   if (type >= NCCL_COLLECTIVE && type <= NCCL_COMM_DESTROY) return HostLane::kNccl;
@@ -199,7 +201,8 @@ void JobTimelineRecorder::AddProcess(uint32_t process, const ProcessInfo& info) 
 
 void JobTimelineRecorder::AddHostEvent(const HostEvent& e) {
   host_.push_back({e.process, e.tid, e.type, e.start, e.end, e.api_id, e.path_id, e.stack, e.bytes,
-                   e.correlation, e.fd, e.device, e.nccl_op, e.copy_kind, e.host_mem});
+                   e.correlation, e.fd, e.device, e.nccl_op, e.copy_kind, e.host_mem, e.cpu_ns,
+                   e.wait_ns, e.syscall});
   process_end_[e.process] = std::max(process_end_[e.process], e.end);
 }
 
@@ -361,6 +364,21 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
     s.category = std::string(kHostLaneCategory[static_cast<int>(lane)]);
     std::string api = h.api_id != 0 ? symbols.String(h.process, h.api_id) : "";
     s.name = !api.empty() ? api : Lower(EventType_Name(h.type));
+    if (lane == HostLane::kSampled) {  // a run of the thread sampler: what the thread did
+      HostEvent run;
+      run.start = h.start;
+      run.end = h.end;
+      run.cpu_ns = h.cpu_ns;
+      run.wait_ns = h.wait_ns;
+      const SampledState state = SampledStateOf(run);
+      s.name = state == SampledState::kOnCpu           ? "on a CPU"
+               : state == SampledState::kWaitingForCpu ? "waiting for a CPU"
+               : h.syscall == -1                       ? "blocked (no system call: a page fault)"
+               : h.syscall >= 0 ? "blocked in system call " + std::to_string(h.syscall)
+                                : "blocked";
+      s.args.push_back(Number("cpu_us", static_cast<int64_t>(h.cpu_ns / 1000)));
+      s.args.push_back(Number("runnable_waiting_us", static_cast<int64_t>(h.wait_ns / 1000)));
+    }
     if (h.bytes > 0) s.args.push_back(Number("bytes", static_cast<int64_t>(h.bytes)));
     if (h.path_id != 0) {
       std::string path = symbols.String(h.process, h.path_id);

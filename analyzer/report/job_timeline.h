@@ -94,6 +94,8 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
     NcclOp nccl_op;
     CopyKind copy_kind;
     MemKind host_mem;
+    uint64_t cpu_ns, wait_ns;  // THREAD_SAMPLE
+    int32_t syscall;
   };
   struct Gpu {
     uint32_t process, device, stream;
