@@ -217,6 +217,24 @@ def CheckUnusedGpuEvidence(report):
         raise PairFailure("expected one used and at least one unused device")
 
 
+# Run with CPU hogs beside it (the under_load tests: with_cpu_hogs.py sets this): the diagnosis must
+# hold, but whether a fix makes the job faster depends on the cores it finds free (a fix that adds
+# a thread, as allreduce's overlapping one, can lose to the hogs): the wall-time checks are left
+# out, and say so.
+UNDER_LOAD = int(os.environ.get("IDLESCOPE_TEST_CPU_HOGS", "0") or 0) > 0
+
+
+def FasterOrLoaded(fixed_span, bad_span, what):
+    if fixed_span < bad_span:
+        return
+    if UNDER_LOAD:
+        print("  (under load: %s not checked: span %s vs %s)" %
+              (what, Seconds(fixed_span), Seconds(bad_span)))
+        return
+    raise PairFailure("fixed twin is not faster: span %s vs %s" %
+                      (Seconds(fixed_span), Seconds(bad_span)))
+
+
 def CheckDiff(opts, bad_dir, fixed_dir, cause=None):
     """`idlescope diff` on the pair (issue 7, Done-when 1).
 
@@ -235,7 +253,7 @@ def CheckDiff(opts, bad_dir, fixed_dir, cause=None):
         raise PairFailure("idlescope diff --json bad fixed exited with %d: %s" %
                           (proc.returncode, proc.stderr.strip()))
     diff = json.loads(proc.stdout)
-    if float(diff["speedup"]) <= 1.0:
+    if float(diff["speedup"]) <= 1.0 and not UNDER_LOAD:
         raise PairFailure("idlescope diff bad fixed: speedup %s, expected > 1" % diff["speedup"])
     gate = ["--fail-if-slower", "5"]
     if cause is not None:
@@ -316,9 +334,7 @@ def RunPair(opts, name, spec, workdir):
                           (cause_label, 100 * reduction, 100 * MIN_REDUCTION))
     if kept and fixed_kept <= 0:
         raise PairFailure("fixed twin: no %s in %s (the fix's snapshot copies)" % (kept, cause))
-    if fixed_span >= bad_span:
-        raise PairFailure("fixed twin is not faster: span %s vs %s" %
-                          (Seconds(fixed_span), Seconds(bad_span)))
+    FasterOrLoaded(fixed_span, bad_span, "the speedup")
     CheckDiff(opts, bad_dir, fixed_dir, cause)
 
 
@@ -364,12 +380,10 @@ def RunMixed(opts, workdir):
     for cause in MIXED["causes"]:
         b, f = Ns(bad, cause), Ns(fixed, cause)
         print("  %s reduced by %.1f%%" % (cause, 100 * (1 - f / b) if b > 0 else 0))
-    if fixed_span * MIXED["min_speedup"] > bad_span:
+    if fixed_span * MIXED["min_speedup"] > bad_span and not UNDER_LOAD:
         raise PairFailure("fixed twin: speedup %.2fx, expected at least %.1fx" %
                           (bad_span / fixed_span, MIXED["min_speedup"]))
-    if fixed_span >= bad_span:
-        raise PairFailure("fixed twin is not faster: span %s vs %s" %
-                          (Seconds(fixed_span), Seconds(bad_span)))
+    FasterOrLoaded(fixed_span, bad_span, "the speedup")
     CheckDiff(opts, bad_dir, fixed_dir)
 
 
