@@ -65,4 +65,9 @@ EventClassification ClassifyHostEvent(const HostEvent& event);
 // blocked.
 EventClassification ClassifySample(const HostEvent& event);
 
+// A class only THREAD_SAMPLE runs have: it explains only the device its thread feeds.
+inline bool IsSampledClass(EventClass c) {
+  return c == EventClass::kCpuWork || c == EventClass::kCpuWait || c == EventClass::kMappedRead;
+}
+
 }  // namespace idlescope

@@ -261,4 +261,38 @@ int64_t WaitedChild(uint32_t process, uint32_t child_pid, const JobProcesses& pr
   return found;
 }
 
+void MappedFiles::Map(const HostEvent& e) {
+  // Not code, not system state. A file named like a model's counts too: nanoGPT's dataset is
+  // train.bin, and weights read through their pages are read all the same.
+  if (e.writable || e.bytes == 0 || e.path_id == 0 || e.path.empty() || IsCodeFilePath(e.path) ||
+      IsSystemPath(e.path)) {
+    return;
+  }
+  std::vector<Mapping>& mappings = by_process_[e.process];
+  if (mappings.size() >= kMaxPerProcess) mappings.erase(mappings.begin());
+  mappings.push_back({e.addr, e.bytes, e.path_id, {e.start, kForever}});
+}
+
+void MappedFiles::Unmap(const HostEvent& e) {
+  auto it = by_process_.find(e.process);
+  if (it == by_process_.end()) return;
+  for (Mapping& m : it->second) {
+    if (m.when.end == kForever && m.addr >= e.addr &&
+        m.addr - e.addr < std::max<uint64_t>(e.bytes, 1)) {
+      m.when.end = e.end;
+    }
+  }
+}
+
+const MappedFiles::Mapping* MappedFiles::LargestAt(uint32_t process, Interval run) const {
+  auto it = by_process_.find(process);
+  if (it == by_process_.end()) return nullptr;
+  const Mapping* largest = nullptr;
+  for (const Mapping& m : it->second) {
+    if (m.when.start >= run.end || m.when.end <= run.start) continue;
+    if (largest == nullptr || m.bytes > largest->bytes) largest = &m;
+  }
+  return largest;
+}
+
 }  // namespace idlescope

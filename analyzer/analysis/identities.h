@@ -10,7 +10,8 @@
 //     whose worker this is), another process of the job (a rank, a launcher's store), or no
 //     process of the job (an outside server), found from the sockets' own addresses
 //     (NET_SOCKET: each end names the other's);
-//   - ChildCause: what a wait for a child process is, by the child's command.
+//   - ChildCause: what a wait for a child process is, by the child's command;
+//   - MappedFiles: the data files a process has mapped for reading, what its page faults read.
 // Every answer depends only on records read in the same order in one pass and in shards: the
 // processes' headers, the socket addresses read from the start of every file before the analysis
 // (read/socket_addresses.h), and the records of the asking process's own family.
@@ -113,6 +114,34 @@ class SocketPeers {
   absl::flat_hash_map<std::string, uint32_t> seen_;
   // Each process's own sockets, by (process, peer address string id).
   absl::flat_hash_map<std::pair<uint32_t, uint64_t>, Identity> identities_;
+};
+
+// The data files each process has mapped for reading (FILE_MMAP without write access of a file
+// that is neither code nor system state; one named like a model file too), from the mapping until
+// it is unmapped (FILE_MUNMAP of a range that holds the mapping's start). A sampled run of a
+// thread blocked outside every system call is a wait in a page fault; in a process with such a
+// mapping at the time, it is a read of the largest (the sampler reads no fault address: a process
+// that maps several data files has its faults named by the largest). The runs reach the analysis
+// with the writer's flush, after the calls around them (an unmap at the job's end comes before
+// the runs of the reads it ends), so mappings are kept with their times, the last
+// kMaxPerProcess of each process.
+class MappedFiles {
+ public:
+  static constexpr size_t kMaxPerProcess = 64;
+  struct Mapping {
+    uint64_t addr = 0;
+    uint64_t bytes = 0;
+    uint64_t path_id = 0;
+    Interval when;  // end: when it was unmapped (kForever: not yet)
+  };
+
+  void Map(const HostEvent& e);
+  void Unmap(const HostEvent& e);
+  // The largest data file `process` had mapped during `run`; nullptr when none.
+  const Mapping* LargestAt(uint32_t process, Interval run) const;
+
+ private:
+  absl::flat_hash_map<uint32_t, std::vector<Mapping>> by_process_;
 };
 
 // The cause of waiting for child process `child` (JobProcesses index; its descendants' commands

@@ -238,7 +238,16 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
 
 void JobAnalysis::AddSample(const HostEvent& e) {
   if (e.end <= e.start) return;
-  const EventClassification c = ClassifySample(e);
+  EventClassification c = ClassifySample(e);
+  uint64_t object = 0;
+  if (c.event_class == EventClass::kNone && e.syscall == -1) {
+    // Blocked outside every system call: a page fault. In a process that maps data files, a read
+    // of the largest (identities.h, MappedFiles).
+    const MappedFiles::Mapping* mapping = mapped_.LargestAt(e.process, {e.start, e.end});
+    if (mapping == nullptr) return;
+    c = {EventClass::kMappedRead, Cause::kDataLoading};
+    object = mapping->path_id;
+  }
   if (c.event_class == EventClass::kNone) return;
   Candidate candidate;
   candidate.when = {e.start, e.end};
@@ -248,6 +257,8 @@ void JobAnalysis::AddSample(const HostEvent& e) {
   candidate.tid = e.tid;
   // Its evidence: where the thread last called something traced (the sampler reads no stack).
   candidate.stack = last_stacks_.Of(ThreadKey(e.process, e.tid));
+  candidate.object = object;
+  candidate.data_read = c.event_class == EventClass::kMappedRead;
   AddCandidate(candidate);
 }
 
@@ -257,7 +268,12 @@ EventClassification JobAnalysis::Identify(const HostEvent& e, EventClassificatio
     case NET_SOCKET:
       peers_.NoteSocket(e);
       return c;
+    case FILE_MUNMAP:
+      mapped_.Unmap(e);
+      return c;
     case FILE_MMAP:
+      mapped_.Map(e);
+      [[fallthrough]];
     case FILE_READ:
       made_model_.clear();
       model_files_.NoteRead(e.process, e.path, e.bytes, !startup_.launched(e.process),
@@ -462,7 +478,7 @@ bool JobAnalysis::TierFor(const Candidate& c, uint32_t device, Tier* tier) const
     return true;
   }
   // A sampled run says something only of the device its thread feeds.
-  if (c.event_class == EventClass::kCpuWork || c.event_class == EventClass::kCpuWait) return false;
+  if (IsSampledClass(c.event_class)) return false;
   const std::vector<uint32_t>& devices = processes_[c.process].devices;
   *tier = Tier::kJobProcess;
   return JobWide(c) || std::find(devices.begin(), devices.end(), device) != devices.end();

@@ -155,6 +155,7 @@ class JobAnalysis : public RecordSink {
   SnapshotRuns snapshots_;
   ModelFiles model_files_;
   SocketPeers peers_;
+  MappedFiles mapped_;
   std::vector<EvidenceKey>
       made_model_;  // writes a rename or a read-back showed were of model files (scratch)
   HostActivity host_activity_;

@@ -97,6 +97,7 @@ enum class EventClass : uint8_t {
   kSignalHandler,    // a signal handler of the program that ran on the thread
   kCpuWork,          // a launching thread that ran on a CPU outside every traced call (sampled)
   kCpuWait,          // a launching thread that was runnable but waited for a CPU (sampled)
+  kMappedRead,       // a launching thread blocked in page faults of a data file it mapped (sampled)
 };
 
 // How an estimated saving was computed (docs/attribution.md, "The numbers").

@@ -132,6 +132,8 @@ std::string_view EventClassName(EventClass c) {
       return "CPU work (sampled)";
     case EventClass::kCpuWait:
       return "waiting for a CPU (sampled)";
+    case EventClass::kMappedRead:
+      return "page faults of a mapped file (sampled)";
     case EventClass::kNone:
       break;
   }

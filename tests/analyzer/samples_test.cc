@@ -161,5 +161,112 @@ TEST(Samples, ALateRunTurnsAClosedGapsUnknownIntoCpuWork) {
   EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
 }
 
+// A run blocked outside every system call (a page fault): in a process that maps a data file for
+// reading, data loading from that file (the largest mapped one; named like a model file or not:
+// nanoGPT's train.bin).
+HostEvent Fault(JobBuilder& job, uint32_t process, uint32_t tid, double start_ms, double end_ms) {
+  HostEvent e = Sample(job, process, tid, start_ms, end_ms, 0.1, 0.0);
+  e.thread_state = 'D';
+  e.syscall = -1;
+  return e;
+}
+
+HostEvent Mapping(JobBuilder& job, uint32_t process, double at_ms, const std::string& path,
+                  uint64_t addr, uint64_t bytes, bool writable = false) {
+  HostEvent e = job.Event(process, kTid, FILE_MMAP, at_ms, at_ms + 0.01, path);
+  e.fs_type = FS_LOCAL;
+  e.addr = addr;
+  e.bytes = bytes;
+  e.writable = writable;
+  return e;
+}
+
+TEST(Samples, PageFaultsOfAMappedDataFileAreDataLoadingFromIt) {
+  OneGap g;
+  g.job.Add(Mapping(g.job, g.p, 10, "/data/vocab.json", 0x7000000, 1 << 20));
+  g.job.Add(Mapping(g.job, g.p, 11, "/data/train.bin", 0x9000000, 512 << 20));
+  // The runs come with the writer's flush: after the unmap at the job's end.
+  HostEvent unmap = g.job.Event(g.p, kTid, FILE_MUNMAP, 900, 900.01, "/data/train.bin");
+  unmap.addr = 0x9000000;
+  unmap.bytes = 512 << 20;
+  g.job.Add(unmap);
+  g.job.Add(Fault(g.job, g.p, kTid, 100, 200));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* c = FindCause(r, Cause::kDataLoading);
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->objects.empty());
+  EXPECT_EQ(Label(r, c->objects[0]), "/data/train.bin");
+}
+
+// After the sync that opened the gap (a per-step read-back, then the next batch read through the
+// mapping): the faults are data loading, not host work after the sync.
+TEST(Samples, PageFaultsAfterASyncAreDataLoading) {
+  OneGap g;
+  g.job.Add(Mapping(g.job, g.p, 10, "/data/train.bin", 0x9000000, 512 << 20));
+  g.job.Sync(g.p, kTid, 90, 105);
+  g.job.Add(Fault(g.job, g.p, kTid, 105, 200));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(95));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(5));
+}
+
+// Runs reach the trace with the writer's flush, after the kernels that end their gap: a late run
+// of faults takes the gap back from the residual rules that claimed it.
+TEST(Samples, LateFaultsAfterASyncAreDataLoading) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Add(Mapping(job, p, 0, "/data/train.bin", 0x9000000, 512 << 20));
+  job.Kernel(p, 0, 100);
+  job.Sync(p, kTid, 90, 105);
+  job.Kernel(p, 200, 300);
+  job.Kernel(p, 400, 5000);
+  job.analysis().AdvanceTo(Ms(4000));
+  job.Add(Fault(job, p, kTid, 105, 200));
+  job.End(p, 5000);
+  JobReport r = job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(95));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(5));
+}
+
+// Close cases: no mapping (a fault of the heap, swap), a mapping gone before the fault, a writable
+// shared mapping (a checkpoint written through it: its msync is traced), a mapped library, and a
+// thread blocked in a system call: no cause.
+TEST(Samples, FaultsWithoutAMappedDataFileExplainNothing) {
+  for (int c = 0; c < 5; ++c) {
+    OneGap g;
+    if (c == 1) {
+      g.job.Add(Mapping(g.job, g.p, 10, "/data/train.bin", 0x9000000, 512 << 20));
+      HostEvent unmap = g.job.Event(g.p, kTid, FILE_MUNMAP, 50, 50.01, "/data/train.bin");
+      unmap.addr = 0x9000000;
+      unmap.bytes = 512 << 20;
+      g.job.Add(unmap);
+    }
+    if (c == 2) g.job.Add(Mapping(g.job, g.p, 10, "/ckpt/optim.pt", 0x9000000, 64 << 20, true));
+    if (c == 3) g.job.Add(Mapping(g.job, g.p, 10, "/usr/lib/libtorch.so.2", 0x9000000, 1 << 30));
+    HostEvent run = Fault(g.job, g.p, kTid, 100, 200);
+    if (c == 4) {
+      g.job.Add(Mapping(g.job, g.p, 10, "/data/train.bin", 0x9000000, 512 << 20));
+      run.syscall = 202;  // futex
+    }
+    g.job.Add(run);
+    JobReport r = g.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0) << "case " << c;
+    EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100)) << "case " << c;
+  }
+}
+
+// Another thread's faults say nothing of the device: only the launching thread's.
+TEST(Samples, AnotherThreadsFaultsExplainNothing) {
+  OneGap g;
+  g.job.Add(Mapping(g.job, g.p, 10, "/data/train.bin", 0x9000000, 512 << 20));
+  g.job.Add(Fault(g.job, g.p, kOtherTid, 100, 200));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+}
+
 }  // namespace
 }  // namespace idlescope::testing

@@ -26,6 +26,12 @@
 //                  call at all: the thread sampler's runs)
 //   crowded_cpu    four threads of the job spin beside the training thread (more busy threads
 //                  than the machine's cores): its own CPU work between steps waits for a CPU
+//   mapped_dataset tokens read through a read-only mapping of train.bin (np.memmap, nanoGPT; the
+//                  test writes the file, 128 MiB of bytes 3, before the job):
+//                  each step touches its shard's pages, which come from the disk (the shard is
+//                  dropped from the page cache after its step): the training thread waits in page
+//                  faults, in no call. Prints major_faults=N: 0 where the file system keeps every
+//                  page in memory (tmpfs), and then nothing was planted
 //
 // At the end the program prints how many descriptors it has open and how many of the signals the
 // profilers of other tools send (SIGPROF, SIGALRM, SIGURG, SIGUSR2) it received: the sampler adds
@@ -41,6 +47,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -132,6 +139,12 @@ double NowMs() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+long MajorFaults() {
+  rusage u{};
+  CHECK(getrusage(RUSAGE_THREAD, &u) == 0);
+  return u.ru_majflt;
+}
+
 void SpinMs(double ms) {
   const double until = NowMs() + ms;
   volatile double sink = 1;
@@ -179,6 +192,39 @@ void WriteFile(const char* path, const std::vector<char>& data) {
 }
 
 // --- the planted things, each between two steps on the training thread
+
+constexpr size_t kShardBytes = 64 << 20;  // mapped_dataset: a step's tokens
+
+// mapped_dataset's file, train.bin: two shards the test wrote before the job (a dataset prepared
+// beforehand, nanoGPT's prepare.py), dropped from the page cache and mapped for reading.
+struct MappedDataset {
+  int fd = -1;
+  const volatile char* base = nullptr;
+};
+
+MappedDataset map_dataset() {
+  MappedDataset d;
+  d.fd = open("train.bin", O_RDONLY);
+  CHECK(d.fd >= 0 && posix_fadvise(d.fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  void* p = mmap(nullptr, 2 * kShardBytes, PROT_READ, MAP_PRIVATE, d.fd, 0);
+  CHECK(p != MAP_FAILED);
+  d.base = static_cast<const volatile char*>(p);
+  return d;
+}
+
+__attribute__((noinline)) long read_mapped_shard(const MappedDataset& d, int shard) {
+  long sum = 0;
+  const volatile char* s = d.base + static_cast<size_t>(shard) * kShardBytes;
+  for (size_t off = 0; off < kShardBytes; off += 4096) sum += s[off];
+  return sum;
+}
+
+// After the step: the shard leaves the page cache, so the next read of it faults from the disk.
+void drop_shard(const MappedDataset& d, int shard) {
+  const size_t off = static_cast<size_t>(shard) * kShardBytes;
+  CHECK(madvise(const_cast<char*>(d.base) + off, kShardBytes, MADV_DONTNEED) == 0);
+  CHECK(posix_fadvise(d.fd, static_cast<off_t>(off), kShardBytes, POSIX_FADV_DONTNEED) == 0);
+}
 
 __attribute__((noinline)) void checkpoint_through_mapping(const float* d_state) {
   int fd = open("optimizer.pt", O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -413,6 +459,9 @@ int main(int argc, char** argv) {
     sa.sa_handler = on_foreign_signal;
     CHECK(sigaction(sig, &sa, nullptr) == 0);
   }
+  MappedDataset dataset;
+  if (m == "mapped_dataset") dataset = map_dataset();
+  long major_faults = 0;
   std::vector<pthread_t> spinners(m == "crowded_cpu" ? 4 : 0);
   g_spin.store(true);
   for (pthread_t& t : spinners) CHECK(pthread_create(&t, nullptr, Spinner, nullptr) == 0);
@@ -463,6 +512,10 @@ int main(int argc, char** argv) {
       augment_on_cpu(image, work_ms);
     } else if (m == "crowded_cpu") {
       augment_on_cpu(image, work_ms / 4);
+    } else if (m == "mapped_dataset") {
+      const long before = MajorFaults();
+      if (read_mapped_shard(dataset, step % 2) != 3L * (kShardBytes / 4096)) return 3;
+      major_faults += MajorFaults() - before;
     } else if (!checkpoint_step) {
     } else {
       fprintf(stderr, "identity_shapes: unknown mode %s\n", m.c_str());
@@ -471,6 +524,7 @@ int main(int argc, char** argv) {
     // cpu_augment plants CPU time (on a loaded machine its wall time also holds the waits for a
     // CPU, which the report names apart).
     planted += m == "cpu_augment" ? work_ms : NowMs() - t0;
+    if (m == "mapped_dataset") drop_shard(dataset, step % 2);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   g_spin.store(false);
@@ -488,6 +542,11 @@ int main(int argc, char** argv) {
   }
   if (metrics >= 0) close(metrics);
   CUDA_CHECK(cudaFree(x));
+  if (dataset.fd >= 0) {
+    munmap(const_cast<char*>(dataset.base), 2 * kShardBytes);
+    close(dataset.fd);
+    printf("identity_shapes %s: major_faults=%ld\n", m.c_str(), major_faults);
+  }
   printf("identity_shapes %s: fds=%d foreign_signals=%d\n", m.c_str(), OpenDescriptors(),
          g_foreign_signals.load());
   printf("identity_shapes %s: %d steps in %.1f ms, planted_ms=%.1f\n", m.c_str(), o.steps,
