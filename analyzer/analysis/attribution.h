@@ -57,6 +57,8 @@ struct Candidate {
   uint64_t directory = 0;  // file events: hash of the file's directory (0: none)
   uint64_t bytes = 0;
   uint64_t seq = 0;  // the order candidates were added in (analysis/candidate_window.h)
+  // A sampled run (THREAD_SAMPLE): its thread's time runnable waiting for a CPU.
+  uint32_t wait_ns = 0;
 };
 
 struct RankedCandidate {

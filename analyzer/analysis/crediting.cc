@@ -71,6 +71,19 @@ void CauseTotals::Add(const CauseTotals& from) {
   directories.Merge(from.directories);
 }
 
+bool Crediting::IsStretchedLaunchGap(const OpenGap& open, Interval gap) {
+  Ns sampled = 0;
+  for (Cause c : kAllCauses) {
+    const Ns ns = open.cause_ns[Index(c)];
+    if (c == Cause::kCpuWork || c == Cause::kCpuStarvation) {
+      sampled += ns;
+    } else if (c != ResidualCause(GapKind::kMiddle) && ns > 0) {
+      return false;  // a traced call explains part of it
+    }
+  }
+  return open.sampled_wait > 0 && 2 * sampled >= gap.length();
+}
+
 void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
                        bool may_become_snapshot) {
   Device& d = devices_[device];
@@ -88,6 +101,7 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
     return;
   }
   gap.cause_ns[Index(c->cause)] += length;
+  gap.NoteSampled(*c, slice);
   const Ns run = CreditCause(d, *c, slice, true, may_become_snapshot);
   Observe(device, slice, c->cause, c);
   if (run > gap.main_ns) {
@@ -101,6 +115,7 @@ void Crediting::CreditCpuWork(uint32_t device, const Candidate& c, Interval slic
   Device& d = devices_[device];
   d.open.began = true;
   d.open.residual += slice.length();
+  d.open.NoteSampled(c, slice);
   if (!d.residual_log.empty()) {
     ResidualSlice& last = d.residual_log.back();
     if (last.open && last.has_cpu_work && last.when.end == slice.start &&
@@ -112,43 +127,50 @@ void Crediting::CreditCpuWork(uint32_t device, const Candidate& c, Interval slic
   d.residual_log.push_back({slice, true, Cause::kUnknown, true, c});
 }
 
+template <typename Take>
+void Crediting::SplitResidualLog(Device& d, Interval when, Take&& take) {
+  // The log is in time order: only the slices from the first one ending after `when` starts to
+  // the last one starting before it ends are touched.
+  auto& log = d.residual_log;
+  auto first = std::partition_point(
+      log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= when.start; });
+  auto last = first;
+  std::vector<ResidualSlice> pieces;
+  for (; last != log.end() && last->when.start < when.end; ++last) {
+    const ResidualSlice& slice = *last;
+    ResidualSlice inside = slice;
+    inside.when = {std::max(slice.when.start, when.start), std::min(slice.when.end, when.end)};
+    auto keep = [&](Ns from, Ns to) {
+      ResidualSlice piece = slice;
+      piece.when = {from, to};
+      pieces.push_back(piece);
+    };
+    if (slice.when.start < inside.when.start) keep(slice.when.start, inside.when.start);
+    if (take(inside)) pieces.push_back(inside);
+    if (inside.when.end < slice.when.end) keep(inside.when.end, slice.when.end);
+  }
+  if (first == last) return;
+  auto at = log.erase(first, last);
+  log.insert(at, pieces.begin(), pieces.end());
+}
+
 void Crediting::ReclaimCpuWork(uint32_t device, const Candidate& c, Ns attributed_until) {
   Device& d = devices_[device];
   if (c.when.start < attributed_until - kResidualHorizon) ++late_candidates_;
-  auto& log = d.residual_log;
-  auto first = std::partition_point(
-      log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= c.when.start; });
-  auto last = first;
-  std::vector<ResidualSlice> pieces;
-  for (; last != log.end() && last->when.start < c.when.end; ++last) {
-    const ResidualSlice& slice = *last;
-    const Ns s = std::max(slice.when.start, c.when.start);
-    const Ns e = std::min(slice.when.end, c.when.end);
-    auto piece = [&](Ns from, Ns to) {
-      ResidualSlice p = slice;
-      p.when = {from, to};
-      pieces.push_back(p);
-    };
-    if (slice.when.start < s) piece(slice.when.start, s);
-    ResidualSlice taken = slice;
-    taken.when = {s, e};
-    if (slice.open && !slice.has_cpu_work) {
-      taken.has_cpu_work = true;
-      taken.cpu_work = c;
-    } else if (!slice.open && slice.cause == Cause::kUnknown) {
-      d.causes[Index(Cause::kUnknown)].ns -= e - s;
-      CreditCause(d, c, {s, e}, false, false);
-      Observe(device, {s, e}, c.cause, &c, true, Cause::kUnknown);
-      reclaimed_ns_ += e - s;
-      taken.cause = c.cause;
-    }
-    pieces.push_back(taken);
-    if (e < slice.when.end) piece(e, slice.when.end);
-  }
-  if (first == last) return;
   const Run run = d.run;  // a late run's slices are no part of the forward run
-  auto at = log.erase(first, last);
-  log.insert(at, pieces.begin(), pieces.end());
+  SplitResidualLog(d, c.when, [&](ResidualSlice& part) {
+    if (part.open && !part.has_cpu_work) {
+      part.has_cpu_work = true;
+      part.cpu_work = c;
+    } else if (!part.open && part.cause == Cause::kUnknown) {
+      d.causes[Index(Cause::kUnknown)].ns -= part.when.length();
+      CreditCause(d, c, part.when, false, false);
+      Observe(device, part.when, c.cause, &c, true, Cause::kUnknown);
+      reclaimed_ns_ += part.when.length();
+      part.cause = c.cause;
+    }
+    return true;
+  });
   d.run = run;
 }
 
@@ -221,39 +243,20 @@ void Crediting::ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed
                               bool may_become_snapshot) {
   Device& d = devices_[device];
   if (c.when.start < attributed_until - kResidualHorizon) ++late_candidates_;
-  // The log is in time order: only the slices from the first one ending after the event's
-  // start to the last one starting before its end are touched.
-  auto& log = d.residual_log;
-  auto first = std::partition_point(
-      log.begin(), log.end(), [&](const auto& slice) { return slice.when.end <= c.when.start; });
-  auto last = first;
-  std::vector<ResidualSlice> rest;
-  for (; last != log.end() && last->when.start < c.when.end; ++last) {
-    const ResidualSlice& slice = *last;
-    Ns s = std::max(slice.when.start, c.when.start);
-    Ns e = std::min(slice.when.end, c.when.end);
-    Ns taken = e - s;
-    if (slice.open) {
+  SplitResidualLog(d, c.when, [&](const ResidualSlice& part) {
+    const Ns taken = part.when.length();
+    if (part.open) {
       d.open.residual -= taken;
       d.open.cause_ns[Index(c.cause)] += taken;
     } else {
-      d.causes[Index(slice.cause)].ns -= taken;
+      d.causes[Index(part.cause)].ns -= taken;
     }
-    CreditCause(d, c, {s, e}, slice.open, may_become_snapshot);
+    CreditCause(d, c, part.when, part.open, may_become_snapshot);
     // An open slice was not handed out yet (its cause waits for the gap's end).
-    Observe(device, {s, e}, c.cause, &c, !slice.open, slice.cause);
+    Observe(device, part.when, c.cause, &c, !part.open, part.cause);
     reclaimed_ns_ += taken;
-    auto keep = [&](Ns from, Ns to) {
-      ResidualSlice piece = slice;
-      piece.when = {from, to};
-      rest.push_back(piece);
-    };
-    if (slice.when.start < s) keep(slice.when.start, s);
-    if (e < slice.when.end) keep(e, slice.when.end);
-  }
-  if (first == last) return;
-  auto at = log.erase(first, last);
-  log.insert(at, rest.begin(), rest.end());
+    return false;  // the candidate has it now
+  });
 }
 
 template <typename Make, typename IsSame>
@@ -437,6 +440,10 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       top_gaps_.back() = std::move(record);
       std::push_heap(top_gaps_.begin(), top_gaps_.end(), shorter);
     }
+  }
+  if (kind == GapKind::kMiddle && IsStretchedLaunchGap(open, gap)) {
+    d.stretched_ns += gap.length();
+    ++d.stretched_gaps;
   }
   CountTail(kind, open.cause_ns, d.causes);
   open = OpenGap{};

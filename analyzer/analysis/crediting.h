@@ -145,6 +145,9 @@ class Crediting {
   // The longest closed gaps, at most `top_gaps`, in no particular order.
   const std::vector<ClosedGap>& top_gaps() const { return top_gaps_; }
   // The last gap `device` closed (has: false when none was long enough to be attributed).
+  // `device`'s gaps IsStretchedLaunchGap found, and their idle time.
+  uint64_t stretched_gaps(uint32_t device) const { return devices_[device].stretched_gaps; }
+  Ns stretched_ns(uint32_t device) const { return devices_[device].stretched_ns; }
   const ClosedGap* last_gap(uint32_t device) const {
     const Device& d = devices_[device];
     return d.has_last_gap ? &d.last_gap : nullptr;
@@ -163,6 +166,16 @@ class Crediting {
     bool began = false;          // a slice of it was credited
     Candidate exposing;          // NoteLauncherBlocked's call (has_exposing)
     bool has_exposing = false;
+    // The sampled runs that won its slices (cpu_work, cpu_starvation): their thread's time
+    // runnable waiting for a CPU in those slices, in proportion to each run's.
+    Ns sampled_wait = 0;
+    void NoteSampled(const Candidate& c, Interval slice) {
+      if (c.event_class != EventClass::kCpuWork && c.event_class != EventClass::kCpuWait) return;
+      const Ns run = c.when.length();
+      if (run <= 0) return;
+      sampled_wait += static_cast<Ns>(static_cast<double>(slice.length()) * c.wait_ns /
+                                      static_cast<double>(run));
+    }
   };
   // Recent idle slices no event explained, in time order.
   struct ResidualSlice {
@@ -200,12 +213,23 @@ class Crediting {
     std::deque<CopyCredit> copy_credits;
     std::deque<CopyCredit> write_credits;  // upload writes: a rename may show them checkpoints
     uint64_t gap_serial = 0;
+    Ns stretched_ns = 0;  // IsStretchedLaunchGap's gaps
+    uint64_t stretched_gaps = 0;
     ClosedGap last_gap;
     bool has_last_gap = false;
     Run run;
   };
   void ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed_until,
                      bool may_become_snapshot);
+  // Splits `d`'s residual slices that `when` overlaps where it starts and ends: the parts outside
+  // stay as they were, and `take(ResidualSlice& part)` decides each part inside (it may change it;
+  // it returns whether the part stays in the log).
+  template <typename Take>
+  void SplitResidualLog(Device& d, Interval when, Take&& take);
+  // A gap between kernels that no traced call explains, at least half of it won by sampled runs
+  // of CPU work or waits for a CPU, some of them waits (docs/attribution.md, "Launch gaps
+  // stretched by waits for a CPU").
+  static bool IsStretchedLaunchGap(const OpenGap& open, Interval gap);
   // Moves a remembered credit of `d` to checkpointing, its candidate changed by `make` (a
   // snapshot, a checkpoint write); `in_main(open gap's main)` says whether the open gap's main
   // candidate is the same event.

@@ -38,7 +38,10 @@ struct DeviceResult {
   Ns last_kernel_end = 0;
   uint64_t late_records = 0;
   Ns late_ns = 0;
-  uint64_t launches = 0;                        // kernel launches seen on the host side
+  uint64_t launches = 0;        // kernel launches seen on the host side
+  Ns launcher_cpu_ns = 0;       // its launching threads' sampled CPU time
+  uint64_t stretched_gaps = 0;  // gaps between kernels stretched by waits for a CPU
+  Ns stretched_ns = 0;          // (Crediting::IsStretchedLaunchGap) and their idle time
   std::array<CauseTotals, kCauseCount> causes;  // its credited idle time
   // Its timeline was finished at `finished_at`; when the job ended later (a job analyzed in
   // shards learns its end only from all of them), what lies between is its last gap's.

@@ -28,7 +28,8 @@ struct JobDevice {
   DeviceTimeline timeline;
   absl::flat_hash_set<uint64_t> launcher_threads;  // ThreadKey(process, tid)
   uint64_t launches = 0;                           // kernel launches seen on the host side
-  absl::flat_hash_set<uint32_t> processes;         // that called it
+  Ns launcher_cpu_ns = 0;  // the sampled CPU time of its launching threads (THREAD_SAMPLE runs)
+  absl::flat_hash_set<uint32_t> processes;  // that called it
   // When its launching threads were in blocking host work (IsBlockingHostWork): a short gap
   // looks for its candidates only when one of these overlaps it (most gaps: none). Those ending
   // before the timeline's attributed_until() are dropped.

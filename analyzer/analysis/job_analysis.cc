@@ -238,6 +238,12 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
 
 void JobAnalysis::AddSample(const HostEvent& e) {
   if (e.end <= e.start) return;
+  // The CPU time of the threads that feed each device (the launch loop's cost per kernel).
+  for (uint32_t d : processes_[e.process].devices) {
+    if (devices_[d].launcher_threads.contains(ThreadKey(e.process, e.tid))) {
+      devices_[d].launcher_cpu_ns += static_cast<Ns>(e.cpu_ns);
+    }
+  }
   EventClassification c = ClassifySample(e);
   uint64_t object = 0;
   if (c.event_class == EventClass::kNone && e.syscall == -1) {
@@ -259,6 +265,8 @@ void JobAnalysis::AddSample(const HostEvent& e) {
   candidate.stack = last_stacks_.Of(ThreadKey(e.process, e.tid));
   candidate.object = object;
   candidate.data_read = c.event_class == EventClass::kMappedRead;
+  candidate.wait_ns =
+      static_cast<uint32_t>(std::min<uint64_t>(e.wait_ns, UINT32_MAX));  // <= 250 ms
   AddCandidate(candidate);
 }
 
@@ -666,6 +674,9 @@ PartResults JobAnalysis::TakeResults() {
     r.late_records = t.late_records();
     r.late_ns = t.late_ns();
     r.launches = d.launches;
+    r.launcher_cpu_ns = d.launcher_cpu_ns;
+    r.stretched_gaps = crediting_.stretched_gaps(i);
+    r.stretched_ns = crediting_.stretched_ns(i);
     r.causes = crediting_.totals(i);
     r.finished_at = finished_at_;
     if (const ClosedGap* last = crediting_.last_gap(i)) {

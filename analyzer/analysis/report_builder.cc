@@ -29,6 +29,9 @@ struct JobTotals {
   Interval working{0, 0};    // the used devices' first kernel start to last kernel end
   KernelStats kernels;       // compute kernels of the used devices (grids only where SMs are known)
   bool any_kernels = false;  // some device ran a kernel (NCCL ones too)
+  // By short-gap cause: the launch gaps stretched by waits for a CPU its fix removes too.
+  std::array<Ns, kCauseCount> stretched_ns{};
+  std::array<uint64_t, kCauseCount> stretched_gaps{};
   std::vector<SharedDevice> shared_devices;
 };
 
@@ -83,8 +86,19 @@ DeviceReport DeviceFigures(const DeviceResult& d, Ns span) {
 
 // What the fixes would remove from used device `d`'s timeline (r: its figures, totals: its
 // credited idle time), added to the job's savings.
+// The launch gaps of `d` stretched past min_gap by waits for a CPU that a fix of its short gaps
+// removes with them (docs/attribution.md, "Launch gaps stretched by waits for a CPU"): only where
+// its launching threads' CPU time per kernel is that of a short gap (a launch loop), not where
+// they compute between kernels (augmentation on the training thread, waiting for a CPU too).
+Ns StretchedLaunchGaps(const DeviceResult& d, Ns min_gap) {
+  const uint64_t kernels = d.kernels.kernels;
+  if (d.stretched_ns <= 0 || kernels == 0) return 0;
+  return d.launcher_cpu_ns / static_cast<Ns>(kernels) < min_gap ? d.stretched_ns : 0;
+}
+
 void DeviceSavings(const AnalysisResults& in, const DeviceResult& d, const DeviceReport& r,
-                   const std::array<CauseTotals, kCauseCount>& totals, JobTotals& job) {
+                   const std::array<CauseTotals, kCauseCount>& totals, Cause short_cause,
+                   JobTotals& job) {
   const KernelStats& k = d.kernels;
   DeviceWork work{.compute_ns = d.compute_ns,
                   .collective_wait_ns = d.rank >= 0 ? in.collectives.WaitedNs(d.rank) : 0,
@@ -96,8 +110,14 @@ void DeviceSavings(const AnalysisResults& in, const DeviceResult& d, const Devic
   if (r.peak_memory > 0 && r.total_memory > 0) {
     work.memory_headroom = static_cast<double>(r.total_memory) / static_cast<double>(r.peak_memory);
   }
+  const Ns stretched = StretchedLaunchGaps(d, in.options.min_gap);
+  if (stretched > 0) {
+    job.stretched_ns[Index(short_cause)] += stretched;
+    job.stretched_gaps[Index(short_cause)] += d.stretched_gaps;
+  }
   for (int c = 0; c < kCauseCount; ++c) {
-    Saving s = EstimateSaving(static_cast<Cause>(c), r.cause_ns[c], totals[c], in.copy_rates, work);
+    const Ns idle = r.cause_ns[c] + (c == Index(short_cause) ? stretched : 0);
+    Saving s = EstimateSaving(static_cast<Cause>(c), idle, totals[c], in.copy_rates, work);
     // The rank's waits for other ranks doing this: fixing it there removes them here.
     if (d.rank >= 0) s.ns += in.blame.WaitedFor(d.rank, static_cast<Cause>(c));
     job.savings[c].AddDevice(s);
@@ -153,7 +173,7 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
       r.cause_ns[Index(short_cause)] += short_ns;
       job.causes[Index(short_cause)].ns += short_ns;
       for (int c = 0; c < kCauseCount; ++c) job.causes[c].Add(totals[c]);
-      DeviceSavings(in, d, r, totals, job);
+      DeviceSavings(in, d, r, totals, short_cause, job);
       const KernelStats& k = d.kernels;
       job.kernels.kernels += k.kernels;
       job.kernels.kernel_ns += k.kernel_ns;
@@ -323,6 +343,11 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
       r.job_saving_ns = job.savings[c].job_ns();
     }
     TotalsFindings(cause, r.ns, acc, job.kernels, &r.findings);
+    if (job.stretched_ns[c] > 0) {
+      r.findings.push_back({.kind = FindingKind::kStretchedLaunchGaps,
+                            .ns = job.stretched_ns[c],
+                            .count = job.stretched_gaps[c]});
+    }
     if (cause == Cause::kStartup) in.startup.Findings(evidence, &r.findings);
     // An installer's span names the stack of the call that started it only when that call was
     // seen (JobAnalysis::Attribute).

@@ -131,6 +131,11 @@ std::string FindingText(const Finding& f, const JobReport& report) {
       return absl::StrFormat(
           "%.0f%% of compute kernels launch fewer blocks than the GPU has SMs",
           100.0 * static_cast<double>(f.count) / static_cast<double>(f.of_count));
+    case FindingKind::kStretchedLaunchGaps:
+      return absl::StrFormat(
+          "%s in %d launch gaps stretched past --min-gap by waits for a CPU (named cpu_starvation "
+          "and cpu_work): fewer launches remove them too, and the saving counts them",
+          Seconds(f.ns), f.count);
     case FindingKind::kStartupFirstKernel: {
       std::string who = absl::StrCat("pid ", f.pid);
       if (f.rank >= 0) absl::StrAppend(&who, " (rank ", f.rank, ")");

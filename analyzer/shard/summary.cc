@@ -236,6 +236,9 @@ void ToMessage(const DeviceResult& d, shard::DeviceResult* out) {
   out->set_short_gaps(d.short_gaps);
   out->set_short_gap_ns(d.short_gap_ns);
   out->set_short_explained_ns(d.short_explained_ns);
+  out->set_launcher_cpu_ns(d.launcher_cpu_ns);
+  out->set_stretched_gaps(d.stretched_gaps);
+  out->set_stretched_ns(d.stretched_ns);
   out->set_peak_memory(d.peak_memory);
   out->set_first_kernel(d.first_kernel);
   out->set_last_kernel_end(d.last_kernel_end);
@@ -623,6 +626,9 @@ DeviceResult FromMessage(const shard::DeviceResult& m) {
   d.short_gaps = m.short_gaps();
   d.short_gap_ns = m.short_gap_ns();
   d.short_explained_ns = m.short_explained_ns();
+  d.launcher_cpu_ns = m.launcher_cpu_ns();
+  d.stretched_gaps = m.stretched_gaps();
+  d.stretched_ns = m.stretched_ns();
   d.peak_memory = m.peak_memory();
   d.first_kernel = m.first_kernel();
   d.last_kernel_end = m.last_kernel_end();

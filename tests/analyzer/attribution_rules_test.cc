@@ -7,23 +7,8 @@
 namespace idlescope::testing {
 namespace {
 
-constexpr uint32_t kTid = 100;
+constexpr uint32_t kTid = kOneGapTid;  // OneGap's launching thread (job_builder.h)
 constexpr uint64_t kGiB = 1ull << 30;
-
-// One process (pid 100) whose main thread launches on device 0. Kernels run [0, 100) and
-// [200, 1000): one 100 ms gap at [100, 200). The job ends at 1000 ms.
-struct OneGap {
-  JobBuilder job;
-  uint32_t p;
-  explicit OneGap(AnalysisOptions options = {}) : job(options) {
-    p = job.Process(100, 1, 0);
-    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
-    job.Launch(p, kTid, 0);
-    job.Kernel(p, 0, 100);
-    job.Kernel(p, 200, 1000);
-    job.End(p, 1000);
-  }
-};
 
 TEST(AttributionRules, PageableCopyIsHostGpuTransfer) {
   OneGap s;

@@ -248,6 +248,23 @@ class JobBuilder {
 };
 
 // Idle attributed to `cause` over the job (0 when absent).
+// The attribution tests' usual stage: one process (pid 100) whose thread kOneGapTid launches on
+// device 0 ("GPU-a", 80 GiB, 132 SMs); kernels run [0, 100) and [200, 1000): one 100 ms gap at
+// [100, 200). The job ends at 1000 ms.
+inline constexpr uint32_t kOneGapTid = 100;
+struct OneGap {
+  JobBuilder job;
+  uint32_t p;
+  explicit OneGap(AnalysisOptions options = {}) : job(options) {
+    p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80ull << 30, 132);
+    job.Launch(p, kOneGapTid, 0);
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 200, 1000);
+    job.End(p, 1000);
+  }
+};
+
 inline Ns CauseNs(const JobReport& report, Cause cause) {
   for (const CauseReport& c : report.causes) {
     if (c.cause == cause) return c.ns;

@@ -8,7 +8,7 @@
 namespace idlescope::testing {
 namespace {
 
-constexpr uint32_t kTid = 100;
+constexpr uint32_t kTid = kOneGapTid;  // OneGap's launching thread (job_builder.h)
 constexpr uint32_t kOtherTid = 101;
 constexpr uint64_t kGiB = 1ull << 30;
 
@@ -24,21 +24,6 @@ HostEvent Sample(JobBuilder& job, uint32_t process, uint32_t tid, double start_m
   e.syscall = HostEvent::kNotBlocked;
   return e;
 }
-
-// One process (pid 100) whose thread kTid launches on device 0. Kernels run [0, 100) and
-// [200, 1000): one 100 ms gap at [100, 200). The job ends at 1000 ms.
-struct OneGap {
-  JobBuilder job;
-  uint32_t p;
-  OneGap() {
-    p = job.Process(100, 1, 0);
-    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
-    job.Launch(p, kTid, 0);
-    job.Kernel(p, 0, 100);
-    job.Kernel(p, 200, 1000);
-    job.End(p, 1000);
-  }
-};
 
 TEST(Samples, ClassifiedByWhatTheThreadDidMostOfTheRun) {
   JobBuilder job;
@@ -266,6 +251,92 @@ TEST(Samples, AnotherThreadsFaultsExplainNothing) {
   g.job.Add(Fault(g.job, g.p, kOtherTid, 100, 200));
   JobReport r = g.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+}
+
+// --- Launch gaps stretched by waits for a CPU
+
+// A launch loop: a kernel of 10 us every 0.5 ms from 0 to 200 ms, the launching thread on a CPU
+// between them (sampled), but at [100, 104) where it was preempted: one gap of 4 ms, mostly waiting
+// for a CPU. `gap_cpu`, `gap_wait`: the fractions of that run.
+struct LaunchLoop {
+  JobBuilder job;
+  uint32_t p;
+  explicit LaunchLoop(double gap_cpu = 0.1, double gap_wait = 0.85) {
+    p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Launch(p, kTid, 0);
+    for (double t = 0; t < 200; t += 0.5) {
+      if (t > 100 && t < 104) continue;
+      job.Kernel(p, t, t + 0.01);
+    }
+    job.Add(Sample(job, p, kTid, 0, 100, 0.5, 0.0));
+    job.Add(Sample(job, p, kTid, 100, 104, gap_cpu, gap_wait));
+    job.Add(Sample(job, p, kTid, 104, 200, 0.5, 0.0));
+    job.End(p, 200.01);
+  }
+};
+
+const CauseReport* WithStretchedGaps(const JobReport& r, const Finding** finding) {
+  for (const CauseReport& c : r.causes) {
+    for (const Finding& f : c.findings) {
+      if (f.kind != FindingKind::kStretchedLaunchGaps) continue;
+      *finding = &f;
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// The preempted gap is cpu_starvation; the short-gap cause's saving counts it too (fewer launches
+// remove it with the short gaps), and says so.
+TEST(Samples, ALaunchGapStretchedByAWaitForACpuCountsInTheShortGapsSaving) {
+  LaunchLoop loop;
+  JobReport r = loop.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(104) - Ms(100.01));
+  const Finding* f = nullptr;
+  const CauseReport* c = WithStretchedGaps(r, &f);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cause, Cause::kLaunchBound);  // memory use unknown
+  EXPECT_EQ(f->count, 1u);
+  EXPECT_EQ(f->ns, Ms(104) - Ms(100.01));
+  // launch_bound saves half (kHalf): of the short gaps and of the stretched one.
+  EXPECT_EQ(c->saving_ns, (c->ns + f->ns) / 2);
+}
+
+// Close cases: a thread that computes between its kernels (more CPU per kernel than a short gap
+// allows: augmentation on the training thread, waiting for a CPU too), a gap a traced call explains
+// part of, and a gap with no wait for a CPU in it (CPU work only).
+TEST(Samples, GapsOfWorkBetweenKernelsAreNoStretchedLaunchGaps) {
+  {
+    JobBuilder job;
+    uint32_t p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Launch(p, kTid, 0);
+    for (int k = 0; k < 20; ++k) {
+      job.Kernel(p, 5.0 * k, 5.0 * k + 1);
+      job.Add(Sample(job, p, kTid, 5.0 * k + 1, 5.0 * k + 5, 0.7, 0.3));
+    }
+    job.End(p, 100);
+    JobReport r = job.Finish();
+    EXPECT_GT(CauseNs(r, Cause::kCpuWork), Ms(70));
+    const Finding* f = nullptr;
+    EXPECT_EQ(WithStretchedGaps(r, &f), nullptr);
+  }
+  {
+    LaunchLoop loop;
+    loop.job.Io(loop.p, kTid, FILE_READ, 101, 102, "/data/shard-7.bin");
+    JobReport r = loop.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(1));
+    const Finding* f = nullptr;
+    EXPECT_EQ(WithStretchedGaps(r, &f), nullptr);
+  }
+  {
+    LaunchLoop loop(0.95, 0.0);
+    JobReport r = loop.job.Finish();
+    EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(104) - Ms(100.01));
+    const Finding* f = nullptr;
+    EXPECT_EQ(WithStretchedGaps(r, &f), nullptr);
+  }
 }
 
 }  // namespace

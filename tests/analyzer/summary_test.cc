@@ -151,6 +151,9 @@ PartResults FullPart() {
   d.short_gaps = 40;
   d.short_gap_ns = 70;
   d.short_explained_ns = 20;
+  d.launcher_cpu_ns = 31;
+  d.stretched_gaps = 32;
+  d.stretched_ns = 33;
   d.peak_memory = 1 << 20;
   d.first_kernel = 100;
   d.last_kernel_end = 1150;

@@ -12,8 +12,8 @@
 namespace idlescope::testing {
 namespace {
 
-constexpr uint32_t kTid = 100;     // the training thread: launches on device 0
-constexpr uint32_t kHelper = 101;  // another thread of the same process: never launches
+constexpr uint32_t kTid = kOneGapTid;  // the training thread: launches on device 0
+constexpr uint32_t kHelper = 101;      // another thread of the same process: never launches
 constexpr uint64_t kGiB = 1ull << 30;
 
 HostEvent Wait(int32_t fd, FsType fs, std::string_view path = "", int32_t device = -1) {
@@ -84,18 +84,8 @@ TEST(WaitClasses, IdlingExplainsSomethingOnlyOnAThreadThatFeedsAGpu) {
   EXPECT_FALSE(IsIdleWait(read));
 }
 
-// One process, one device: kernels [0, 100] and [200, 1000], the training thread launching.
-struct OneGap {
-  JobBuilder job;
-  uint32_t p;
-  OneGap() {
-    p = job.Process(100, 1, 0);
-    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
-    job.Launch(p, kTid, 0);
-    job.Kernel(p, 0, 100);
-    job.Kernel(p, 200, 1000);
-    job.End(p, 1000);
-  }
+// OneGap (job_builder.h), with a wait of the training thread (or another) in its gap.
+struct WaitGap : OneGap {
   void Add(uint32_t tid, HostEvent e, const std::string& api, double start = 100,
            double end = 200) {
     HostEvent w = job.Event(p, tid, WAIT, start, end, std::string(e.path));
@@ -110,7 +100,7 @@ struct OneGap {
 };
 
 TEST(WaitAttribution, TheTrainingThreadsSleepBetweenKernelsIsInteractive) {
-  OneGap s;
+  WaitGap s;
   s.Add(kTid, Wait(-1, FS_UNSPECIFIED, "", 0), "nanosleep");
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(100));
@@ -122,14 +112,14 @@ TEST(WaitAttribution, TheTrainingThreadsSleepBetweenKernelsIsInteractive) {
 }
 
 TEST(WaitAttribution, AnEventLoopOfTheTrainingThreadIsInteractive) {
-  OneGap s;  // a notebook's kernel between two cells
+  WaitGap s;  // a notebook's kernel between two cells
   s.Add(kTid, Wait(9, FS_OTHER, "anon_inode:[eventpoll]", 0), "epoll_wait");
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(100));
 }
 
 TEST(WaitAttribution, AHelperThreadsSleepOrEventLoopExplainsNothing) {
-  OneGap s;
+  WaitGap s;
   s.Add(kHelper, Wait(-1, FS_UNSPECIFIED), "nanosleep");
   s.Add(kHelper, Wait(9, FS_OTHER, "anon_inode:[eventpoll]"), "epoll_wait");
   JobReport r = s.job.Finish();
@@ -140,7 +130,7 @@ TEST(WaitAttribution, AHelperThreadsSleepOrEventLoopExplainsNothing) {
 TEST(WaitAttribution, AWorkerProcessSleepExplainsNothing) {
   // A DataLoader worker (forked, no CUDA) sleeping for its storage: its parent's gap stays
   // unexplained but for what the parent itself waited in.
-  OneGap s;
+  WaitGap s;
   uint32_t worker = s.job.ForkedProcess(101, 100);
   HostEvent w = s.job.Event(worker, 101, WAIT, 100, 200);
   w.fd = -1;
@@ -152,7 +142,7 @@ TEST(WaitAttribution, AWorkerProcessSleepExplainsNothing) {
 }
 
 TEST(WaitAttribution, ATerminalWaitOfAnotherThreadIsInteractiveAsItsReadIs) {
-  OneGap s;
+  WaitGap s;
   s.Add(kHelper, Wait(0, FS_DEVICE, "/dev/pts/1"), "select");
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(100));
@@ -161,7 +151,7 @@ TEST(WaitAttribution, ATerminalWaitOfAnotherThreadIsInteractiveAsItsReadIs) {
 TEST(WaitAttribution, PollingTheWorkersPipeStaysDataLoadingOnTheTrainingThread) {
   // The training thread (num_workers > 0) waits for the workers' result queue: data loading,
   // counted as waiting for workers, as the read of that pipe is.
-  OneGap s;
+  WaitGap s;
   s.Add(kTid, Wait(11, FS_PIPE, "pipe:[4242]", 0), "poll");
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(100));
@@ -176,7 +166,7 @@ TEST(WaitAttribution, PollingTheWorkersPipeStaysDataLoadingOnTheTrainingThread) 
 TEST(WaitAttribution, AnIdleWorkerPollingItsIndexQueueExplainsNothing) {
   // A DataLoader worker (forked, no CUDA) waits for its next index while its parent computes on
   // the CPU: the gap is the parent's, unknown.
-  OneGap s;
+  WaitGap s;
   uint32_t worker = s.job.ForkedProcess(101, 100);
   HostEvent w = s.job.Event(worker, 101, WAIT, 50, 300, "pipe:[77]");
   w.fd = 5;
@@ -189,7 +179,7 @@ TEST(WaitAttribution, AnIdleWorkerPollingItsIndexQueueExplainsNothing) {
 }
 
 TEST(WaitAttribution, ASleepInsideTheGapExplainsOnlyItsOwnTime) {
-  OneGap s;  // 30 ms of CPU work, then a 50 ms sleep, then 20 ms of CPU work
+  WaitGap s;  // 30 ms of CPU work, then a 50 ms sleep, then 20 ms of CPU work
   s.Add(kTid, Wait(-1, FS_UNSPECIFIED, "", 0), "usleep", 130, 180);
   JobReport r = s.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(50));
