@@ -129,19 +129,35 @@ TEST(Samples, CpuWorkBeforeTheFirstKernelIsStartup) {
   EXPECT_GT(CauseNs(r, Cause::kStartup), Ms(99));
 }
 
+// Runs that reach the analysis late (with the writer's flush): kernels [0, 100), [200, 300) and
+// [400, 5000) of thread kTid; Attributed() hands out the gaps [100, 200) and [300, 400) (as
+// unknown: no candidate yet), then the runs come.
+struct TwoClosedGaps {
+  JobBuilder job;
+  uint32_t p;
+  TwoClosedGaps() {
+    p = job.Process(100, 1, 0);
+    job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+    job.Launch(p, kTid, 0);
+  }
+  void Attributed() {
+    job.Kernel(p, 0, 100);
+    job.Kernel(p, 200, 300);
+    job.Kernel(p, 400, 5000);
+    job.analysis().AdvanceTo(Ms(4000));
+  }
+  JobReport Finish() {
+    job.End(p, 5000);
+    return job.Finish();
+  }
+};
+
 // A run that arrives after its gap was closed turns that gap's unknown into cpu_work.
 TEST(Samples, ALateRunTurnsAClosedGapsUnknownIntoCpuWork) {
-  JobBuilder job;
-  uint32_t p = job.Process(100, 1, 0);
-  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
-  job.Launch(p, kTid, 0);
-  job.Kernel(p, 0, 100);
-  job.Kernel(p, 200, 300);
-  job.Kernel(p, 400, 5000);
-  job.analysis().AdvanceTo(Ms(4000));  // [100, 200) and [300, 400) attributed: unknown
-  job.Add(Sample(job, p, kTid, 100, 200, 0.9, 0.0));
-  job.End(p, 5000);
-  JobReport r = job.Finish();
+  TwoClosedGaps g;
+  g.Attributed();
+  g.job.Add(Sample(g.job, g.p, kTid, 100, 200, 0.9, 0.0));
+  JobReport r = g.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(100));
   EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
 }
@@ -200,19 +216,12 @@ TEST(Samples, PageFaultsAfterASyncAreDataLoading) {
 // Runs reach the trace with the writer's flush, after the kernels that end their gap: a late run
 // of faults takes the gap back from the residual rules that claimed it.
 TEST(Samples, LateFaultsAfterASyncAreDataLoading) {
-  JobBuilder job;
-  uint32_t p = job.Process(100, 1, 0);
-  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
-  job.Launch(p, kTid, 0);
-  job.Add(Mapping(job, p, 0, "/data/train.bin", 0x9000000, 512 << 20));
-  job.Kernel(p, 0, 100);
-  job.Sync(p, kTid, 90, 105);
-  job.Kernel(p, 200, 300);
-  job.Kernel(p, 400, 5000);
-  job.analysis().AdvanceTo(Ms(4000));
-  job.Add(Fault(job, p, kTid, 105, 200));
-  job.End(p, 5000);
-  JobReport r = job.Finish();
+  TwoClosedGaps g;
+  g.job.Add(Mapping(g.job, g.p, 0, "/data/train.bin", 0x9000000, 512 << 20));
+  g.job.Sync(g.p, kTid, 90, 105);
+  g.Attributed();
+  g.job.Add(Fault(g.job, g.p, kTid, 105, 200));
+  JobReport r = g.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(95));
   EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(5));
 }
