@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,9 @@ class RecordSink {
   // (read/socket_addresses.h), so that the other end of a socket is found whatever part of the
   // job is analyzed.
   virtual void AddSocketAddress(uint32_t /*process*/, std::string /*key*/) {}
+  // The name thread `tid` of `process` had (pthread_setname_np, prctl PR_SET_NAME: its comm),
+  // as the recorder last read it; a later call for the same thread names it anew.
+  virtual void AddThreadName(uint32_t /*process*/, uint32_t /*tid*/, std::string_view /*name*/) {}
 };
 
 // Hands every record to each of its sinks, in the order they were given.
@@ -81,6 +85,9 @@ class TeeSink : public RecordSink {
   }
   void AddSocketAddress(uint32_t process, std::string key) override {
     for (RecordSink* s : sinks_) s->AddSocketAddress(process, key);
+  }
+  void AddThreadName(uint32_t process, uint32_t tid, std::string_view name) override {
+    for (RecordSink* s : sinks_) s->AddThreadName(process, tid, name);
   }
 
  private:

@@ -409,6 +409,9 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
   switch (packet.data_case()) {
     case Packet::kInterned:
       f.interned->Add(packet.interned());
+      for (const ThreadName& t : packet.interned().threads()) {
+        sink.AddThreadName(f.process, t.tid(), t.name());
+      }
       return;
     case Packet::kEvents: {
       const EventBatch& batch = packet.events();

@@ -215,6 +215,10 @@ void JobTimelineRecorder::AddGpuRecord(const GpuRecord& r) {
   process_end_[r.process] = std::max(process_end_[r.process], r.end);
 }
 
+void JobTimelineRecorder::AddThreadName(uint32_t process, uint32_t tid, std::string_view name) {
+  thread_names_[{process, tid}] = std::string(name);
+}
+
 void JobTimelineRecorder::EndProcess(uint32_t process, Ns end) {
   process_end_[process] = std::max(process_end_[process], end);
 }
@@ -300,7 +304,12 @@ JobTimeline JobTimelineRecorder::Build(const SymbolSource& symbols,
       t.kind = TimelineTrack::Kind::kThread;
       t.pid = process_pid[process];
       t.tid = tid;
-      t.name = tid == main ? Cat("main thread ", tid) : Cat("thread ", tid);
+      // Its recorded name first (what `top -H` and the program call it), then which thread.
+      auto name = thread_names_.find({process, tid});
+      const std::string which = tid == main ? Cat("main thread ", tid) : Cat("thread ", tid);
+      t.name = name == thread_names_.end() || name->second.empty()
+                   ? which
+                   : Cat(name->second, " (", which, ")");
       t.order = tid == main ? 0 : 1 + static_cast<int32_t>(thread_track.size());
       out.tracks.push_back(std::move(t));
     }

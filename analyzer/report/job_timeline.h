@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "analyzer/model/credited_slice.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
@@ -78,6 +79,7 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
   void AddHostEvent(const HostEvent& event) override;
   void AddGpuRecord(const GpuRecord& record) override;
   void EndProcess(uint32_t process, Ns end) override;
+  void AddThreadName(uint32_t process, uint32_t tid, std::string_view name) override;
   void OnSlice(const CreditedSlice& slice) override;
 
   // The timeline, names resolved with `symbols`, idle tracks named by `device_ids` (the
@@ -114,6 +116,8 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
 
   std::vector<ProcessInfo> processes_;
   std::vector<Ns> process_end_;
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, std::string>
+      thread_names_;  // by (process, tid)
   std::vector<Host> host_;
   std::vector<Gpu> gpu_;
   std::vector<std::map<Ns, Idle>> idle_;  // by device, by start; never overlapping

@@ -104,6 +104,7 @@ def CheckPerfetto(opts, report):
 
     tracks = {}
     processes, threads = {}, 0
+    thread_tracks = {}  # tid -> track name
     names, categories, annotations = {}, {}, {}
     open_slices = collections.defaultdict(list)  # track -> stack of (name, begin ts)
     slices = []  # (track, name, category, begin, end, annotations, flow_ids, terminating)
@@ -131,6 +132,7 @@ def CheckPerfetto(opts, report):
                 processes[pid] = One(td, "name")
             if One(td, "thread"):
                 threads += 1
+                thread_tracks[One(One(td, "thread"), "tid")] = One(td, "name")
         ev = One(p, "track_event")
         if not ev:
             continue
@@ -187,6 +189,7 @@ def CheckPerfetto(opts, report):
         Fail("%d process tracks for %d trace files" % (len(processes), files))
     if threads == 0:
         Fail("no thread track")
+    CheckThreadNames(opts, thread_tracks)
     if not Named(r"^GPU \d+ compute"):
         Fail("no device compute track")
     if opts.expect_transfer and not Named(r"^GPU \d+ transfer"):
@@ -358,6 +361,36 @@ def Run(cmd):
     if proc.returncode != 0:
         sys.exit("FAIL: %s exited with %d" % (" ".join(cmd), proc.returncode))
     return proc.stdout
+
+
+def RecordedThreadNames(opts):
+    """tid -> the thread's name as the recorder last wrote it (`idlescope dump` of each file)."""
+    names = {}
+    for f in sorted(os.listdir(opts.trace)):
+        if not f.endswith(".idlescope"):
+            continue
+        out = subprocess.run([opts.idlescope, "dump", os.path.join(opts.trace, f)],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             errors="replace").stdout
+        for m in re.finditer(r'^  thread (\d+) = "(.*)"$', out, re.M):
+            names[m.group(1)] = m.group(2)
+    return names
+
+
+def CheckThreadNames(opts, thread_tracks):
+    """Every thread track of a thread the recorder named carries that name (and its tid)."""
+    recorded = RecordedThreadNames(opts)
+    named = 0
+    for tid, track in thread_tracks.items():
+        name = recorded.get(tid)
+        if name is None:
+            continue
+        named += 1
+        if not track.startswith(name + " (") or tid not in track:
+            Fail("thread %s is named %r in the trace, its track %r" % (tid, name, track))
+    print("thread names: %d of %d thread tracks named as recorded" % (named, len(thread_tracks)))
+    if recorded and named == 0:
+        Fail("no thread track of a recorded thread name")
 
 
 def main():
