@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config file
-  libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev
+  libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev libzstd-dev zstd
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace ltrace sqlite3
   chromium nodejs

@@ -27,6 +27,8 @@ int ExportCommand(int argc, char** argv);
 
 // What `idlescope report` (and `export`) runs once its flags are parsed (report_command.cc): the
 // job analyzed, written through the exporter named `format`. Returns the exit status.
+class InputCopies;
+
 struct ReportRequest {
   std::string_view command;  // for messages: "report", "export"
   std::vector<std::string> inputs;
@@ -36,6 +38,7 @@ struct ReportRequest {
   std::string_view format;
   std::string output;    // "": stdout
   bool verbose = false;  // the closing lines on stderr: what was written, the throughput
+  const InputCopies* copies = nullptr;  // inputs read from copies (input_copies.h), or none
 };
 int RunReport(const ReportRequest& request);
 // idlescope index | plan | map | merge: a job analyzed in shards, step by step

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/input_copies.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
@@ -66,14 +67,16 @@ constexpr CommandSpec kDiff = {"diff", kDiffOptions, kUsage};
 
 // Runs the report pipeline on one side, with the step census fed by the same read of its files;
 // nullopt (after printing why) when it cannot be read.
-std::optional<RunSummary> Analyze(const std::string& input, const AnalysisOptions& options) {
+// `name`: the side as the user named it (`input` may be a copy: input_copies.h).
+std::optional<RunSummary> Analyze(const std::string& input, const std::string& name,
+                                  const AnalysisOptions& options) {
   StepCensusSink census;
   absl::StatusOr<AnalyzedJob> job = AnalyzeJob({input}, {options, ReadOptions{}}, {&census});
   if (!job.ok()) {
     PrintError("diff", job.status().message());
     return std::nullopt;
   }
-  return SummarizeRun(input, job->report, census.Census(job->symbols));
+  return SummarizeRun(name, job->report, census.Census(job->symbols));
 }
 
 }  // namespace
@@ -132,9 +135,21 @@ int DiffCommand(int argc, char** argv) {
     return UsageError(
         "diff", absl::StrCat("unknown format '", format, "' (formats: ", DiffExporterNames(), ")"));
   }
-  std::optional<RunSummary> before = Analyze(inputs[0], analysis_options);
+  InputCopies copies;  // compressed traces, stdin, pipes (input_copies.h)
+  absl::StatusOr<std::vector<std::string>> sides = copies.Prepare(line.operands);
+  if (!sides.ok()) {
+    PrintError("diff", sides.status().message());
+    return kDiffExitUnreadable;
+  }
+  if (sides->size() != 2) {  // a directory of plain and compressed traces is read as two
+    PrintError("diff", "a side's directory holds plain and compressed traces: give it one kind");
+    return kDiffExitUnreadable;
+  }
+  std::optional<RunSummary> before =
+      Analyze((*sides)[0], copies.Original((*sides)[0]), analysis_options);
   if (!before) return kDiffExitUnreadable;
-  std::optional<RunSummary> after = Analyze(inputs[1], analysis_options);
+  std::optional<RunSummary> after =
+      Analyze((*sides)[1], copies.Original((*sides)[1]), analysis_options);
   if (!after) return kDiffExitUnreadable;
 
   JobDiff diff = CompareRuns(*before, *after, options);

@@ -23,6 +23,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/input_copies.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
 #include "analyzer/report/escape.h"
@@ -425,7 +426,13 @@ int DumpCommand(int argc, char** argv) {
   if (files.size() != 1) {
     return UsageError("dump", files.empty() ? "no trace file given" : "one trace file at a time");
   }
-  auto reader = TraceFileReader::Open(files[0]);
+  InputCopies copies;  // a compressed trace, stdin, a pipe (input_copies.h)
+  absl::StatusOr<std::vector<std::string>> file = copies.Prepare(files);
+  if (!file.ok()) {
+    PrintError("dump", file.status().message());
+    return 1;
+  }
+  auto reader = TraceFileReader::Open(file->front());
   if (!reader.ok()) {
     PrintError("dump", reader.status().message());
     return 1;

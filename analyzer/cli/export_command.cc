@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/input_copies.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/pipeline.h"
 #include "analyzer/report/report_exporters.h"
@@ -65,7 +66,14 @@ int ExportCommand(int argc, char** argv) {
   if (request.format.empty()) return UsageError("export", "--format is required");
   if (request.output.empty()) return UsageError("export", "-o FILE is required");
   if (line.operands.empty()) return UsageError("export", "no trace directory or file given");
-  request.inputs = std::move(line.operands);
+  InputCopies copies;  // compressed traces, stdin, pipes (input_copies.h)
+  absl::StatusOr<std::vector<std::string>> inputs = copies.Prepare(line.operands);
+  if (!inputs.ok()) {
+    PrintError("export", inputs.status().message());
+    return 1;
+  }
+  request.inputs = std::move(*inputs);
+  request.copies = &copies;
   return RunReport(request);
 }
 

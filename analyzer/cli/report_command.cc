@@ -23,6 +23,7 @@
 
 #include "absl/strings/str_format.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/input_copies.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/output_file.h"
 #include "analyzer/cli/pipeline.h"
@@ -39,7 +40,8 @@ constexpr char kUsage[] =
     "                        [--reorder-window MS] [--no-python-frames] [-j N]\n"
     "                        [--single-process] DIR|FILE...\n"
     "  Why the GPUs of a traced job sat idle: the trace directories or files of `idlescope\n"
-    "  run` analyzed into a report.\n"
+    "  run` analyzed into a report. Traces compressed with zstd (FILE.idlescope.zst, or such\n"
+    "  files in DIR), - (standard input) and pipes are decompressed under TMPDIR first.\n"
     "  --format FORMAT      text (default), json (machine-readable; schema:\n"
     "                       docs/report-json.md), html (one self-contained page with a\n"
     "                       timeline: docs/html-report.md), perfetto (the job's timeline as\n"
@@ -111,7 +113,14 @@ void PrintThroughput(std::string_view command, std::chrono::steady_clock::time_p
 // Writes `job` through `run` to `output`, and what it wrote on stderr ("" output: stdout).
 bool WriteJob(const ReportRequest& request, const ReportedJob& job, Export<ReportedJob>& run) {
   StringOutput out;
-  run.Write(job, out);
+  if (request.copies != nullptr && request.copies->any()) {
+    // Traces read from copies are named as the user named them.
+    JobReport renamed = job.report;
+    request.copies->Rename(renamed);
+    run.Write({renamed, job.symbols, job.device_ids}, out);
+  } else {
+    run.Write(job, out);
+  }
   if (!WriteOutput(request.command, request.output, out.text())) return false;
   const std::string summary = run.Summary();
   if (!summary.empty() && request.verbose) {
@@ -210,7 +219,14 @@ int ReportCommand(int argc, char** argv) {
     }
   }
   if (line.operands.empty()) return UsageError("report", "no trace directory or file given");
-  request.inputs = std::move(line.operands);
+  InputCopies copies;  // compressed traces, stdin, pipes (input_copies.h)
+  absl::StatusOr<std::vector<std::string>> inputs = copies.Prepare(line.operands);
+  if (!inputs.ok()) {
+    PrintError("report", inputs.status().message());
+    return 1;
+  }
+  request.inputs = std::move(*inputs);
+  request.copies = &copies;
   return RunReport(request);
 }
 
