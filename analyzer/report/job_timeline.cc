@@ -145,6 +145,12 @@ TimelineArg Text(std::string_view name, std::string text) {
 }
 TimelineArg Number(std::string_view name, int64_t n) { return {std::string(name), "", n, true}; }
 
+// A thread makes one call at a time, but its calls' times come from TSC readings converted with
+// an anchor and a ratio that are refreshed as it runs (interpose/call_clock.h): a call may appear
+// to begin a few microseconds before the previous one ended. A call that begins inside another
+// and ends after it (which one thread cannot do) begins where that one ended; a call inside
+// another (made from a signal handler) nests there.
+
 // Gives each slice of `slices` a lane of its track such that a lane's slices nest, adding the
 // lanes' tracks to `tracks` ("CUDA #2" beside "CUDA").
 void AssignLanes(std::vector<TimelineTrack>& tracks, std::vector<TimelineSlice>& slices,
@@ -164,6 +170,11 @@ void AssignLanes(std::vector<TimelineTrack>& tracks, std::vector<TimelineSlice>&
     if (s.track != current || lanes.empty()) {
       current = s.track;
       lanes.assign(1, Lane{s.track, {}});
+    }
+    if (tracks[index_of[s.track]].kind == TimelineTrack::Kind::kThread) {
+      std::vector<Ns>& open = lanes[0].open;
+      while (!open.empty() && open.back() <= s.start) open.pop_back();
+      if (!open.empty() && open.back() < s.end) s.start = open.back();
     }
     size_t lane = 0;
     for (; lane < lanes.size(); ++lane) {

@@ -189,6 +189,13 @@ def CheckPerfetto(opts, report):
         Fail("%d process tracks for %d trace files" % (len(processes), files))
     if threads == 0:
         Fail("no thread track")
+    # A thread makes one call at a time: its calls need a second lane only when one is made inside
+    # another (a signal handler's), which these jobs never do (clock noise between two calls of
+    # a thread is no overlap).
+    lanes = sorted({td.get("name", ["?"])[0] for td in tracks.values()
+                    if re.search(r"^CUDA #\d+$", One(td, "name", ""))})
+    if lanes:
+        Fail("calls of one thread on extra lanes: %s" % lanes)
     CheckThreadNames(opts, thread_tracks)
     if not Named(r"^GPU \d+ compute"):
         Fail("no device compute track")
