@@ -276,26 +276,26 @@ def main():
         # cluster on the machine: the dashboard moves to another port and the report is the same.
         warnings.filterwarnings("ignore", module="distributed")
     cluster = None
-    worker_stderr = None
+    say = sys.stderr  # where the driver's own lines go
     try:
         if args.scheduler:
             client = Client(args.scheduler)
         else:
             if not args.verbose:
-                worker_stderr = keep_worker_stderr_apart()
+                say = keep_cluster_stderr_apart()
             cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1,
                                    processes=True, dashboard_address=None, silence_logs=quiet)
             client = Client(cluster)
         with client, tempfile.TemporaryDirectory(prefix="idlescope-dask-") as tmp:
             return analyze(client, args, tmp)
     except RuntimeError as e:
-        print(f"dask_report.py: {e}", file=sys.stderr)
+        print(f"dask_report.py: {e}", file=say)
         return 1
     except KeyboardInterrupt:
-        print("dask_report.py: interrupted", file=sys.stderr)
+        print("dask_report.py: interrupted", file=say)
         return 130
     except Exception as e:  # Dask's and the OS's errors: one line, never a traceback
-        print(f"dask_report.py: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"dask_report.py: {type(e).__name__}: {e}", file=say)
         return 1
     finally:
         if cluster is not None:
@@ -303,23 +303,20 @@ def main():
                 cluster.close()
             except Exception:  # a cluster whose workers are gone may fail to close: it is going
                 pass
-        if worker_stderr is not None:
-            sys.stderr.flush()
-            os.dup2(worker_stderr, 2)
-            os.close(worker_stderr)
-            sys.stderr = sys.__stderr__
+        say.flush()
 
 
-def keep_worker_stderr_apart():
-    """The local cluster's worker processes inherit fd 2: what a dying worker prints there (its
-    own tracebacks, from Dask's code, as it is killed) goes to an unlinked file instead, and
-    sys.stderr, where the driver's own lines go, to the real stderr. Returns a copy of the real
-    stderr's descriptor, to put back."""
+def keep_cluster_stderr_apart():
+    """The local cluster prints on stderr as its workers die: the worker processes (their own
+    tracebacks, from Dask's code, as they are killed, on the fd 2 they inherit) and this process
+    (a nanny's CancelledError as it starts a worker that is killed, asyncio's "Task was
+    destroyed" at exit, through sys.stderr). Both go to an unlinked file from here to the end of
+    the process; returns the real stderr, for the driver's own lines."""
     saved = os.dup(2)
     with tempfile.TemporaryFile(prefix="idlescope-dask-workers-") as log:
         os.dup2(log.fileno(), 2)
-    sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
-    return saved
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    return os.fdopen(saved, "w", buffering=1)
 
 
 if __name__ == "__main__":
