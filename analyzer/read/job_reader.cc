@@ -73,6 +73,18 @@ bool NeedsStrings(EventType type) {
 // also a real ordinal) is their stream's: a rank driving device 1 would otherwise seem to launch
 // on device 0 with every collective, and explain that device's gaps. A WAIT's is the device its
 // thread last gave work to (Event.launch_device; none: the thread feeds no GPU).
+// A record's times from its file's running sum `t` of start deltas, the file's clock `offset`
+// and its duration, kept far from overflow in what is computed from them (end - start, sums of
+// lengths) whatever a corrupt file says: the start within +-2^62 ns (146 years), the duration
+// under 2^50 ns (13 days). Unsigned sums: a corrupt delta wraps, never overflows.
+Interval RecordTimes(uint64_t t, Ns offset, uint64_t dur) {
+  constexpr Ns kMaxAbs = Ns{1} << 62;
+  constexpr uint64_t kMaxDur = uint64_t{1} << 50;
+  const Ns start =
+      std::clamp(static_cast<Ns>(t + static_cast<uint64_t>(offset)), -kMaxAbs, kMaxAbs);
+  return {start, start + static_cast<Ns>(std::min(dur, kMaxDur))};
+}
+
 int32_t DeviceOf(const Event& ev, const InternedData& interned) {
   if (ev.type() >= CUDA_MEMCPY && ev.type() <= CUDA_LAUNCH_SUMMARY) {
     return static_cast<int32_t>(ev.device());
@@ -424,8 +436,9 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
       for (const Event& ev : batch.events()) {
         t += static_cast<uint64_t>(ev.ts());
         e.type = ev.type();
-        e.start = static_cast<Ns>(t) + f.offset;
-        e.end = e.start + static_cast<Ns>(ev.dur());
+        const Interval when = RecordTimes(t, f.offset, ev.dur());
+        e.start = when.start;
+        e.end = when.end;
         e.bytes = ev.bytes();
         e.count = ev.count();
         e.device = DeviceOf(ev, *f.interned);
@@ -495,8 +508,9 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
       for (const GpuActivity& a : batch.activities()) {
         t += static_cast<uint64_t>(a.start());
         r.kind = a.kind();
-        r.start = static_cast<Ns>(t) + f.offset;
-        r.end = r.start + static_cast<Ns>(a.dur());
+        const Interval when = RecordTimes(t, f.offset, a.dur());
+        r.start = when.start;
+        r.end = when.end;
         r.device = a.device();
         r.stream = a.stream();
         r.nccl = a.nccl();
