@@ -21,9 +21,6 @@ namespace {
 constexpr uint32_t kMaxThreads = 64;
 // A run is cut after this long, so that its event reaches the file within about one flush.
 constexpr uint64_t kMaxRunNs = 250'000'000;
-// Looks that found a thread neither charged CPU or wait time nor in a call, in a row, that fold
-// into the next look (Look: the kernel charges those times late) before one counts as blocked.
-constexpr int kMaxFoldedLooks = 4;
 // Runs ended and not yet flushed; past this many (a flush that cannot write) they are dropped.
 constexpr uint32_t kMaxEnded = 2048;
 
@@ -43,7 +40,6 @@ struct Slot {
   bool failed = false;  // its files could not be opened: not looked at again
   bool have_last = false;
   uint64_t last_ns = 0, last_cpu = 0, last_wait = 0;
-  int folded = 0;  // looks folded into the next one (kMaxFoldedLooks)
   // The open run.
   Kind kind = kNone;
   int32_t syscall = kSampleNotBlocked;
@@ -186,7 +182,6 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
     CloseFiles(s);
     s.kind = kNone;
     s.have_last = false;
-    s.folded = 0;
     s.failed = false;
     s.open_tid = tid;
     s.schedstat_fd = OpenTaskFile(tid, "schedstat");
@@ -230,27 +225,15 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   int32_t syscall = kSampleNotBlocked;
   int32_t fd = -1;
   if (kind == kBlocked) {
-    bool running = false;
     if (s.syscall_fd >= 0 && ReadAt(s.syscall_fd, buf, sizeof(buf)) > 0) {
       // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
       if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
         const long nr = strtol(buf, &end, 10);
         syscall = static_cast<int32_t>(nr);
         if (nr >= 0 && TakesFd(nr)) fd = static_cast<int32_t>(strtoll(end, nullptr, 16));
-      } else {
-        running = buf[0] == 'r';
       }
     }
-    // Not charged, yet running or runnable: schedstat's CPU time moves at the scheduler's ticks
-    // and its wait time when a waiting thread gets a CPU, so a thread that waited through the
-    // whole look (a loaded machine) shows neither until later. The next look, a period on,
-    // covers this one too (at most kMaxFoldedLooks in a row).
-    if (running && s.folded < kMaxFoldedLooks) {
-      ++s.folded;
-      return true;
-    }
   }
-  s.folded = 0;
   const bool same =
       s.kind == kind && s.syscall == syscall && s.fd == fd && now - s.run.ts <= kMaxRunNs;
   if (same) {
@@ -414,7 +397,6 @@ void ResetInChild() {
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;
     s.have_last = false;
-    s.folded = 0;
     s.failed = false;
   }
 }
