@@ -12,6 +12,9 @@
 // - SIGTERM/SIGINT with the default action: the process dies without exit handlers; our handler
 //   has the writer thread flush (async-signal-safe handshake, bounded wait), restores SIG_DFL
 //   and re-raises, so the exit status is the signal's. A handler of the program is chained.
+// - SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT with the default action (a crash, or a rank killed
+//   with one of them): the same end, written by a one-shot handler of ours that stands only
+//   while the program has none (below, "Fatal signals").
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -185,6 +188,72 @@ int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old
   return rc;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fatal signals. A process that dies of SIGSEGV (or SIGBUS, SIGFPE, SIGILL, SIGABRT) with the
+// default action runs no exit handler: without ours its trace lost the end (up to a flush interval
+// of events) and the footer, and the report could not say that the process died, of what, or where
+// (a crashed rank's aftermath read as `tail`). Ours is installed only where the program's
+// disposition is SIG_DFL, with SA_RESETHAND: the kernel puts SIG_DFL back as it enters it, so
+// anything that goes wrong in it (a fault in our flush, a second fault) kills the process as the
+// first signal would have. It records PROC_EXIT with the stack where the signal landed, writes
+// what we have and the footer (EXIT_SIGNAL, the signal: bounded wait), and lets the signal do what
+// it does without us: a fault (si_code > 0) happens again when the instruction runs again, now
+// with the default action (a core dump where the system makes one); a sent signal (kill, raise,
+// abort) is raised again, pending until the handler returns.
+// A handler the program installs goes to the kernel as given, replacing ours: crash handlers,
+// sanitizers and emulators read or rewrite the faulting context and must get the kernel's frame
+// with nothing of ours in between. A query (sigaction's old action, signal's return) answers
+// SIG_DFL where ours is installed, which is what the program would see untraced.
+
+bool IsFatal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+}
+
+void OnFatalSignal(int sig, siginfo_t* info, void* /*ucontext*/);
+
+bool IsOurFatalHandler(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) != 0 && a.sa_sigaction == OnFatalSignal;
+}
+
+// Not inlined: the stack of the PROC_EXIT starts where the signal landed.
+__attribute__((noinline)) void OnFatalSignal(int sig, siginfo_t* info, void* /*ucontext*/) {
+  const int saved = errno;
+  if (InTracedProcess() && RecorderActive()) {
+    // Inside a hook this thread's ring or stack trie may be half-way through a change: no stack
+    // then (EndTheTrace records no event either).
+    // Skipped: this frame and the kernel's signal return trampoline (__restore_rt).
+    const uint32_t stack = detail::t_hook_depth == 0 ? CaptureStack(2) : 0;
+    Shutdown(trace::kExitSignal, sig, /*from_signal=*/true, stack);
+  }
+  // Sent (kill, tgkill, raise, abort, sigqueue: si_code <= 0): again, now with the default action.
+  if (info == nullptr || info->si_code <= 0) raise(sig);
+  errno = saved;
+}
+
+void InstallFatalHandlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    struct sigaction current;
+    if (RealSigaction(sig, nullptr, &current) != 0) continue;
+    const bool dfl = (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL;
+    if (!dfl) continue;
+    struct sigaction ours;
+    memset(&ours, 0, sizeof(ours));
+    ours.sa_sigaction = OnFatalSignal;
+    sigemptyset(&ours.sa_mask);
+    // SA_ONSTACK: the program's alternate stack where it has one (a stack overflow's SIGSEGV
+    // cannot run a handler on the overflowed stack: the kernel then kills the process with
+    // SIGSEGV, as untraced).
+    ours.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+    RealSigaction(sig, &ours, nullptr);
+  }
+}
+
+int FatalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  const int rc = RealSigaction(sig, act, old);
+  if (rc == 0 && old != nullptr && IsOurFatalHandler(*old)) *old = DefaultAction();
+  return rc;
+}
+
 int MainWrapper(int argc, char** argv, char** envp) {
   ThreadStarts();  // main may end with pthread_exit: then the last thread's end ends the process
   int status = g_program_main(argc, argv, envp);
@@ -203,7 +272,10 @@ __attribute__((constructor)) void OnLoad() {
   Resolve(g_real__Exit, "_Exit");
   --detail::t_hook_depth;
   Init();
-  if (RecorderActive()) ManageSignals();
+  if (RecorderActive()) {
+    ManageSignals();
+    InstallFatalHandlers();
+  }
 }
 
 __attribute__((destructor)) void OnUnload() { Shutdown(trace::kExitNormal, 0, false); }
@@ -277,12 +349,24 @@ IDLESCOPE_EXPORT void _Exit(int status) noexcept {
 // Every other signal's handler is timed (interpose/hooks/signals.h).
 IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
                                struct sigaction* old) noexcept {
+  if (IsFatal(sig)) return FatalSigaction(sig, act, old);
   if (!IsManaged(sig)) return signals::Sigaction(sig, act, old, RealSigaction);
   if (!g_signals_managed) return RealSigaction(sig, act, old);
   return ManagedSigaction(sig, act, old);
 }
 
 IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
+  if (IsFatal(sig)) {
+    // glibc's signal(): BSD semantics, as below.
+    struct sigaction act, old;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    sigaddset(&act.sa_mask, sig);
+    act.sa_flags = SA_RESTART;
+    if (FatalSigaction(sig, &act, &old) != 0) return SIG_ERR;
+    return old.sa_handler;
+  }
   if (!IsManaged(sig)) {
     return signals::Signal(sig, handler, Resolve(g_real_signal, "signal"), RealSigaction);
   }

@@ -172,7 +172,7 @@ void RunOnWriterFromProgram(writer::Job job) {
 
 // Shutdown's first ending: records PROC_EXIT, has the flush participant deliver, turns the hooks
 // off and ends the file (writer::EndTrace). True when the writer was handed the end.
-bool EndTheTrace(trace::ExitReason reason, int status, bool from_signal) {
+bool EndTheTrace(trace::ExitReason reason, int status, bool from_signal, uint32_t stack) {
   // Inside a hook (a signal that interrupted one, or _exit called by a hooked function) this
   // thread's ring may be half-way through a Record: no event from here then.
   bool may_record = detail::t_hook_depth == 0;
@@ -183,6 +183,7 @@ bool EndTheTrace(trace::ExitReason reason, int status, bool from_signal) {
     e.ts = NowNs();
     e.type = ev::kProcExit;
     e.result = status;
+    e.stack = stack;
     Record(e);
   }
   // The participant's last buffers (CUPTI's) before the footer. Not from a signal handler (the
@@ -265,7 +266,7 @@ void Init() {
   errno = saved_errno;
 }
 
-void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
+void Shutdown(trace::ExitReason reason, int status, bool from_signal, uint32_t stack) {
   if (!g_life.initialized.load() || !InTracedProcess()) return;
   int saved_errno = errno;
   bool handed_over;
@@ -279,7 +280,7 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal) {
     // Another path is ending the trace (Python's Pool.terminate() sends SIGTERM to workers that
     // are already in _exit): this one waits for it to finish before it lets the process die.
     handed_over =
-        g_life.shutdown_started.exchange(true) || EndTheTrace(reason, status, from_signal);
+        g_life.shutdown_started.exchange(true) || EndTheTrace(reason, status, from_signal, stack);
   }
   if (handed_over) writer::WaitTraceEnded(from_signal ? 3 : 10);
   errno = saved_errno;

@@ -90,9 +90,10 @@ class TerminationSignalsBlocked {
 
 // Starts the recorder (idempotent): config, file, header, writer thread, signal handlers, atfork.
 void Init();
-// A clean end: records PROC_EXIT, flushes everything and writes the footer, once. Safe from a
-// signal handler when `from_signal` (then the writer thread does the work; bounded wait).
-void Shutdown(trace::ExitReason reason, int status, bool from_signal);
+// A clean end: records PROC_EXIT (with `stack`: where a fatal signal landed), flushes everything
+// and writes the footer, once. Safe from a signal handler when `from_signal` (then the writer
+// thread does the work; bounded wait).
+void Shutdown(trace::ExitReason reason, int status, bool from_signal, uint32_t stack = 0);
 // Flushes without ending the trace (end of main, exit() before atexit handlers, signals).
 void FlushSoon();
 // Exit status to put in the footer when the process ends through exit()/return from main.

@@ -4,6 +4,9 @@
 // (classified by ClassifyHostEvent) and GPU-side activity of the device itself (NCCL kernels,
 // copies). ResolveSlices cuts an idle interval at every candidate boundary and gives each slice
 // to the candidate that ranks first:
+//   0. after the first death of a process that drove a GPU (a rank that crashed, was killed or
+//      exited with an error), its death explains every device's idle time (processes.h,
+//      DeathSpan): what the others do then is waiting for it until they are stopped;
 //   1. tier: the device's launching threads (what the thread that feeds the GPU was blocked in)
 //      before other threads/processes of the job, before GPU-side activity;
 //   2. within a tier, the cause's precedence (model/causes.def: transfer, communication,
@@ -29,9 +32,10 @@
 namespace idlescope {
 
 enum class Tier : uint8_t {
-  kLaunchingThread = 0,  // a thread that issues this device's kernels/copies/syncs
-  kJobProcess = 1,       // another thread of the launching process, its parents and children
-  kGpu = 2,              // activity on the device itself (NCCL kernels, copies)
+  kAfterDeath = 0,       // a rank of the job had died (rank_died): every device
+  kLaunchingThread = 1,  // a thread that issues this device's kernels/copies/syncs
+  kJobProcess = 2,       // another thread of the launching process, its parents and children
+  kGpu = 3,              // activity on the device itself (NCCL kernels, copies)
 };
 
 struct Candidate {

@@ -477,6 +477,10 @@ void JobAnalysis::HandleGapEvents() {
 }
 
 bool JobAnalysis::TierFor(const Candidate& c, uint32_t device, Tier* tier) const {
+  if (c.cause == Cause::kRankDied) {  // the death span: every device
+    *tier = Tier::kAfterDeath;
+    return true;
+  }
   if (c.gpu_side) {
     *tier = Tier::kGpu;
     return c.device == device;
@@ -520,6 +524,7 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
     span.stack = kLaunchEvidence;
     consider(span);
   }
+  if (const Candidate* death = processes_.death_span()) consider(*death);
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
     const Candidate* winner = slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr;
     if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread &&

@@ -1,6 +1,9 @@
 #include "analyzer/analysis/processes.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <string>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -133,6 +136,63 @@ void JobProcesses::BuildFamilies() {
       installer_spans_.push_back(span);
     }
   }
+  FindDeaths();
+}
+
+namespace {
+
+// Whether `info`'s process died (the rule at DeathLabel), given the latest end of the job's
+// other GPU processes.
+bool Died(const ProcessInfo& info, Ns others_end) {
+  const ProcessEnd& e = info.ending;
+  if (!e.drove_gpu) return false;
+  switch (e.reason) {
+    case EXIT_SIGNAL:
+      return e.status != SIGTERM && e.status != SIGINT;
+    case EXIT_NORMAL:
+    case EXIT_UNDERSCORE:
+      return e.status != 0;
+    case EXIT_UNSPECIFIED:
+      return e.at > 0 && others_end > e.at + kVanishedAfter;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void JobProcesses::FindDeaths() {
+  death_span_ = Candidate();
+  deaths_.clear();
+  const uint32_t n = static_cast<uint32_t>(processes_.size());
+  // The two latest ends of GPU processes: each process is compared with the latest of the others.
+  Ns latest = 0, second = 0;
+  uint32_t latest_at = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    const ProcessEnd& e = processes_[i].info.ending;
+    if (!e.drove_gpu) continue;
+    if (e.at > latest) {
+      second = latest;
+      latest = e.at;
+      latest_at = i;
+    } else {
+      second = std::max(second, e.at);
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (Died(processes_[i].info, i == latest_at ? second : latest)) deaths_.push_back(i);
+  }
+  std::stable_sort(deaths_.begin(), deaths_.end(), [&](uint32_t a, uint32_t b) {
+    return processes_[a].info.ending.at < processes_[b].info.ending.at;
+  });
+  if (deaths_.empty()) return;
+  const uint32_t first = deaths_.front();
+  death_span_.when = {processes_[first].info.ending.at, kForever};
+  death_span_.cause = Cause::kRankDied;
+  death_span_.process = first;
+  death_span_.tid = processes_[first].main_tid();
+  death_span_.object = kDeathEvidence;
+  death_span_.stack = processes_[first].info.ending.stack;
 }
 
 void JobProcesses::End(uint32_t process, Ns end) {

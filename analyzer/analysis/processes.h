@@ -39,6 +39,9 @@ inline constexpr uint64_t CommandEvidence(uint32_t child) { return kCommandEvide
 inline constexpr bool IsCommandEvidence(uint64_t id) {
   return id != kLaunchEvidence && (id & kCommandEvidenceBit) != 0;
 }
+// Candidate.object of a death span (DeathSpan below): not an id of its trace file but how the
+// process ended (model/labels.h, DeathLabel), resolved when the report is built.
+inline constexpr uint64_t kDeathEvidence = uint64_t{1} << 61;
 
 // "program arg1 arg2" from a NUL-separated argv (the program path when argv is empty), the
 // program by its base name, at most 200 characters: as the traced process's Header.cmdline is
@@ -46,6 +49,14 @@ inline constexpr bool IsCommandEvidence(uint64_t id) {
 std::string ProgramLabel(std::string_view program, std::string_view argv);
 // A process's own command line (Header.cmdline, joined by spaces) as a program label.
 std::string CommandLabel(const ProcessInfo& info);
+
+// Whether a process died, as the end of its file tells (ProcessInfo::ending): it drove a GPU and
+// ended of a signal other than SIGTERM and SIGINT (which stop a job: a scheduler, Ctrl-C, a
+// launcher stopping the others), exited with a non-zero status, or left no footer while another
+// process that drove a GPU ran on for more than kVanishedAfter past its last record (a job still
+// running has all its files ending within a flush interval of each other; SIGKILL leaves no
+// footer). model/labels.h names a death (DeathLabel).
+inline constexpr Ns kVanishedAfter = 1'000'000'000;
 
 struct JobProcess {
   ProcessInfo info;
@@ -123,6 +134,13 @@ class JobProcesses {
   // One candidate per outermost installer process, covering its lifetime (kInstaller; its end
   // is set when it is used, since the process may still be running).
   std::vector<Candidate>& installer_spans() { return installer_spans_; }
+  // The first death of a process that drove a GPU (the rule at kVanishedAfter), as a candidate from
+  // its time on (rank_died; object kDeathEvidence, stack where a fatal signal landed); nullptr
+  // when no such process died. Every later death is its aftermath, or a failure of its own that
+  // the report lists (Deaths).
+  const Candidate* death_span() const { return deaths_.empty() ? nullptr : &death_span_; }
+  // Every process that died, by the time of its death.
+  const std::vector<uint32_t>& deaths() const { return deaths_; }
 
   // The parent image of `process` for the programs of the host activity report: the last
   // process with its ppid and host (an exec'd twin comes after the forked copy it replaced).
@@ -133,11 +151,15 @@ class JobProcesses {
   // host, not a fork()ed copy, started during the call (its start is read in 10 ms ticks), not
   // matched before, the closest to the call's start; 0 when none is traced.
   uint32_t ShellChild(const HostEvent& e);
+  // death_span_ and deaths_ from the processes' ends.
+  void FindDeaths();
   // Sets `devices` of `process` from the own devices of its family (the rule above).
   void UpdateExplained(uint32_t process);
 
   std::vector<JobProcess> processes_;
   std::vector<Candidate> installer_spans_;
+  Candidate death_span_;  // when deaths_ has one
+  std::vector<uint32_t> deaths_;
   // Keyed by (host, pid) of the installer; only installers are kept.
   absl::flat_hash_map<std::pair<std::string, uint32_t>, Launch> launches_;
   absl::flat_hash_set<std::pair<std::string, uint32_t>> installer_pids_;

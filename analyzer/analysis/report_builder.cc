@@ -7,6 +7,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analyzer/model/labels.h"
 
 namespace idlescope {
 namespace {
@@ -230,13 +232,18 @@ void DeviceReports(const AnalysisResults& in, JobReport& report, JobTotals& job)
 }
 
 // Evidence ids are per trace file, except an installer span's (kLaunchEvidence: how the
-// installer was launched) and a child wait's object (CommandEvidence: the child's command).
+// installer was launched), a child wait's object (CommandEvidence: the child's command) and a
+// death span's object (kDeathEvidence: how the process died).
 class EvidenceOf {
  public:
   EvidenceOf(const JobProcesses& processes, EvidenceResolver& evidence)
       : processes_(processes), evidence_(evidence) {}
   StringId String(uint32_t process, uint64_t id) {
     if (id == kLaunchEvidence) return evidence_.Intern(processes_.InstallerCommand(process));
+    if (id == kDeathEvidence) {
+      return process < processes_.size() ? evidence_.Intern(DeathLabel(processes_[process].info))
+                                         : 0;
+    }
     if (IsCommandEvidence(id)) {
       const uint32_t child = static_cast<uint32_t>(id & ~kCommandEvidenceBit);
       if (child < processes_.size()) {
@@ -390,6 +397,20 @@ void CauseReports(const AnalysisResults& in, const JobTotals& job, EvidenceResol
                             .other_count = s.unused,
                             .rank = s.lowest_rank,
                             .api = evidence.Intern(s.device)});
+    }
+  }
+  // A rank that died: every process that did, the first first (its death explains the rest).
+  for (CauseReport& c : report.causes) {
+    if (c.cause != Cause::kRankDied) continue;
+    for (uint32_t p : in.processes.deaths()) {
+      const ProcessInfo& info = in.processes[p].info;
+      const ProcessEnd& e = info.ending;
+      c.findings.push_back({.kind = FindingKind::kProcessDied,
+                            .ns = e.at - in.job_start,
+                            .count = e.footer() ? static_cast<uint64_t>(e.status) : 0,
+                            .rank = info.rank,
+                            .pid = info.pid,
+                            .api = evidence.Intern(ProcessEndHow(e))});
     }
   }
   // Communication: the rank(s) the others waited for, and what they were doing meanwhile.
@@ -549,8 +570,9 @@ JobReport AssembleReport(const AnalysisResults& in, const SymbolSource& symbols)
   DeviceReports(in, report, job);
   CauseReports(in, job, evidence, of, report);
   if (in.collectives.incomplete() > 0) {
-    report.warnings.push_back(
-        {.kind = WarningKind::kIncompleteCollectives, .count = in.collectives.incomplete()});
+    report.warnings.push_back({.kind = WarningKind::kIncompleteCollectives,
+                               .count = in.collectives.incomplete(),
+                               .other_count = in.processes.deaths().size()});
   }
   TopGaps(in, job, of, report);
   report.collectives = in.collective_stats.Summaries();

@@ -24,6 +24,21 @@ struct Interval {
 };
 
 // One traced process (one trace file).
+// How a process ended, as the end of its trace file tells (read/file_end.h).
+struct ProcessEnd {
+  // The footer's (EXIT_NORMAL, EXIT_UNDERSCORE, EXIT_SIGNAL, EXIT_EXEC); EXIT_UNSPECIFIED: the file
+  // has no footer (the process was killed with SIGKILL, or is still running).
+  ExitReason reason = EXIT_UNSPECIFIED;
+  int32_t status = 0;  // the exit code, or the signal for EXIT_SIGNAL
+  // The footer's end, else the latest time of the file's last packets (0: none; job clock once
+  // the file's offset is added).
+  Ns at = 0;
+  uint64_t stack = 0;      // its PROC_EXIT's stack (a fatal signal: where it landed), 0: none
+  bool drove_gpu = false;  // the file holds a DeviceInfo: the process initialized a GPU
+
+  bool footer() const { return reason != EXIT_UNSPECIFIED; }
+};
+
 struct ProcessInfo {
   uint32_t pid = 0;
   uint32_t ppid = 0;
@@ -40,6 +55,7 @@ struct ProcessInfo {
   // CLOCK_REALTIME at job-clock time 0 by this file's Header.clock (0: the file has no snapshot):
   // what a timeline export shows wall-clock time with.
   Ns realtime_at_zero = 0;
+  ProcessEnd ending;  // how its file ends (read before any record)
 };
 
 // A device as a process saw it (DeviceInfo). Devices of different processes are the same device

@@ -1,8 +1,31 @@
 #include "analyzer/model/labels.h"
 
+#include <signal.h>
+#include <string.h>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace idlescope {
+
+std::string ProcessEndHow(const ProcessEnd& end) {
+  if (end.reason == EXIT_SIGNAL) {
+    const char* abbrev = sigabbrev_np(end.status);
+    return abbrev != nullptr ? absl::StrCat("SIG", abbrev)
+                             : absl::StrFormat("signal %d", end.status);
+  }
+  if (end.footer()) return absl::StrFormat("exit status %d", end.status);
+  return "no trace end";
+}
+
+std::string DeathLabel(const ProcessInfo& info) {
+  const std::string who = info.rank >= 0 ? absl::StrFormat("rank %d (pid %u)", info.rank, info.pid)
+                                         : absl::StrFormat("pid %u", info.pid);
+  const ProcessEnd& end = info.ending;
+  if (end.reason == EXIT_SIGNAL) return absl::StrCat(who, " died of ", ProcessEndHow(end));
+  if (end.footer()) return absl::StrCat(who, " failed with ", ProcessEndHow(end));
+  return absl::StrCat(who, " ended without its trace end (killed with SIGKILL?)");
+}
 
 std::string StackText(StackId id, const ReportSymbols& symbols) {
   const std::string& first_user = symbols.FirstUserLabel(id);

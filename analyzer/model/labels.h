@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "analyzer/model/job_model.h"
 #include "analyzer/model/job_report.h"
 #include "analyzer/model/report_symbols.h"
 
@@ -22,6 +23,13 @@ std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols
 // How a host's clock was aligned, as the text and JSON reports name it ("reference",
 // "collectives", "realtime").
 std::string_view ClockMethodName(ClockMethod method);
+
+// How a process ended, as its death is named: "SIGSEGV" (a signal), "exit status 1", or
+// "no trace end" (no footer: killed with SIGKILL, or lost).
+std::string ProcessEndHow(const ProcessEnd& end);
+// Who died and how, the object of a rank_died slice: "rank 1 (pid 4242) died of SIGSEGV",
+// "pid 4242 failed with exit status 1", "rank 0 (pid 4242) ended without its trace end".
+std::string DeathLabel(const ProcessInfo& info);
 
 // A host activity item's name: "(unnamed)" for an item whose calls named nothing.
 std::string_view ItemLabel(StringId what, const ReportSymbols& symbols);

@@ -23,7 +23,8 @@ enum class WarningKind : uint8_t {
   kLaunchesWithoutGpuRecords,  // count: kernel launches on a device with no GPU activity
   kLateGpuRecords,             // count: GPU records that arrived after their time was analyzed;
                                // ns: the busy time dropped with them
-  kIncompleteCollectives,      // count: NCCL collectives missing ranks
+  kIncompleteCollectives,      // count: NCCL collectives missing ranks; other_count: processes
+                               // that died (rank_died: what the collectives missed)
   kForgottenCandidates,        // count: events of processes that never used a GPU, forgotten
   kLateCandidates,             // count: events more than 10 min late, only partly used
 };

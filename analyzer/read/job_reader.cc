@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/read/clock_alignment.h"
+#include "analyzer/read/file_end.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/read/socket_addresses.h"
 #include "analyzer/trace/interned_data.h"
@@ -224,6 +225,7 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
   }
   for (auto& file : files_) {
     ProcessInfo info = ProcessInfoOf(file->reader->header(), file->offset, file->reader->path());
+    info.ending = OnJobClock(ReadFileEnd(file->reader->path()), file->offset);
     file->start = info.start;
     file->process = static_cast<uint32_t>(stats_.files);
     file->interned = &symbols_.ForProcess(file->process);

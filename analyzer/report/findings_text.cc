@@ -175,6 +175,21 @@ std::string FindingText(const Finding& f, const JobReport& report) {
           "CUDA_VISIBLE_DEVICES entry per rank)",
           f.count, f.rank, report.symbols.String(f.api), f.other_count,
           f.other_count == 1 ? "" : "s");
+    case FindingKind::kProcessDied: {
+      const std::string who = f.rank >= 0 ? absl::StrFormat("rank %d (pid %u)", f.rank, f.pid)
+                                          : absl::StrFormat("pid %u", f.pid);
+      const std::string_view how = report.symbols.String(f.api);
+      if (how == "no trace end") {
+        return absl::StrFormat(
+            "%s ended at +%s without its trace's end (killed with SIGKILL: the OOM killer, a "
+            "scheduler, a launcher?)",
+            who, Seconds(f.ns));
+      }
+      if (how.starts_with("exit status")) {
+        return absl::StrFormat("%s failed at +%s: %s", who, Seconds(f.ns), how);
+      }
+      return absl::StrFormat("%s died of %s at +%s", who, how, Seconds(f.ns));
+    }
     case FindingKind::kEvidenceApproximate:
       return "evidence lists are approximate (too many distinct stacks or objects)";
   }
@@ -315,6 +330,10 @@ std::string WarningText(const ReportWarning& w) {
           "%s: %d GPU records arrived after their time was analyzed (%s dropped from busy time)",
           w.subject, w.count, Seconds(w.ns));
     case WarningKind::kIncompleteCollectives:
+      if (w.other_count > 0) {
+        return absl::StrFormat("%d NCCL collectives were missing ranks: a rank died (rank_died)",
+                               w.count);
+      }
       return absl::StrFormat(
           "%d NCCL collectives were missing ranks (trace files of some ranks not given?)", w.count);
     case WarningKind::kForgottenCandidates:

@@ -502,6 +502,7 @@ void WriteWarnings(JsonWriter& j, const JobReport& r) {
         break;
       case WarningKind::kIncompleteCollectives:
         j.Uint("collectives", w.count);
+        j.Uint("processes_died", w.other_count);
         break;
       case WarningKind::kForgottenCandidates:
       case WarningKind::kLateCandidates:

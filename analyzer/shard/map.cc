@@ -87,7 +87,8 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, Summa
   // Every process of the job in the plan's order, so that ids are the job's. A process the shard
   // does not read relates to none it reads through a family (the plan put such processes
   // together, or made them guests), so it only holds its place: its start (the job's start is the
-  // earliest) and a host no process has.
+  // earliest), a host no process has, and how it ended (a rank that died explains every device's
+  // time after its death: analysis/deaths.h).
   for (uint32_t i = 0; i < n; ++i) {
     const shard::PlannedFile& f = plan.files(static_cast<int>(i));
     if (roles[i] != ProcessRole::kAbsent) {
@@ -96,6 +97,9 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, Summa
       ProcessInfo placeholder;
       placeholder.host = kAbsentHost;
       placeholder.start = f.process().start();
+      placeholder.pid = f.process().pid();
+      placeholder.rank = f.process().rank();
+      placeholder.ending = ToProcessInfo(f.process(), f.path()).ending;
       analysis.AddProcess(i, placeholder);
     }
   }

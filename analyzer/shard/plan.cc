@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "analyzer/analysis/processes.h"
 #include "analyzer/read/clock_alignment.h"
+#include "analyzer/read/file_end.h"
 #include "analyzer/read/job_reader.h"
 #include "analyzer/read/socket_addresses.h"
 #include "analyzer/trace/trace_reader.h"
@@ -22,52 +23,14 @@
 namespace idlescope {
 namespace {
 
-// Footer.end_ns of the trace file at `path` (0: none). Walks the packets' framing (tag, length)
-// with one small read each and decodes only the last packet: a file's end without reading it.
-uint64_t FooterEnd(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return 0;
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  uint64_t offset = 0, last = 0, last_length = 0;
-  bool framed = true;
-  while (offset < size) {
-    unsigned char prefix[11];
-    const ssize_t got = pread(fd, prefix, sizeof(prefix), static_cast<off_t>(offset));
-    if (got < 2 || prefix[0] != 0x0a) {
-      framed = false;
-      break;
-    }
-    uint64_t length = 0;
-    size_t at = 1;
-    bool complete = false;
-    for (int shift = 0; at < static_cast<size_t>(got) && shift < 64 && !complete; shift += 7) {
-      const unsigned char b = prefix[at++];
-      length |= uint64_t{b & 0x7fu} << shift;
-      complete = (b & 0x80) == 0;
-    }
-    if (!complete || length > kMaxPacketBytes || offset + at + length > size) {
-      framed = false;
-      break;
-    }
-    last = offset + at;
-    last_length = length;
-    offset += at + length;
-  }
-  uint64_t end = 0;
-  if (framed && last_length > 0) {
-    std::string bytes(last_length, '\0');
-    if (pread(fd, bytes.data(), last_length, static_cast<off_t>(last)) ==
-        static_cast<ssize_t>(last_length)) {
-      Packet packet;
-      if (packet.ParseFromString(bytes) && packet.has_footer()) end = packet.footer().end_ns();
-    }
-  }
-  close(fd);
+ProcessEnd EndingOf(const shard::Ending& e) {
+  ProcessEnd end;
+  end.reason =
+      ExitReason_IsValid(e.reason()) ? static_cast<ExitReason>(e.reason()) : EXIT_UNSPECIFIED;
+  end.status = e.status();
+  end.at = e.at();
+  end.stack = e.stack();
+  end.drove_gpu = e.drove_gpu();
   return end;
 }
 
@@ -85,6 +48,12 @@ shard::Process ToMessage(const ProcessInfo& info) {
   p.set_main_tid(info.main_tid);
   p.set_forked(info.forked);
   p.set_realtime_at_zero(info.realtime_at_zero);
+  shard::Ending* ending = p.mutable_ending();
+  ending->set_reason(info.ending.reason);
+  ending->set_status(info.ending.status);
+  ending->set_at(info.ending.at);
+  ending->set_stack(info.ending.stack);
+  ending->set_drove_gpu(info.ending.drove_gpu);
   return p;
 }
 
@@ -163,7 +132,14 @@ shard::FileIndex IndexFile(const TraceInput& input, bool align) {
   index.set_readable(true);
   *index.mutable_header() = (*reader)->header();
   reader->reset();
-  index.set_footer_end(FooterEnd(input.path));
+  const ProcessEnd end = ReadFileEnd(input.path);
+  if (end.footer()) index.set_footer_end(static_cast<uint64_t>(end.at));
+  shard::Ending* ending = index.mutable_ending();
+  ending->set_reason(end.reason);
+  ending->set_status(end.status);
+  ending->set_at(end.at);
+  ending->set_stack(end.stack);
+  ending->set_drove_gpu(end.drove_gpu);
   for (std::string& key : ReadSocketAddressKeys(input.path)) index.add_sockets(std::move(key));
   index.set_aligned(align);
   if (align) {
@@ -264,6 +240,7 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& index,
   for (size_t i = 0; i < files.size(); ++i) {
     const shard::FileIndex& f = *files[i];
     ProcessInfo info = ProcessInfoOf(f.header(), offsets[i], f.path());
+    info.ending = OnJobClock(EndingOf(f.ending()), offsets[i]);
     job_start = i == 0 ? info.start : std::min(job_start, info.start);
     if (f.footer_end() != 0) {
       end_hint = std::max(end_hint, static_cast<Ns>(f.footer_end()) + offsets[i]);
@@ -316,6 +293,7 @@ ProcessInfo ToProcessInfo(const shard::Process& p, const std::string& path) {
   info.main_tid = p.main_tid();
   info.forked = p.forked();
   info.realtime_at_zero = p.realtime_at_zero();
+  info.ending = EndingOf(p.ending());
   return info;
 }
 

@@ -19,7 +19,7 @@ class SymbolWriter {
       : source_(source), python_frames_(python_frames), out_(out) {}
 
   void String(uint32_t process, uint64_t id) {
-    if (id == 0 || id == kLaunchEvidence || IsCommandEvidence(id) ||
+    if (id == 0 || id == kLaunchEvidence || id == kDeathEvidence || IsCommandEvidence(id) ||
         !strings_.insert({process, id}).second) {
       return;
     }

@@ -8,7 +8,10 @@
 // rank R saves a synchronous checkpoint (copy to the host, write, fsync: what torch.save on the
 // training thread does) every N steps, and the other ranks wait for it in the next all-reduce;
 // --async-checkpoint is that job's fix: rank R only copies the snapshot, a background thread
-// writes it.
+// writes it. With --crash-rank R --crash-step S rank R crashes at step S (SIGSEGV: a corrupt
+// batch read through a null pointer); the launcher notices a failed rank --monitor-ms later (as
+// torchrun's agent polls its workers) and only then stops the others, which meanwhile wait for
+// the dead rank in the all-reduce.
 //
 // Fix (--fixed): gradients in buckets, each all-reduced on a communication stream as soon as its
 // backward kernel is done, so communication overlaps the rest of the backward pass (DDP's
@@ -25,7 +28,7 @@
 //   allreduce [--fixed] [--ranks 2] [--steps 200] [--grad-mb 1] [--act-mb 108] [--forward 2]
 //             [--backward 8] [--iters 512] [--slow-rank R --delay-ms D]
 //             [--checkpoint-rank R --every N [--model-mb 64] [--dir checkpoints]
-//             [--async-checkpoint]]
+//             [--async-checkpoint]] [--crash-rank R --crash-step S] [--monitor-ms M]
 #include <limits.h>
 #include <nccl.h>
 #include <signal.h>
@@ -71,6 +74,9 @@ struct Options {
   double model_mb = 64;
   std::string dir = "checkpoints";
   bool async_checkpoint = false;
+  int crash_rank = -1;
+  int crash_step = 0;
+  int monitor_ms = 0;
 };
 
 int EnvInt(const char* name, int def) {
@@ -123,6 +129,7 @@ int launch_ranks(const Options& o, char** argv) {
       --running;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (failed++ == 0) {
+          if (o.monitor_ms > 0) usleep(static_cast<useconds_t>(o.monitor_ms) * 1000);
           for (pid_t other : pids) {
             if (other > 0) kill(other, SIGTERM);
           }
@@ -169,6 +176,9 @@ ncclUniqueId share_unique_id(int rank, const std::string& path) {
 __attribute__((noinline)) void load_batch(int rank, const Options& o) {
   if (rank == o.slow_rank && o.delay_ms > 0) usleep(static_cast<useconds_t>(o.delay_ms * 1e3));
 }
+
+// --crash-rank's batch at --crash-step: its header is read through a null pointer (SIGSEGV).
+__attribute__((noinline)) float decode_batch(const float* volatile header) { return header[0]; }
 
 // The bad twin: the whole gradient, all-reduced on the compute stream after the backward pass.
 __attribute__((noinline)) void allreduce_gradients_blocking(float* grads, size_t floats,
@@ -248,6 +258,7 @@ int run_rank(const Options& o) {
   double t0 = example::NowSeconds();
   for (int step = 0; step < o.steps; ++step) {
     load_batch(rank, o);
+    if (rank == o.crash_rank && step == o.crash_step) printf("%g\n", decode_batch(nullptr));
     for (int l = 0; l < o.forward; ++l) model.Layer(compute, grads, grad_floats, step);
     for (int b = 0; b < buckets; ++b) {
       model.Layer(compute, nullptr, 0, step);  // backward of one layer: its gradients
@@ -316,7 +327,8 @@ int main(int argc, char** argv) {
         "usage: allreduce [--fixed] [--ranks N] [--steps N] [--grad-mb MB] [--act-mb MB]\n"
         "                 [--forward N] [--backward N] [--iters N] [--slow-rank R --delay-ms D]\n"
         "                 [--checkpoint-rank R --every N [--model-mb MB] [--dir D]\n"
-        "                 [--async-checkpoint]]\n"
+        "                 [--async-checkpoint]] [--crash-rank R --crash-step S]\n"
+        "                 [--monitor-ms M]\n"
         "  bad: one all-reduce of all gradients after the backward pass; --fixed: bucketed\n"
         "  all-reduces overlapped with the backward pass. Without RANK set, starts --ranks\n"
         "  processes (one GPU each).\n");
@@ -338,6 +350,9 @@ int main(int argc, char** argv) {
   o.model_mb = flags.Double("model-mb", o.model_mb);
   o.dir = flags.Str("dir", o.dir.c_str());
   o.async_checkpoint = flags.Has("async-checkpoint");
+  o.crash_rank = static_cast<int>(flags.Int("crash-rank", o.crash_rank));
+  o.crash_step = static_cast<int>(flags.Int("crash-step", o.crash_step));
+  o.monitor_ms = static_cast<int>(flags.Int("monitor-ms", o.monitor_ms));
   EXAMPLE_CHECK(o.ranks >= 1 && o.ranks <= 64 && o.steps > 0 && o.grad_mb > 0 && o.backward > 0 &&
                     o.every > 0 && o.model_mb > 0,
                 "bad sizes");
