@@ -202,8 +202,9 @@ int ManagedSigaction(int sig, const struct sigaction* act, struct sigaction* old
 // abort) is raised again, pending until the handler returns.
 // A handler the program installs goes to the kernel as given, replacing ours: crash handlers,
 // sanitizers and emulators read or rewrite the faulting context and must get the kernel's frame
-// with nothing of ours in between. A query (sigaction's old action, signal's return) answers
-// SIG_DFL where ours is installed, which is what the program would see untraced.
+// with nothing of ours in between; SIG_DFL installed by the program puts ours back. A query
+// (sigaction's old action, signal's return) answers SIG_DFL where ours is installed, which is
+// what the program would see untraced.
 
 bool IsFatal(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
@@ -230,25 +231,39 @@ __attribute__((noinline)) void OnFatalSignal(int sig, siginfo_t* info, void* /*u
   errno = saved;
 }
 
+// Our action, set at load (InstallFatalHandlers) where the recorder runs.
+struct sigaction g_fatal_action;
+bool g_fatal_handlers = false;
+
 void InstallFatalHandlers() {
+  memset(&g_fatal_action, 0, sizeof(g_fatal_action));
+  g_fatal_action.sa_sigaction = OnFatalSignal;
+  sigemptyset(&g_fatal_action.sa_mask);
+  // SA_ONSTACK: the program's alternate stack where it has one (a stack overflow's SIGSEGV cannot
+  // run a handler on the overflowed stack: the kernel then kills the process with SIGSEGV, as
+  // untraced).
+  g_fatal_action.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+  g_fatal_handlers = true;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
     struct sigaction current;
     if (RealSigaction(sig, nullptr, &current) != 0) continue;
     const bool dfl = (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL;
-    if (!dfl) continue;
-    struct sigaction ours;
-    memset(&ours, 0, sizeof(ours));
-    ours.sa_sigaction = OnFatalSignal;
-    sigemptyset(&ours.sa_mask);
-    // SA_ONSTACK: the program's alternate stack where it has one (a stack overflow's SIGSEGV
-    // cannot run a handler on the overflowed stack: the kernel then kills the process with
-    // SIGSEGV, as untraced).
-    ours.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
-    RealSigaction(sig, &ours, nullptr);
+    if (dfl) RealSigaction(sig, &g_fatal_action, nullptr);
   }
 }
 
+bool IsDefault(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) == 0 && a.sa_handler == SIG_DFL;
+}
+
 int FatalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  // The program going back to the default (Python's faulthandler.disable()) gets ours again,
+  // which acts as the default does.
+  if (act != nullptr && IsDefault(*act) && g_fatal_handlers && RecorderActive()) {
+    const int rc = RealSigaction(sig, &g_fatal_action, old);
+    if (rc == 0 && old != nullptr && IsOurFatalHandler(*old)) *old = DefaultAction();
+    return rc;
+  }
   const int rc = RealSigaction(sig, act, old);
   if (rc == 0 && old != nullptr && IsOurFatalHandler(*old)) *old = DefaultAction();
   return rc;

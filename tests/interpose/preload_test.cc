@@ -463,6 +463,43 @@ TEST_F(PreloadTest, SigtermAndSigintWithDefaultActionFlushAndDieOfTheSignal) {
   }
 }
 
+// Issue 27: a process that dies of SIGSEGV or SIGABRT with the default action writes its end (the
+// footer, and PROC_EXIT with the stack where the signal landed) and still dies of the signal; the
+// program sees SIG_DFL where our handler stands.
+TEST_F(PreloadTest, FatalSignalsWithDefaultActionWriteTheEndAndKill) {
+  for (int sig : {SIGSEGV, SIGABRT}) {
+    Child c = Start({"crash", sig == SIGSEGV ? "1" : "2"});
+    ASSERT_TRUE(WaitForLine(c, "default-seen")) << sig;
+    Finish(c);
+    ASSERT_TRUE(WIFSIGNALED(c.status)) << sig;
+    EXPECT_EQ(WTERMSIG(c.status), sig);
+    ReadTrace t = ReadTraceFile(FileOf(c.pid));
+    Flattened f = Flatten(t);
+    EXPECT_EQ(Count(f, "before-crash"), 1);
+    ASSERT_NE(FooterOf(t), nullptr) << sig;
+    EXPECT_EQ(FooterOf(t)->reason(), EXIT_SIGNAL);
+    EXPECT_EQ(FooterOf(t)->exit_status(), sig);
+    const FlatEvent* exit = nullptr;
+    for (const FlatEvent& e : f.events) {
+      if (e.event.type() == idlescope::PROC_EXIT) exit = &e;
+    }
+    ASSERT_NE(exit, nullptr) << sig;
+    EXPECT_EQ(exit->event.result(), sig);
+    std::vector<std::string> fns = StackFunctions(f, exit->event.stack());
+    const std::string where = sig == SIGSEGV ? "CrashHere" : "abort";
+    EXPECT_TRUE(std::any_of(fns.begin(), fns.end(),
+                            [&](const std::string& fn) { return fn.find(where) == 0; }))
+        << sig << ": " << ::testing::PrintToString(fns);
+  }
+}
+
+TEST_F(PreloadTest, FatalSignalHandlerOfTheProgramRunsInstead) {
+  Child c = Start({"own_segv_handler"});
+  Finish(c);
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 33);
+}
+
 // Issue 16: SIGTERM lands on the main thread at any point, also while it holds the strings mutex
 // (every open interns its path) or the dynamic loader's lock (dlopen: Python imports). The final
 // flush may not wait for any lock the stopped thread can hold: before the fix the exit stalled for

@@ -210,6 +210,13 @@ int ForkStorm(int threads, int forks) {
 
 }  // namespace
 
+__attribute__((noinline)) int CrashHere(const int* p) {
+  const int* volatile at = p;
+  return *at;
+}
+
+void OnSegv(int) { _exit(33); }
+
 int main(int argc, char** argv) {
   g_mark = reinterpret_cast<void (*)(const char*)>(dlsym(RTLD_DEFAULT, "idlescope_mark"));
   g_flush = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "idlescope_flush"));
@@ -264,6 +271,20 @@ int main(int argc, char** argv) {
     Say("own-handler-visible\n");
     Mark("handler-installed");
     return SleepMarking();
+  }
+  if (mode == "crash") {  // SIGSEGV (argv n = 1) or abort() (n = 2) with the default action
+    struct sigaction current;
+    if (sigaction(SIGSEGV, nullptr, &current) != 0) return 92;
+    const bool dfl = (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL;
+    const sighandler_t old = signal(SIGABRT, SIG_DFL);
+    Say(dfl && old == SIG_DFL ? "default-seen\n" : "ours-seen\n");
+    Mark("before-crash");
+    if (n == 2) abort();
+    return CrashHere(nullptr);
+  }
+  if (mode == "own_segv_handler") {  // the program's handler runs, not ours
+    signal(SIGSEGV, OnSegv);
+    return CrashHere(nullptr);
   }
   if (mode == "ignore_sigint") {  // SIG_IGN must really ignore
     signal(SIGINT, SIG_IGN);
