@@ -141,7 +141,13 @@ JobReport JobMerge::Build(const CrossRank& cross_rank, const SymbolSource& symbo
   for (const ReportWarning& w : inputs_.skipped) warnings.push_back(w);
   for (FileWarning& w : read_warnings) warnings.push_back(std::move(w.warning));
   std::vector<FileReport> file_reports;
-  for (FileResult& f : files) file_reports.push_back(std::move(f.report));
+  for (FileResult& f : files) {
+    if (f.file < processes_.size()) {
+      f.report.ending = processes_[f.file].info.ending;
+      if (f.report.ending.at != 0) f.report.ending.at -= job_start;
+    }
+    file_reports.push_back(std::move(f.report));
+  }
 
   return AssembleReport({.options = options_,
                          .job_start = job_start,

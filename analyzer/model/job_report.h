@@ -110,6 +110,14 @@ struct FileReport {
   uint64_t events = 0;
   uint64_t gpu_activities = 0;
   bool footer = false;
+  // How its process ended (read/file_end.h), `ending.at` from the job's start.
+  ProcessEnd ending;
+
+  // Not a clean end: a signal, a non-zero exit status, or no footer (an exec is clean).
+  bool EndedAbnormally() const {
+    return !ending.footer() || ending.reason == EXIT_SIGNAL ||
+           (ending.reason != EXIT_EXEC && ending.status != 0);
+  }
 };
 
 // How one host's clock was placed on the job's time line (read/clock_alignment.h).

@@ -633,6 +633,13 @@ std::string FormatJsonReport(const JobReport& r) {
     j.Uint("host_events", f.events);
     j.Uint("gpu_activities", f.gpu_activities);
     j.Bool("footer", f.footer);
+    j.Key("end");
+    j.BeginObject();
+    j.String("how", ProcessEndHow(f.ending));
+    j.Int("status", f.ending.status);
+    j.Int("at_ns", f.ending.at);
+    j.Bool("clean", !f.EndedAbnormally());
+    j.EndObject();
     j.EndObject();
   }
   j.EndArray();

@@ -40,6 +40,22 @@ std::string FormatTextReport(const JobReport& r) {
                         r.devices.size(), r.devices.size() == 1 ? "" : "s", used, r.hosts.size(),
                         r.hosts.size() == 1 ? "" : "s", Seconds(r.span));
 
+  // How each process ended, where it was not a clean exit (a crash, a kill, an error).
+  bool header = false;
+  for (const FileReport& f : r.files) {
+    if (!f.EndedAbnormally()) continue;
+    if (!header) {
+      absl::StrAppendFormat(&out,
+                            "Processes that did not exit cleanly\n  %-8s %5s %-16s %12s  %s\n",
+                            "PID", "RANK", "END", "AT", "FILE");
+      header = true;
+    }
+    absl::StrAppendFormat(&out, "  %-8d %5s %-16s %12s  %s\n", f.pid,
+                          f.rank >= 0 ? absl::StrCat(f.rank) : "-", ProcessEndHow(f.ending),
+                          absl::StrCat("+", Seconds(f.ending.at)), EscapeControls(f.path));
+  }
+  if (header) out += "\n";
+
   absl::StrAppendFormat(&out, "Utilization (mean over GPUs)\n");
   absl::StrAppendFormat(&out, "  compute (paper's time-weighted U):      %6s\n",
                         Percent(r.compute_util));

@@ -214,7 +214,8 @@ PartResults FullPart() {
                          .host = "node0",
                          .events = 1234,
                          .gpu_activities = 567,
-                         .footer = true}});
+                         .footer = true,
+                         .ending = {}}});
   return part;
 }
 

@@ -12,6 +12,8 @@ for the dead rank in the all-reduce:
   trace (no handler runs, no footer): the
   finding says "no trace end" and rank_died is still the top cause;
 - whole: the same job without a death has no rank_died.
+Both deaths are also in the JSON files[] (`end`: how, clean false) and in the text report's list
+of processes that did not exit cleanly.
 """
 import json
 import os
@@ -140,6 +142,11 @@ def CheckDeath(name, reports, text, how, failures, stack_functions=()):
         print("%s: stacks %s" % (name, stacks))
         if not any(all(f in s for f in stack_functions) for s in stacks):
             failures.append("%s: no stack with %s" % (name, " and ".join(stack_functions)))
+    ends = [f["end"] for f in report["files"] if f["pid"] == pid and not f["end"]["clean"]]
+    if not ends or ends[-1]["how"] != how:
+        failures.append("%s: files[] says %s of pid %d, expected %s" % (name, ends, pid, how))
+    if "Processes that did not exit cleanly" not in text or ("%d " % pid) not in text:
+        failures.append("%s: the text report does not list pid %d's end" % (name, pid))
     if "trace files of some ranks not given" in text:
         failures.append("%s: the text report still guesses at missing trace files" % name)
     single = [(c["cause"], c["idle_ns"]) for c in reports["single"]["causes"]]
