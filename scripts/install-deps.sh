@@ -16,6 +16,8 @@ packages=(
   python3-distributed
   # the Debian 11 root of tests/portability (an older glibc than this system's)
   debootstrap
+  # readers of `idlescope diff`'s CI outputs in tests/diff (JUnit XML, Markdown)
+  python3-junitparser python3-markdown
 )
 # chromium renders the HTML report in its tests (tests/html/, through puppeteer-core from npm,
 # which the tests' setup installs from tests/html/package-lock.json).

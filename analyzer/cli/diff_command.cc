@@ -1,5 +1,6 @@
-// idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run] [--min-gap MS]
-//                [--fail-if-slower PCT] [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
+// idlescope diff [--format text|json|html|markdown|junit] [-o FILE] [--per-step|--per-run]
+//                [--min-gap MS] [--fail-if-slower PCT] [--confidence PCT]
+//                [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
 // Analyzes two runs of a job (trace directories or files) with the same pipeline as
 // `idlescope report`, and prints them side by side (analyzer/diff/diff.h, docs/diff.md). Exit
@@ -26,17 +27,21 @@ namespace idlescope {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: idlescope diff [--format text|json|html] [-o FILE] [--per-step|--per-run]\n"
-    "                      [--fail-if-slower PCT] [--fail-if-cause-grows CAUSE:PCT]...\n"
-    "                      [--min-gap MS] BEFORE AFTER\n"
+    "usage: idlescope diff [--format text|json|html|markdown|junit] [-o FILE]\n"
+    "                      [--per-step|--per-run] [--fail-if-slower PCT [--confidence PCT]]\n"
+    "                      [--fail-if-cause-grows CAUSE:PCT]... [--min-gap MS] BEFORE AFTER\n"
     "  BEFORE, AFTER           trace directories (or single trace files) of two runs\n"
-    "  --format FORMAT         text (default), json (machine-readable, schema: docs/diff.md)\n"
-    "                          or html (one self-contained page)\n"
+    "  --format FORMAT         text (default), json (machine-readable, schema: docs/diff.md),\n"
+    "                          html (one self-contained page), markdown (a CI job's summary\n"
+    "                          page) or junit (JUnit XML: one test case per gate)\n"
     "  --json                  the same as --format json\n"
     "  -o, --output FILE       write the diff to FILE instead of stdout\n"
     "  --per-step, --per-run   force the normalization (default: per step when both runs'\n"
     "                          steps are recognized and their counts differ)\n"
-    "  --fail-if-slower PCT    exit 3 when AFTER's wall time is more than PCT% above BEFORE's\n"
+    "  --fail-if-slower PCT    exit 3 when AFTER is more than PCT% slower than BEFORE: its\n"
+    "                          median step time, and significantly (see --confidence), when\n"
+    "                          both runs' steps are found; else its wall time\n"
+    "  --confidence PCT        of the step time's confidence interval (default 95)\n"
     "  --fail-if-cause-grows CAUSE:PCT\n"
     "                          exit 3 when CAUSE's idle time grows by more than PCT%\n"
     "                          (repeatable; CAUSE as in `idlescope report --format json`)\n"
@@ -50,6 +55,7 @@ enum DiffOption : int {
   kPerRunOption,
   kFailIfSlowerOption,
   kFailIfCauseGrowsOption,
+  kConfidenceOption,
 };
 
 constexpr OptionSpec kDiffOptions[] = {
@@ -60,6 +66,7 @@ constexpr OptionSpec kDiffOptions[] = {
     {kPerRunOption, "per-run"},
     {kFailIfSlowerOption, "fail-if-slower", 0, "PCT"},
     {kFailIfCauseGrowsOption, "fail-if-cause-grows", 0, "CAUSE:PCT"},
+    {kConfidenceOption, "confidence", 0, "PCT"},
     kMinGap,
 };
 
@@ -109,6 +116,13 @@ int DiffCommand(int argc, char** argv) {
       case kFailIfSlowerOption:
         if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
         options.fail_if_slower_pct = number;
+        break;
+      case kConfidenceOption:
+        if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
+        if (!(number >= 50 && number < 100)) {
+          return UsageError("diff", "--confidence: expected a percentage from 50 to 99.9");
+        }
+        options.confidence = number / 100;
         break;
       case kMinGapOption:
         if (!NumberValue("diff", option, &number)) return kDiffExitUsage;

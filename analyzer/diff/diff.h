@@ -2,6 +2,10 @@
 // CI gates of `idlescope diff`. Plain data in, plain data out, so every rule is testable on
 // synthetic JobReports; docs/diff.md documents the output and the JSON schema (kDiffSchemaVersion).
 //
+// Steps (diff/step_census.h, FindSteps): when both runs' steps are found, the wall-time gate
+// compares their step times, with a confidence interval from a bootstrap over the steps
+// (StepChange), and trips only on a change both above its threshold and significant.
+//
 // Runs of different lengths (a fix run for fewer steps, a shorter benchmark) are compared per
 // step when both runs' steps can be recognized the same way:
 //   1. NCCL: the number of collectives on the main communicator (the one with the most; NCCL's
@@ -36,6 +40,18 @@ inline constexpr int kDiffExitUsage = 2;
 inline constexpr int kDiffExitGateTripped = 3;
 
 // One run, as the diff sees it.
+// A run's step times, summarized (StepCensus::steps).
+struct StepStats {
+  uint64_t count = 0;  // steps measured
+  std::string anchor;  // the kernel each step begins with
+  uint64_t kernels_per_step = 0;
+  Ns p25 = 0;
+  Ns typical = 0;  // the step time the comparison rests on (StepChange)
+  Ns median = 0;
+  Ns p90 = 0;
+  Ns max = 0;
+};
+
 struct RunSummary {
   std::string input;  // what the user named (directory or files)
   Ns span = 0;        // job span: wall time of the job
@@ -47,6 +63,7 @@ struct RunSummary {
   double kernel_active_util = 0;
   std::array<Ns, kCauseCount> cause_ns{};
   StepCensus steps;
+  StepStats step_stats;
 };
 
 RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus steps);
@@ -65,7 +82,44 @@ struct DiffOptions {
   // A cause that grows by less than this fraction of BEFORE's wall time never trips its gate:
   // a cause absent before and a few microseconds after is noise, not a regression.
   double cause_noise_fraction = 0.005;
+  // Of the step time's confidence interval (StepChange).
+  double confidence = 0.95;
 };
+
+// Steps each run needs for the step-time comparison.
+inline constexpr uint64_t kMinDiffSteps = 10;
+// Bootstrap resamples, and the most steps of a run one resample draws from (evenly spaced ones
+// past that).
+inline constexpr int kBootstrapResamples = 2000;
+inline constexpr size_t kMaxBootstrapSteps = 20000;
+
+// Steps longer than this many typical ones (25th percentile) are the job's own outliers (a
+// checkpoint, an evaluation): the step time counts their excess (diff.cc, StepTime).
+inline constexpr double kOutlierSteps = 10;
+
+// The change of the step time, AFTER against BEFORE: the ratio of the runs' step times less 1
+// (the typical step, the 25th percentile, plus the excess of outlier steps: a loaded machine
+// slows some steps by a few time slices, neither the fast quarter nor by 10 times: diff.cc,
+// StepTime), and
+// its confidence interval from a moving-block bootstrap over steps (each run's steps drawn in
+// blocks of cbrt(steps) consecutive ones, with replacement, kBootstrapResamples times, the ratio
+// each time; the interval holds the middle `confidence` of them). Deterministic: a fixed seed.
+struct StepChange {
+  bool measured = false;  // both runs have kMinDiffSteps steps or more
+  double change = 0;
+  double low = 0;
+  double high = 0;
+  double confidence = 0;
+  // The interval excludes no change.
+  bool significant() const { return measured && (low > 0 || high < 0); }
+};
+
+StepChange CompareSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
+                        double confidence);
+// The same for the mean step time: what every step's time, a loaded machine's contention
+// included, adds up to.
+StepChange CompareMeanSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
+                            double confidence);
 
 // "checkpointing:10" -> {kCheckpointing, 10}. Cause names as in the report's JSON.
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec);
@@ -125,6 +179,11 @@ struct GateResult {
   // kFailIfCauseGrows: the cause grew past the threshold, but by less than the noise floor.
   bool below_noise = false;
   double noise_ns = 0;
+  // kFailIfSlower on the step time (JobDiff::step_time) instead of the wall time (docs/diff.md,
+  // "The slower gate"): it trips when the change is above the threshold and significant.
+  bool on_steps = false;
+  std::optional<double> mean_pct;  // the mean step's change (shown, not gated)
+  bool not_significant = false;    // above the threshold, but the interval includes no change
 };
 
 // Stable identifiers (JSON): "none", "kernel", "nccl_collectives"; "fail_if_slower",
@@ -143,6 +202,8 @@ struct JobDiff {
   DiffValue kernel_active_util;
   std::vector<CauseDiff> causes;  // non-zero in either run, largest (either run) first
   double speedup = 0;             // before wall / after wall (per unit); 0 when unknown
+  StepChange step_time;           // the step time's change (StepTime: what the gate compares)
+  StepChange mean_step_time;      // the mean step time's change (shown, not gated)
   std::vector<GateResult> gates;
   bool tripped() const;
   int exit_code() const { return tripped() ? kDiffExitGateTripped : kDiffExitOk; }

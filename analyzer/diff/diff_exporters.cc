@@ -5,9 +5,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/report/escape.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/units.h"
 
@@ -66,11 +68,27 @@ std::string GateLabel(const GateResult& g) {
   return absl::StrFormat("fail-if-cause-grows %s:%g%%", InfoOf(g.cause).name, g.threshold_pct);
 }
 
+std::string StepChangeText(const StepChange& c, std::string_view statistic) {
+  if (!c.measured) return "not measured (fewer steps than needed in a run)";
+  return absl::StrFormat("%s %+.1f%% (%g%% confidence interval %+.1f%% .. %+.1f%%): %s", statistic,
+                         100 * c.change, 100 * c.confidence, 100 * c.low, 100 * c.high,
+                         c.significant()
+                             ? (c.change > 0 ? "significantly slower" : "significantly faster")
+                             : "no significant change");
+}
+
 std::string GateDetail(const GateResult& g) {
   const char* unit = g.per_step ? " per step" : "";
   std::optional<double> rel = g.value.relative();
+  if (g.kind == GateKind::kFailIfSlower && g.on_steps) {
+    return absl::StrFormat("step time %s -> %s, %+.1f%%%s; mean step %+.1f%%",
+                           AutoTime(g.value.before), AutoTime(g.value.after),
+                           g.measured_pct.value_or(0), g.not_significant ? ", not significant" : "",
+                           g.mean_pct.value_or(0));
+  }
   if (g.kind == GateKind::kFailIfSlower) {
-    return rel ? absl::StrFormat("wall time%s %+.1f%%", unit, 100 * *rel)
+    return rel ? absl::StrFormat("wall time%s %+.1f%% (no steps: no confidence interval)", unit,
+                                 100 * *rel)
                : "BEFORE has no wall time";
   }
   std::string detail = absl::StrFormat("%s%s %s -> %s (%s)", InfoOf(g.cause).name, unit,
@@ -123,6 +141,23 @@ std::string FormatTextDiff(const JobDiff& d) {
   for (const CauseDiff& c : d.causes) {
     Row(&out, absl::StrCat("  ", std::string(InfoOf(c.cause).name)), c.idle, u);
   }
+  out += "\nsteps:";
+  for (const auto& [side, r] : {std::pair{"before", &d.before}, std::pair{"after", &d.after}}) {
+    const StepStats& st = r->step_stats;
+    if (st.count == 0) {
+      absl::StrAppendFormat(&out, "\n  %-6s none found", side);
+      continue;
+    }
+    absl::StrAppendFormat(
+        &out,
+        "\n  %-6s %d, p25 %s, median %s, p90 %s, max %s (%d GPU activities each, "
+        "from %s)",
+        side, st.count, AutoTime(static_cast<double>(st.p25)),
+        AutoTime(static_cast<double>(st.median)), AutoTime(static_cast<double>(st.p90)),
+        AutoTime(static_cast<double>(st.max)), st.kernels_per_step, EscapeControls(st.anchor));
+  }
+  absl::StrAppendFormat(&out, "\nstep time: %s\nmean step: %s\n", StepChangeText(d.step_time),
+                        StepChangeText(d.mean_step_time, "mean"));
   if (d.speedup > 0) {
     absl::StrAppendFormat(&out, "\nspeedup: %.2fx (wall time%s, before / after)\n", d.speedup,
                           per_step ? " per step" : "");
@@ -214,6 +249,29 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
   j.Ratio(r.kernel_active_util);
   j.Key("steps");
   j.Uint(steps);
+  j.Key("step_times");
+  j.BeginObject();
+  j.Key("count");
+  j.Uint(r.step_stats.count);
+  j.Key("anchor");
+  if (r.step_stats.count > 0) {
+    j.String(r.step_stats.anchor);
+  } else {
+    j.Null();
+  }
+  j.Key("kernels_per_step");
+  j.Uint(r.step_stats.kernels_per_step);
+  j.Key("step_time_ns");
+  j.Int(r.step_stats.typical);
+  j.Key("p25_ns");
+  j.Int(r.step_stats.p25);
+  j.Key("median_ns");
+  j.Int(r.step_stats.median);
+  j.Key("p90_ns");
+  j.Int(r.step_stats.p90);
+  j.Key("max_ns");
+  j.Int(r.step_stats.max);
+  j.EndObject();
   j.Key("idle_by_cause_ns");
   j.BeginObject();
   for (int i = 0; i < kCauseCount; ++i) {
@@ -269,6 +327,32 @@ std::string FormatJsonDiff(const JobDiff& d) {
   j.EndArray();
   j.Key("speedup");
   j.Ratio(d.speedup);
+  j.Key("step_time");
+  j.BeginObject();
+  j.Key("measured");
+  j.Bool(d.step_time.measured);
+  j.Key("change_pct");
+  j.Fixed(100 * d.step_time.change, 2);
+  j.Key("ci_low_pct");
+  j.Fixed(100 * d.step_time.low, 2);
+  j.Key("ci_high_pct");
+  j.Fixed(100 * d.step_time.high, 2);
+  j.Key("confidence");
+  j.Fixed(d.step_time.confidence, 3);
+  j.Key("significant");
+  j.Bool(d.step_time.significant());
+  j.EndObject();
+  j.Key("mean_step_time");
+  j.BeginObject();
+  j.Key("measured");
+  j.Bool(d.mean_step_time.measured);
+  j.Key("change_pct");
+  j.Fixed(100 * d.mean_step_time.change, 2);
+  j.Key("ci_low_pct");
+  j.Fixed(100 * d.mean_step_time.low, 2);
+  j.Key("ci_high_pct");
+  j.Fixed(100 * d.mean_step_time.high, 2);
+  j.EndObject();
   j.Key("gates");
   j.BeginArray();
   for (const GateResult& g : d.gates) {
@@ -291,6 +375,10 @@ std::string FormatJsonDiff(const JobDiff& d) {
     }
     j.Key("tripped");
     j.Bool(g.tripped);
+    j.Key("on_steps");
+    j.Bool(g.on_steps);
+    j.Key("significant");
+    j.Bool(!g.on_steps || !g.not_significant);
     j.Key("detail");
     j.String(GateDetail(g));
     j.EndObject();
@@ -304,12 +392,140 @@ std::string FormatJsonDiff(const JobDiff& d) {
   return j.Finish();
 }
 
+// --- Markdown (a CI job's summary page)
+// -----------------------------------------------------------
+
+namespace {
+
+// A table cell: no pipe, no line break, no markup of its own.
+std::string Cell(std::string_view text) {
+  std::string out;
+  for (char c : EscapeControls(text)) {
+    if (c == '|' || c == '\\' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+void MarkdownRow(std::string* out, std::string_view label, const DiffValue& v, const TimeUnit& u) {
+  absl::StrAppendFormat(out, "| %s | %s | %s | %s | %s |\n", Cell(label), Time(v.before, u),
+                        Time(v.after, u), SignedTime(v.change(), u), Relative(v));
+}
+
+}  // namespace
+
+std::string FormatMarkdownDiff(const JobDiff& d) {
+  std::string out = "## idlescope diff\n\n";
+  if (!d.gates.empty()) {
+    absl::StrAppendFormat(&out, "**Result: %s** (exit %d)\n\n",
+                          d.tripped() ? "regression, a gate tripped" : "ok", d.exit_code());
+    out += "| gate | verdict | measured |\n|---|---|---|\n";
+    for (const GateResult& g : d.gates) {
+      absl::StrAppendFormat(&out, "| %s | %s | %s |\n", Cell(GateLabel(g)),
+                            g.tripped ? "**tripped**" : "ok", Cell(GateDetail(g)));
+    }
+    out += "\n";
+  }
+  absl::StrAppendFormat(&out, "Before: %s; after: %s.\n\n", Cell(d.before.input),
+                        Cell(d.after.input));
+  absl::StrAppendFormat(&out, "Step time: %s; mean step: %s.\n\n",
+                        Cell(StepChangeText(d.step_time)),
+                        Cell(StepChangeText(d.mean_step_time, "mean")));
+  const TimeUnit u = TimeUnitFor(d.wall.before);
+  absl::StrAppendFormat(&out,
+                        "| %s | before | after | change | relative |\n|---|---|---|---|---|\n",
+                        d.normalization.per_step ? "per step" : "per run");
+  MarkdownRow(&out, "wall time (job span)", d.wall, u);
+  MarkdownRow(&out, "GPU compute busy (all devices)", d.compute, u);
+  MarkdownRow(&out, "idle GPU time (all causes)", d.idle, u);
+  for (const CauseDiff& c : d.causes) MarkdownRow(&out, InfoOf(c.cause).name, c.idle, u);
+  out += "\n";
+  absl::StrAppendFormat(&out, "Normalization: %s.\n", Cell(NormalizationText(d.normalization)));
+  return out;
+}
+
+// --- JUnit XML (one test case per gate) ---------------------------------------------------------
+
+namespace {
+
+std::string Xml(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // XML 1.0 allows no control characters but tab, newline and carriage return.
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+          absl::StrAppendFormat(&out, "\\x%02x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatJunitDiff(const JobDiff& d) {
+  int failures = 0;
+  for (const GateResult& g : d.gates) failures += g.tripped;
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  absl::StrAppendFormat(&out, "<testsuites name=\"idlescope diff\" tests=\"%d\" failures=\"%d\">\n",
+                        d.gates.size(), failures);
+  absl::StrAppendFormat(&out,
+                        "  <testsuite name=\"idlescope diff\" tests=\"%d\" failures=\"%d\" "
+                        "errors=\"0\" skipped=\"0\">\n",
+                        d.gates.size(), failures);
+  absl::StrAppendFormat(&out, "    <properties>\n      <property name=\"before\" value=\"%s\"/>\n",
+                        Xml(d.before.input));
+  absl::StrAppendFormat(&out, "      <property name=\"after\" value=\"%s\"/>\n",
+                        Xml(d.after.input));
+  absl::StrAppendFormat(&out,
+                        "      <property name=\"step_time\" value=\"%s\"/>\n    </properties>\n",
+                        Xml(StepChangeText(d.step_time)));
+  for (const GateResult& g : d.gates) {
+    absl::StrAppendFormat(&out, "    <testcase classname=\"idlescope.diff\" name=\"%s\"",
+                          Xml(GateLabel(g)));
+    if (!g.tripped) {
+      absl::StrAppendFormat(&out, ">\n      <system-out>%s</system-out>\n    </testcase>\n",
+                            Xml(GateDetail(g)));
+      continue;
+    }
+    absl::StrAppendFormat(&out,
+                          ">\n      <failure message=\"%s\" type=\"regression\">%s</failure>\n"
+                          "    </testcase>\n",
+                          Xml(GateDetail(g)), Xml(GateDetail(g)));
+  }
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
 namespace {
 
 const FormatExporter<JobDiff> kText("text", FormatTextDiff);
 const FormatExporter<JobDiff> kJson("json", FormatJsonDiff);
 const FormatExporter<JobDiff> kHtml("html", FormatHtmlDiff);
-const std::array<const Exporter<JobDiff>*, 3> kExporters = {&kText, &kJson, &kHtml};
+const FormatExporter<JobDiff> kMarkdown("markdown", FormatMarkdownDiff);
+const FormatExporter<JobDiff> kJunit("junit", FormatJunitDiff);
+const std::array<const Exporter<JobDiff>*, 5> kExporters = {&kText, &kJson, &kHtml, &kMarkdown,
+                                                            &kJunit};
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // The exporters of `idlescope diff` (report/exporter.h): text for people, JSON for tools
-// (docs/diff.md documents its schema), and html: one self-contained page (diff/diff_html.cc).
+// (docs/diff.md documents its schema), html: one self-contained page (diff/diff_html.cc), and
+// for CI: Markdown (a job's summary page) and JUnit XML (one test case per gate).
 #pragma once
 
 #include <string>
@@ -25,5 +26,13 @@ std::string GateLabel(const GateResult& gate);
 std::string GateDetail(const GateResult& gate);
 std::string FormatJsonDiff(const JobDiff& diff);
 std::string FormatHtmlDiff(const JobDiff& diff);
+// Markdown for a CI job's summary page (GitHub's step summary, GitLab's job page): the verdict,
+// the gates, the step time and the table.
+std::string FormatMarkdownDiff(const JobDiff& diff);
+// JUnit XML: one test case per gate, a tripped gate a failure (CI systems' test reports).
+std::string FormatJunitDiff(const JobDiff& diff);
+// A step time's change in words: "step time +3.2% (95% confidence interval +1.0% .. +5.1%):
+// significantly slower".
+std::string StepChangeText(const StepChange& change, std::string_view statistic = "step time");
 
 }  // namespace idlescope

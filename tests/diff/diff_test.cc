@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "analyzer/diff/diff_exporters.h"
 
@@ -252,10 +255,89 @@ TEST(DiffFormat, NormalizationAndGatesInWords) {
   JobDiff d = CompareRuns(MakeRun(10 * kS, kS, 0, 0), MakeRun(12 * kS, kS, kMs, 0), options);
   ASSERT_EQ(d.gates.size(), 2u);
   EXPECT_EQ(GateLabel(d.gates[0]), "fail-if-slower 10%");
-  EXPECT_EQ(GateDetail(d.gates[0]), "wall time +20.0%");
+  EXPECT_EQ(GateDetail(d.gates[0]), "wall time +20.0% (no steps: no confidence interval)");
   EXPECT_EQ(GateLabel(d.gates[1]), "fail-if-cause-grows checkpointing:10%");
   EXPECT_EQ(GateDetail(d.gates[1]),
             "checkpointing 0.0 us -> 1.00 ms (new), below the noise floor of 50.00 ms");
+}
+
+}  // namespace
+}  // namespace idlescope
+
+// --- CompareSteps: the step time's change and its confidence interval ---------------------------
+
+namespace idlescope {
+namespace {
+
+std::vector<Ns> NoisySteps(size_t n, Ns base, uint64_t seed, double slow_share) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<Ns> out;
+  for (size_t i = 0; i < n; ++i) {
+    double t = static_cast<double>(base) * (1 + 0.002 * u(rng));
+    if (u(rng) < slow_share) t += static_cast<double>(base) * (0.25 + u(rng));  // a lost slice
+    out.push_back(static_cast<Ns>(t));
+  }
+  return out;
+}
+
+TEST(CompareSteps, IdenticalRunsOnALoadedMachineShowNoChange) {
+  // 60% and 40% of the steps slowed: the median moves, the fast quarter does not.
+  StepChange c =
+      CompareSteps(NoisySteps(300, 4'000'000, 1, 0.6), NoisySteps(300, 4'000'000, 2, 0.4), 0.95);
+  ASSERT_TRUE(c.measured);
+  EXPECT_LT(std::fabs(c.change), 0.01);
+  EXPECT_LT(c.low, 0.05);
+}
+
+TEST(CompareSteps, ATenPercentSlowerStepIsSignificant) {
+  StepChange c =
+      CompareSteps(NoisySteps(200, 4'000'000, 3, 0.1), NoisySteps(200, 4'400'000, 4, 0.1), 0.95);
+  ASSERT_TRUE(c.measured);
+  EXPECT_NEAR(c.change, 0.10, 0.01);
+  EXPECT_TRUE(c.significant());
+  EXPECT_GT(c.low, 0.05);
+  EXPECT_LE(c.low, c.change);
+  EXPECT_GE(c.high, c.change);
+}
+
+TEST(CompareSteps, ACheckpointStepEveryTwentyStepsIsTheJobsOwn) {
+  // AFTER stops every 20th step for 30 steps' time (a synchronous checkpoint): the typical step
+  // is the same, the outliers' excess is 29/20 of a step per step.
+  std::vector<Ns> before = NoisySteps(400, 4'000'000, 13, 0.3);
+  std::vector<Ns> after = NoisySteps(400, 4'000'000, 14, 0.3);
+  for (size_t i = 19; i < after.size(); i += 20) after[i] = 30 * 4'000'000;
+  StepChange c = CompareSteps(before, after, 0.95);
+  ASSERT_TRUE(c.measured);
+  EXPECT_NEAR(c.change, 29.0 / 20, 0.1);
+  EXPECT_TRUE(c.significant());
+}
+
+TEST(CompareSteps, TooFewStepsAreNotMeasured) {
+  EXPECT_FALSE(CompareSteps(NoisySteps(9, 1000, 5, 0), NoisySteps(50, 1000, 6, 0), 0.95).measured);
+}
+
+TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
+  auto run = [](Ns step, uint64_t seed) {
+    RunSummary r;
+    r.span = 1'000'000'000;
+    r.steps.steps.durations = NoisySteps(200, step, seed, 0.5);
+    r.step_stats = SummarizeRun("run", JobReport{}, r.steps).step_stats;
+    return r;
+  };
+  DiffOptions options;
+  options.fail_if_slower_pct = 5;
+  RunSummary slower = run(4'400'000, 10);
+  slower.span = 900'000'000;  // a shorter run: its wall time is no measure
+  JobDiff tripped = CompareRuns(run(4'000'000, 9), slower, options);
+  ASSERT_EQ(tripped.gates.size(), 1u);
+  EXPECT_TRUE(tripped.gates[0].on_steps);
+  EXPECT_TRUE(tripped.gates[0].tripped);
+  EXPECT_NEAR(*tripped.gates[0].measured_pct, 10, 1);
+  JobDiff same = CompareRuns(run(4'000'000, 11), run(4'000'000, 12), options);
+  EXPECT_FALSE(same.gates[0].tripped);
+  EXPECT_EQ(same.exit_code(), kDiffExitOk);
+  EXPECT_EQ(tripped.exit_code(), kDiffExitGateTripped);
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace idlescope {
 namespace {
@@ -86,6 +88,113 @@ TEST(StepCensus, KeepsAtMostEightKernelsMostFrequentFirst) {
   EXPECT_EQ(census.kernels[0].name, "k12");
   EXPECT_EQ(census.kernels[0].count, 12u);
   EXPECT_EQ(census.kernels.back().count, 5u);
+}
+
+}  // namespace
+}  // namespace idlescope
+
+// --- FindSteps: the training steps of a GPU activity sequence -----------------------------------
+
+namespace idlescope {
+namespace {
+
+struct Sequence {
+  std::vector<uint32_t> names;
+  std::vector<Ns> starts;
+  void Add(uint32_t name, Ns gap = 10) {
+    starts.push_back(starts.empty() ? 0 : starts.back() + gap);
+    names.push_back(name);
+  }
+};
+
+TEST(FindSteps, AStepOfManyLayersAndOneOptimizerKernel) {
+  Sequence s;  // 100 layer kernels (0) then the optimizer (1): layers repeat every kernel
+  for (int step = 0; step < 20; ++step) {
+    for (int l = 0; l < 100; ++l) s.Add(0);
+    s.Add(1, step % 2 == 0 ? 10 : 30);  // every other step 20 ns longer
+  }
+  std::optional<FoundSteps> found = FindSteps(s.names, s.starts);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->anchor, 1u);
+  EXPECT_EQ(found->kernels_per_step, 101u);
+  ASSERT_EQ(found->durations.size(), 19u);
+  EXPECT_EQ(found->durations[0], 101 * 10 + 20);  // the step after an even one: +30 at its end
+  EXPECT_EQ(found->durations[1], 101 * 10);
+}
+
+TEST(FindSteps, AKernelTwiceAStepIsNoStep) {
+  Sequence s;  // A B A C: A repeats every 2 kernels, but the sequence repeats every 4
+  for (int step = 0; step < 30; ++step) {
+    s.Add(0);
+    s.Add(1);
+    s.Add(0);
+    s.Add(2);
+  }
+  std::optional<FoundSteps> found = FindSteps(s.names, s.starts);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->kernels_per_step, 4u);
+  EXPECT_EQ(found->anchor, 1u);
+  EXPECT_EQ(found->durations.size(), 29u);
+}
+
+TEST(FindSteps, AnEvaluationEveryTenStepsIsNotTheStep) {
+  Sequence s;  // steps of (0, 1, 2); every 10th step an evaluation kernel (3) after it
+  for (int step = 0; step < 100; ++step) {
+    s.Add(0);
+    s.Add(1);
+    s.Add(2);
+    if (step % 10 == 9) s.Add(3);
+  }
+  std::optional<FoundSteps> found = FindSteps(s.names, s.starts);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->kernels_per_step, 3u);
+  EXPECT_EQ(found->durations.size(), 99u);
+}
+
+TEST(FindSteps, OneKernelOverAndOverHasNoSteps) {
+  Sequence s;
+  for (int i = 0; i < 500; ++i) s.Add(0);
+  EXPECT_FALSE(FindSteps(s.names, s.starts));
+  Sequence few;  // a cycle seen 3 times: fewer than kMinStepAnchors
+  for (int step = 0; step < 3; ++step) {
+    few.Add(0);
+    few.Add(1);
+    few.Add(2);
+  }
+  EXPECT_FALSE(FindSteps(few.names, few.starts));
+}
+
+TEST(StepCensus, StepsAreTheMainProcessesCopiesAndKernels) {
+  StepCensusSink sink;
+  sink.AddProcess(0, {});
+  sink.AddProcess(1, {});
+  Names names;
+  names.strings[{1, 7}] = "layer";
+  Ns t = 0;
+  for (int step = 0; step < 12; ++step) {  // process 1: a pageable batch copy, then 3 layers
+    GpuRecord copy;
+    copy.process = 1;
+    copy.kind = GPU_MEMCPY;
+    copy.copy_kind = COPY_H2D;
+    copy.start = t;
+    sink.AddGpuRecord(copy);
+    for (int l = 0; l < 3; ++l) {
+      GpuRecord k;
+      k.process = 1;
+      k.kind = GPU_KERNEL;
+      k.name_id = 7;
+      k.grid = 64;
+      k.start = t + 100 + 10 * l;
+      sink.AddGpuRecord(k);
+    }
+    t += step == 5 ? 2000 : 1000;
+  }
+  StepCensus census = sink.Census(names);
+  EXPECT_EQ(census.steps.anchor, "GPU_MEMCPY:COPY_H2D");
+  EXPECT_EQ(census.steps.kernels_per_step, 4u);
+  ASSERT_EQ(census.steps.durations.size(), 11u);
+  EXPECT_EQ(census.steps.durations[5], 2000);
+  EXPECT_EQ(census.steps.durations[6], 1000);
 }
 
 }  // namespace
