@@ -64,6 +64,7 @@ enum Type : uint8_t {
   kSignalHandler = 56,
   kThreadSample = 57,
   kMark = 60,
+  kNvtxRange = 61,
 };
 enum CopyKind : uint8_t { kH2D = 1, kD2H = 2, kD2D = 3, kH2H = 4, kPeer = 5 };
 enum MemKind : uint8_t { kPageable = 1, kPinned = 2, kDevice = 3, kManaged = 4, kArray = 5 };

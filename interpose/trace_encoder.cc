@@ -15,7 +15,8 @@ bool IsCuda(uint8_t type) { return type >= ev::kCudaMemcpy && type <= ev::kCudaL
 bool IsNccl(uint8_t type) { return type >= ev::kNcclCollective && type <= ev::kNcclCommDestroy; }
 bool IsIo(uint8_t type) {
   return (type >= ev::kFileOpen && type <= ev::kFileCopy) ||
-         (type >= ev::kNetConnect && type <= ev::kNetSocket) || type == ev::kMark;
+         (type >= ev::kNetConnect && type <= ev::kNetSocket) || type == ev::kMark ||
+         type == ev::kNvtxRange;
 }
 bool IsProc(uint8_t type) { return type >= ev::kProcFork && type <= ev::kSignalHandler; }
 constexpr uint8_t kGpuKernel = 1;  // GpuActivityKind GPU_KERNEL

@@ -29,7 +29,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: idlescope diff [--format text|json|html|markdown|junit] [-o FILE]\n"
     "                      [--per-step|--per-run] [--fail-if-slower PCT [--confidence PCT]]\n"
-    "                      [--fail-if-cause-grows CAUSE:PCT]... [--min-gap MS] BEFORE AFTER\n"
+    "                      [--fail-if-cause-grows CAUSE:PCT]... [--step-marker NAME]\n"
+    "                      [--min-gap MS] BEFORE AFTER\n"
     "  BEFORE, AFTER           trace directories (or single trace files) of two runs\n"
     "  --format FORMAT         text (default), json (machine-readable, schema: docs/diff.md),\n"
     "                          html (one self-contained page), markdown (a CI job's summary\n"
@@ -42,6 +43,9 @@ constexpr char kUsage[] =
     "                          median step time, and significantly (see --confidence), when\n"
     "                          both runs' steps are found; else its wall time\n"
     "  --confidence PCT        of the step time's confidence interval (default 95)\n"
+    "  --step-marker NAME      steps are the job's NVTX ranges NAME (a trailing step number\n"
+    "                          dropped: ProfilerStep#12 is ProfilerStep); default: the name\n"
+    "                          with the most outermost ranges, else steps found in the GPU work\n"
     "  --fail-if-cause-grows CAUSE:PCT\n"
     "                          exit 3 when CAUSE's idle time grows by more than PCT%\n"
     "                          (repeatable; CAUSE as in `idlescope report --format json`)\n"
@@ -56,6 +60,7 @@ enum DiffOption : int {
   kFailIfSlowerOption,
   kFailIfCauseGrowsOption,
   kConfidenceOption,
+  kStepMarkerOption,
 };
 
 constexpr OptionSpec kDiffOptions[] = {
@@ -67,6 +72,7 @@ constexpr OptionSpec kDiffOptions[] = {
     {kFailIfSlowerOption, "fail-if-slower", 0, "PCT"},
     {kFailIfCauseGrowsOption, "fail-if-cause-grows", 0, "CAUSE:PCT"},
     {kConfidenceOption, "confidence", 0, "PCT"},
+    {kStepMarkerOption, "step-marker", 0, "NAME"},
     kMinGap,
 };
 
@@ -76,8 +82,9 @@ constexpr CommandSpec kDiff = {"diff", kDiffOptions, kUsage};
 // nullopt (after printing why) when it cannot be read.
 // `name`: the side as the user named it (`input` may be a copy: input_copies.h).
 std::optional<RunSummary> Analyze(const std::string& input, const std::string& name,
-                                  const AnalysisOptions& options) {
+                                  const AnalysisOptions& options, const std::string& marker) {
   StepCensusSink census;
+  census.SetStepMarker(marker);
   absl::StatusOr<AnalyzedJob> job = AnalyzeJob({input}, {options, ReadOptions{}}, {&census});
   if (!job.ok()) {
     PrintError("diff", job.status().message());
@@ -93,6 +100,7 @@ int DiffCommand(int argc, char** argv) {
   if (line.exit_status) return *line.exit_status;
   const char* format = "text";
   std::string output;
+  std::string marker;
   DiffOptions options;
   AnalysisOptions analysis_options;
   for (const ParsedOption& option : line.options) {
@@ -116,6 +124,9 @@ int DiffCommand(int argc, char** argv) {
       case kFailIfSlowerOption:
         if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
         options.fail_if_slower_pct = number;
+        break;
+      case kStepMarkerOption:
+        marker = option.value;
         break;
       case kConfidenceOption:
         if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
@@ -160,10 +171,10 @@ int DiffCommand(int argc, char** argv) {
     return kDiffExitUnreadable;
   }
   std::optional<RunSummary> before =
-      Analyze((*sides)[0], copies.Original((*sides)[0]), analysis_options);
+      Analyze((*sides)[0], copies.Original((*sides)[0]), analysis_options, marker);
   if (!before) return kDiffExitUnreadable;
   std::optional<RunSummary> after =
-      Analyze((*sides)[1], copies.Original((*sides)[1]), analysis_options);
+      Analyze((*sides)[1], copies.Original((*sides)[1]), analysis_options, marker);
   if (!after) return kDiffExitUnreadable;
 
   JobDiff diff = CompareRuns(*before, *after, options);

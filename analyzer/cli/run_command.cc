@@ -497,6 +497,9 @@ int RunCommand(int argc, char** argv) {
       setenv("IDLESCOPE_OUT", abs_dir.c_str(), 1);
       setenv("LD_PRELOAD", preload.c_str(), 1);
       setenv("IDLESCOPE_STDERR", StderrPolicyFor(getpid()).c_str(), 1);
+      // NVTX's injection library: the job's NVTX ranges (interpose/hooks/nvtx.cc), unless the
+      // job names its own tool.
+      setenv("NVTX_INJECTION64_PATH", preload.c_str(), 0);
     }
     execvp(cmd[0], cmd.data());
     const int err = errno;

@@ -37,6 +37,7 @@ RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus s
     std::sort(sorted.begin(), sorted.end());
     StepStats& st = s.step_stats;
     st.count = sorted.size();
+    st.source = s.steps.steps.source;
     st.anchor = s.steps.steps.anchor;
     st.kernels_per_step = s.steps.steps.kernels_per_step;
     st.p25 = sorted[sorted.size() / 4];

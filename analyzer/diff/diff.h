@@ -43,7 +43,8 @@ inline constexpr int kDiffExitGateTripped = 3;
 // A run's step times, summarized (StepCensus::steps).
 struct StepStats {
   uint64_t count = 0;  // steps measured
-  std::string anchor;  // the kernel each step begins with
+  Steps::Source source = Steps::Source::kNone;
+  std::string anchor;  // what each step begins with (Steps::anchor)
   uint64_t kernels_per_step = 0;
   Ns p25 = 0;
   Ns typical = 0;  // the step time the comparison rests on (StepChange)

@@ -148,13 +148,15 @@ std::string FormatTextDiff(const JobDiff& d) {
       absl::StrAppendFormat(&out, "\n  %-6s none found", side);
       continue;
     }
+    const std::string from = st.source == Steps::Source::kNvtx
+                                 ? absl::StrCat("NVTX ranges ", EscapeControls(st.anchor))
+                                 : absl::StrFormat("%d GPU activities each, from %s",
+                                                   st.kernels_per_step, EscapeControls(st.anchor));
     absl::StrAppendFormat(
-        &out,
-        "\n  %-6s %d, p25 %s, median %s, p90 %s, max %s (%d GPU activities each, "
-        "from %s)",
-        side, st.count, AutoTime(static_cast<double>(st.p25)),
+        &out, "\n  %-6s %d, step time %s (p25 %s), median %s, p90 %s, max %s (%s)", side, st.count,
+        AutoTime(static_cast<double>(st.typical)), AutoTime(static_cast<double>(st.p25)),
         AutoTime(static_cast<double>(st.median)), AutoTime(static_cast<double>(st.p90)),
-        AutoTime(static_cast<double>(st.max)), st.kernels_per_step, EscapeControls(st.anchor));
+        AutoTime(static_cast<double>(st.max)), from);
   }
   absl::StrAppendFormat(&out, "\nstep time: %s\nmean step: %s\n", StepChangeText(d.step_time),
                         StepChangeText(d.mean_step_time, "mean"));
@@ -261,6 +263,10 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
   }
   j.Key("kernels_per_step");
   j.Uint(r.step_stats.kernels_per_step);
+  j.Key("source");
+  j.String(r.step_stats.source == Steps::Source::kNvtx          ? "nvtx"
+           : r.step_stats.source == Steps::Source::kGpuActivity ? "gpu_activity"
+                                                                : "none");
   j.Key("step_time_ns");
   j.Int(r.step_stats.typical);
   j.Key("p25_ns");

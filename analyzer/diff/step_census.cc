@@ -27,9 +27,28 @@ void StepCensusSink::AddProcess(uint32_t process, const ProcessInfo& /*info*/) {
   if (process >= processes_.size()) processes_.resize(process + 1);
 }
 
+std::string StepMarkerName(std::string_view name) {
+  size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  if (end == name.size()) return std::string(name);
+  while (end > 0 && (name[end - 1] == '#' || name[end - 1] == ' ' || name[end - 1] == '_' ||
+                     name[end - 1] == '-' || name[end - 1] == ':')) {
+    --end;
+  }
+  return std::string(name.substr(0, end));
+}
+
 void StepCensusSink::AddHostEvent(const HostEvent& e) {
-  if (e.type != NCCL_COLLECTIVE || e.process >= processes_.size()) return;
-  ++processes_[e.process].collectives_by_comm[e.comm];
+  if (e.process >= processes_.size()) return;
+  ProcessCensus& p = processes_[e.process];
+  if (e.type == NCCL_COLLECTIVE) {
+    ++p.collectives_by_comm[e.comm];
+  } else if (e.type == NVTX_RANGE && e.count <= 1 && e.end > e.start && !e.path.empty() &&
+             p.nvtx_ranges < kMaxStepKernels) {
+    // Outermost pushed ranges and started ones (marks have no length).
+    p.nvtx_starts[StepMarkerName(e.path)].push_back(e.start);
+    ++p.nvtx_ranges;
+  }
 }
 
 void StepCensusSink::AddGpuRecord(const GpuRecord& r) {
@@ -133,6 +152,31 @@ StepCensus StepCensusSink::Census(const SymbolSource& symbols) const {
   std::stable_sort(census.kernels.begin(), census.kernels.end(),
                    [](const KernelCount& a, const KernelCount& b) { return a.count > b.count; });
   if (census.kernels.size() > kMaxCensusKernels) census.kernels.resize(kMaxCensusKernels);
+  // Steps from NVTX markers: the marker's name (or the name with the most outermost ranges of
+  // one process, at least kMinStepAnchors + 1), each range's start begins a step.
+  const std::vector<Ns>* marks = nullptr;
+  std::string marker;
+  for (const ProcessCensus& p : processes_) {
+    for (const auto& [name, starts] : p.nvtx_starts) {
+      if (!marker_.empty() && name != marker_) continue;
+      if (starts.size() <= kMinStepAnchors) continue;
+      if (marks == nullptr || starts.size() > marks->size() ||
+          (starts.size() == marks->size() && name < marker)) {
+        marks = &starts;
+        marker = name;
+      }
+    }
+  }
+  if (marks != nullptr) {
+    std::vector<Ns> sorted = *marks;
+    std::sort(sorted.begin(), sorted.end());
+    census.steps.source = Steps::Source::kNvtx;
+    census.steps.anchor = marker;
+    for (size_t k = 1; k < sorted.size(); ++k) {
+      census.steps.durations.push_back(sorted[k] - sorted[k - 1]);
+    }
+    return census;
+  }
   // Steps: in the kernels of the process that ran the most (a rank; its workers run none), in
   // start order, names numbered densely.
   uint32_t main = 0;
@@ -172,6 +216,7 @@ StepCensus StepCensusSink::Census(const SymbolSource& symbols) const {
         census.steps.anchor = symbols.String(main, id);
         if (census.steps.anchor.empty()) census.steps.anchor = absl::StrCat("kernel#", id);
       }
+      census.steps.source = Steps::Source::kGpuActivity;
       census.steps.kernels_per_step = found->kernels_per_step;
       census.steps.durations = std::move(found->durations);
     }

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -28,7 +29,13 @@ struct KernelCount {
 // too, copies and memsets by kind) of the process that ran the most (docs/diff.md, "Steps"): a
 // step begins at each start of the anchor, an activity that runs once per period of the sequence.
 struct Steps {
-  std::string anchor;  // a kernel's name, GPU_MEMCPY:COPY_H2D, GPU_MEMSET ("": no steps found)
+  // Where the steps come from: the job's NVTX ranges (its own markers: one name recurring at the
+  // outermost level of a thread), else its GPU activity (FindSteps).
+  enum class Source : uint8_t { kNone, kNvtx, kGpuActivity };
+  Source source = Source::kNone;
+  // The anchor: the NVTX range's name (trailing digits and '#' dropped: ProfilerStep#12 is
+  // ProfilerStep), a kernel's name, GPU_MEMCPY:COPY_H2D, GPU_MEMSET ("": no steps found).
+  std::string anchor;
   uint64_t kernels_per_step = 0;  // the period, in GPU activities
   std::vector<Ns> durations;      // from one anchor's start on the GPU to the next's, in order
 };
@@ -40,6 +47,8 @@ struct Steps {
 // qualify, the smallest P (a finer cycle inside a step does not repeat the whole sequence; a
 // coarser one, such as an evaluation every 50 steps, is longer). nullopt when none qualifies.
 inline constexpr uint64_t kMinStepAnchors = 4;
+// An NVTX range name as a step marker: "ProfilerStep#12" -> "ProfilerStep", "step 3" -> "step".
+std::string StepMarkerName(std::string_view name);
 struct FoundSteps {
   uint32_t anchor = 0;  // its name, as in `names`
   uint64_t kernels_per_step = 0;
@@ -65,6 +74,9 @@ class StepCensusSink : public RecordSink {
   void AddProcess(uint32_t process, const ProcessInfo& info) override;
   void AddHostEvent(const HostEvent& event) override;
   void AddGpuRecord(const GpuRecord& record) override;
+  // Steps from NVTX ranges named `marker` (after the trailing step number is dropped) rather than
+  // the most frequent outermost name; "" for that.
+  void SetStepMarker(std::string marker) { marker_ = std::move(marker); }
 
   // Per communicator and per kernel name, the most any one process saw: every rank of a
   // data-parallel job runs the same steps, and DataLoader workers run none.
@@ -84,8 +96,12 @@ class StepCensusSink : public RecordSink {
     // kind) and start.
     std::vector<uint64_t> kernel_names;
     std::vector<Ns> kernel_starts;
+    // Outermost NVTX ranges (and started ones) by name, their starts (at most kMaxStepKernels).
+    absl::flat_hash_map<std::string, std::vector<Ns>> nvtx_starts;
+    size_t nvtx_ranges = 0;
   };
   std::vector<ProcessCensus> processes_;
+  std::string marker_;
 };
 
 }  // namespace idlescope

@@ -63,6 +63,7 @@ bool NeedsStrings(EventType type) {
     case NET_SOCKET:
     case SIGNAL_HANDLER:
     case THREAD_SAMPLE:
+    case NVTX_RANGE:
       return true;
     default:
       return false;

@@ -199,3 +199,55 @@ TEST(StepCensus, StepsAreTheMainProcessesCopiesAndKernels) {
 
 }  // namespace
 }  // namespace idlescope
+
+namespace idlescope {
+namespace {
+
+TEST(StepMarkerName, TheStepNumberIsDropped) {
+  EXPECT_EQ(StepMarkerName("ProfilerStep#12"), "ProfilerStep");
+  EXPECT_EQ(StepMarkerName("train_step#0"), "train_step");
+  EXPECT_EQ(StepMarkerName("step 3"), "step");
+  EXPECT_EQ(StepMarkerName("iteration_41"), "iteration");
+  EXPECT_EQ(StepMarkerName("forward"), "forward");
+  EXPECT_EQ(StepMarkerName("fp16"), "fp");  // a name ending in digits is a numbered step too
+}
+
+TEST(StepCensus, NvtxRangesComeBeforeTheGpuWork) {
+  StepCensusSink sink;
+  sink.AddProcess(0, {});
+  Names names;
+  for (int step = 0; step < 8; ++step) {
+    HostEvent range;
+    range.process = 0;
+    range.type = NVTX_RANGE;
+    range.start = step * 1000 + (step == 3 ? 500 : 0);
+    range.end = range.start + 400;
+    range.count = 1;
+    std::string name = "ProfilerStep#" + std::to_string(step);
+    range.path = name;
+    sink.AddHostEvent(range);
+    HostEvent nested = range;  // depth 2: never a step
+    nested.count = 2;
+    nested.path = "forward";
+    sink.AddHostEvent(nested);
+  }
+  StepCensus census = sink.Census(names);
+  EXPECT_EQ(census.steps.source, Steps::Source::kNvtx);
+  EXPECT_EQ(census.steps.anchor, "ProfilerStep");
+  ASSERT_EQ(census.steps.durations.size(), 7u);
+  EXPECT_EQ(census.steps.durations[2], 1500);
+  EXPECT_EQ(census.steps.durations[3], 500);
+  StepCensusSink forward;
+  forward.AddProcess(0, {});
+  forward.SetStepMarker("forward");
+  HostEvent nested;
+  nested.type = NVTX_RANGE;
+  nested.count = 2;
+  nested.end = 10;
+  nested.path = "forward";
+  for (int i = 0; i < 8; ++i) forward.AddHostEvent(nested);
+  EXPECT_EQ(forward.Census(names).steps.source, Steps::Source::kNone);
+}
+
+}  // namespace
+}  // namespace idlescope
