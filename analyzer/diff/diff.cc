@@ -300,10 +300,22 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
   });
   d.speedup = d.wall.after > 0 ? d.wall.before / d.wall.after : 0;
 
-  d.step_time =
-      CompareSteps(before.steps.steps.durations, after.steps.steps.durations, options.confidence);
-  d.mean_step_time = CompareMeanSteps(before.steps.steps.durations, after.steps.steps.durations,
-                                      options.confidence);
+  // Step times compare only steps of the same work: found alike (the same marker, or the same
+  // anchor and activities per step), and not a batch size change (the repeating kernel's grid).
+  const StepStats& bs = before.step_stats;
+  const StepStats& as = after.step_stats;
+  d.steps_differ = bs.count > 0 && as.count > 0 &&
+                   (bs.source != as.source || bs.anchor != as.anchor ||
+                    bs.kernels_per_step != as.kernels_per_step ||
+                    d.normalization.kernel_check == KernelCheck::kGridChanged);
+  if (!d.steps_differ) {
+    d.step_time =
+        CompareSteps(before.steps.steps.durations, after.steps.steps.durations, options.confidence);
+    d.mean_step_time = CompareMeanSteps(before.steps.steps.durations, after.steps.steps.durations,
+                                        options.confidence);
+  } else {
+    d.step_time.confidence = d.mean_step_time.confidence = options.confidence;
+  }
   if (options.fail_if_slower_pct) {
     GateResult g;
     g.kind = GateKind::kFailIfSlower;

@@ -203,8 +203,11 @@ struct JobDiff {
   DiffValue kernel_active_util;
   std::vector<CauseDiff> causes;  // non-zero in either run, largest (either run) first
   double speedup = 0;             // before wall / after wall (per unit); 0 when unknown
-  StepChange step_time;           // the step time's change (StepTime: what the gate compares)
-  StepChange mean_step_time;      // the mean step time's change (shown, not gated)
+  // The runs' steps are not the same work (found differently, other activities per step, or the
+  // repeating kernel's grid changed: a batch size change): their times are not compared.
+  bool steps_differ = false;
+  StepChange step_time;       // the step time's change (StepTime: what the gate compares)
+  StepChange mean_step_time;  // the mean step time's change (shown, not gated)
   std::vector<GateResult> gates;
   bool tripped() const;
   int exit_code() const { return tripped() ? kDiffExitGateTripped : kDiffExitOk; }

@@ -70,11 +70,11 @@ std::string GateLabel(const GateResult& g) {
 
 std::string StepChangeText(const StepChange& c, std::string_view statistic) {
   if (!c.measured) return "not measured (fewer steps than needed in a run)";
-  return absl::StrFormat("%s %+.1f%% (%g%% confidence interval %+.1f%% .. %+.1f%%): %s", statistic,
-                         100 * c.change, 100 * c.confidence, 100 * c.low, 100 * c.high,
-                         c.significant()
-                             ? (c.change > 0 ? "significantly slower" : "significantly faster")
-                             : "no significant change");
+  return absl::StrFormat(
+      "%s%s%+.1f%% (%g%% confidence interval %+.1f%% .. %+.1f%%): %s", statistic,
+      statistic.empty() ? "" : " ", 100 * c.change, 100 * c.confidence, 100 * c.low, 100 * c.high,
+      c.significant() ? (c.change > 0 ? "significantly slower" : "significantly faster")
+                      : "no significant change");
 }
 
 std::string GateDetail(const GateResult& g) {
@@ -158,8 +158,14 @@ std::string FormatTextDiff(const JobDiff& d) {
         AutoTime(static_cast<double>(st.median)), AutoTime(static_cast<double>(st.p90)),
         AutoTime(static_cast<double>(st.max)), from);
   }
-  absl::StrAppendFormat(&out, "\nstep time: %s\nmean step: %s\n", StepChangeText(d.step_time),
-                        StepChangeText(d.mean_step_time, "mean"));
+  if (d.steps_differ) {
+    out +=
+        "\nstep time: not compared: the runs' steps hold different work (found differently, or "
+        "another batch size)\n";
+  } else {
+    absl::StrAppendFormat(&out, "\nstep time: %s\nmean step: %s\n", StepChangeText(d.step_time, ""),
+                          StepChangeText(d.mean_step_time, ""));
+  }
   if (d.speedup > 0) {
     absl::StrAppendFormat(&out, "\nspeedup: %.2fx (wall time%s, before / after)\n", d.speedup,
                           per_step ? " per step" : "");
@@ -335,6 +341,8 @@ std::string FormatJsonDiff(const JobDiff& d) {
   j.Ratio(d.speedup);
   j.Key("step_time");
   j.BeginObject();
+  j.Key("steps_differ");
+  j.Bool(d.steps_differ);
   j.Key("measured");
   j.Bool(d.step_time.measured);
   j.Key("change_pct");
@@ -437,8 +445,8 @@ std::string FormatMarkdownDiff(const JobDiff& d) {
   absl::StrAppendFormat(&out, "Before: %s; after: %s.\n\n", Cell(d.before.input),
                         Cell(d.after.input));
   absl::StrAppendFormat(&out, "Step time: %s; mean step: %s.\n\n",
-                        Cell(StepChangeText(d.step_time)),
-                        Cell(StepChangeText(d.mean_step_time, "mean")));
+                        Cell(StepChangeText(d.step_time, "")),
+                        Cell(StepChangeText(d.mean_step_time, "")));
   const TimeUnit u = TimeUnitFor(d.wall.before);
   absl::StrAppendFormat(&out,
                         "| %s | before | after | change | relative |\n|---|---|---|---|---|\n",

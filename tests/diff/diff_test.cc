@@ -340,5 +340,28 @@ TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
   EXPECT_EQ(tripped.exit_code(), kDiffExitGateTripped);
 }
 
+TEST(CompareRuns, StepsOfAnotherBatchSizeAreNotCompared) {
+  auto run = [](uint64_t grid, Ns span, uint64_t seed) {
+    RunSummary r;
+    r.span = span;
+    r.steps.kernels = {{"gemm", 400, grid}};
+    r.steps.steps.source = Steps::Source::kGpuActivity;
+    r.steps.steps.anchor = "GPU_MEMCPY:COPY_H2D";
+    r.steps.steps.kernels_per_step = 9;
+    r.steps.steps.durations = NoisySteps(100, 4'000'000, seed, 0);
+    r.step_stats = SummarizeRun("run", JobReport{}, r.steps).step_stats;
+    return r;
+  };
+  DiffOptions options;
+  options.fail_if_slower_pct = 5;
+  // The fixed twin's 4x batch: steps of the same time, a quarter as many, a third of the wall.
+  JobDiff d = CompareRuns(run(4096, 300'000'000, 15), run(1024, 900'000'000, 16), options);
+  EXPECT_TRUE(d.steps_differ);
+  EXPECT_FALSE(d.step_time.measured);
+  ASSERT_EQ(d.gates.size(), 1u);
+  EXPECT_FALSE(d.gates[0].on_steps);
+  EXPECT_TRUE(d.gates[0].tripped);  // the wall time: 3x
+}
+
 }  // namespace
 }  // namespace idlescope
