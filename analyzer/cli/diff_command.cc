@@ -1,11 +1,15 @@
 // idlescope diff [--format text|json|html|markdown|junit] [-o FILE] [--per-step|--per-run]
-//                [--min-gap MS] [--fail-if-slower PCT] [--confidence PCT]
+//                [--min-gap MS] [--fail-if-slower PCT] [--confidence PCT] [--step-marker NAME]
 //                [--fail-if-cause-grows CAUSE:PCT]... BEFORE AFTER
 //
-// Analyzes two runs of a job (trace directories or files) with the same pipeline as
-// `idlescope report`, and prints them side by side (analyzer/diff/diff.h, docs/diff.md). Exit
-// status: 0 fine, 3 a gate tripped, 2 usage error, 1 an input is not a readable trace or the
-// diff cannot be written.
+// Analyzes two runs of a job (trace directories or files; or two directories of several runs
+// each) with the same pipeline as `idlescope report`, and prints them side by side
+// (analyzer/diff/diff.h, docs/diff.md). Exit status: 0 fine, 3 a gate tripped, 2 usage error, 1 an
+// input is not a readable trace or the diff cannot be written.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,7 +35,8 @@ constexpr char kUsage[] =
     "                      [--per-step|--per-run] [--fail-if-slower PCT [--confidence PCT]]\n"
     "                      [--fail-if-cause-grows CAUSE:PCT]... [--step-marker NAME]\n"
     "                      [--min-gap MS] BEFORE AFTER\n"
-    "  BEFORE, AFTER           trace directories (or single trace files) of two runs\n"
+    "  BEFORE, AFTER           trace directories (or single trace files) of two runs; or\n"
+    "                          directories of several runs each (their subdirectories)\n"
     "  --format FORMAT         text (default), json (machine-readable, schema: docs/diff.md),\n"
     "                          html (one self-contained page), markdown (a CI job's summary\n"
     "                          page) or junit (JUnit XML: one test case per gate)\n"
@@ -78,6 +83,19 @@ constexpr OptionSpec kDiffOptions[] = {
 
 constexpr CommandSpec kDiff = {"diff", kDiffOptions, kUsage};
 
+// Whether directory `path` holds trace files of its own.
+bool HoldsTraces(const std::string& path) {
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (const dirent* e = readdir(dir)) {
+    const std::string_view name = e->d_name;
+    found = found || name.ends_with(".idlescope") || name.ends_with(".idlescope.zst");
+  }
+  closedir(dir);
+  return found;
+}
+
 // Runs the report pipeline on one side, with the step census fed by the same read of its files;
 // nullopt (after printing why) when it cannot be read.
 // `name`: the side as the user named it (`input` may be a copy: input_copies.h).
@@ -91,6 +109,36 @@ std::optional<RunSummary> Analyze(const std::string& input, const std::string& n
     return std::nullopt;
   }
   return SummarizeRun(name, job->report, census.Census(job->symbols));
+}
+
+// The runs a side names: a trace file or a directory of traces is one run; a directory without
+// traces of its own whose subdirectories hold them (`idlescope run -o before/1 ...`, `before/2`)
+// is one run per such subdirectory, by name.
+std::vector<std::string> RunsOf(const std::string& side) {
+  DIR* dir = opendir(side.c_str());
+  if (dir == nullptr) return {side};
+  std::vector<std::string> subdirs;
+  bool traces = false;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = absl::StrCat(side, "/", name);
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    if (S_ISREG(st.st_mode) && (name.ends_with(".idlescope") || name.ends_with(".idlescope.zst"))) {
+      traces = true;
+    } else if (S_ISDIR(st.st_mode)) {
+      subdirs.push_back(path);
+    }
+  }
+  closedir(dir);
+  if (traces || subdirs.empty()) return {side};
+  std::sort(subdirs.begin(), subdirs.end());
+  std::vector<std::string> runs;
+  for (const std::string& sub : subdirs) {
+    if (RunsOf(sub).size() == 1 && HoldsTraces(sub)) runs.push_back(sub);
+  }
+  return runs.empty() ? std::vector<std::string>{side} : runs;
 }
 
 }  // namespace
@@ -160,22 +208,37 @@ int DiffCommand(int argc, char** argv) {
     return UsageError(
         "diff", absl::StrCat("unknown format '", format, "' (formats: ", DiffExporterNames(), ")"));
   }
+  // Each side: one run, or a directory of runs (its subdirectories that hold traces).
+  std::vector<std::string> runs[2];
+  for (int side = 0; side < 2; ++side) runs[side] = RunsOf(inputs[side]);
+  std::vector<std::string> all = runs[0];
+  all.insert(all.end(), runs[1].begin(), runs[1].end());
   InputCopies copies;  // compressed traces, stdin, pipes (input_copies.h)
-  absl::StatusOr<std::vector<std::string>> sides = copies.Prepare(line.operands);
-  if (!sides.ok()) {
-    PrintError("diff", sides.status().message());
+  absl::StatusOr<std::vector<std::string>> prepared = copies.Prepare(all);
+  if (!prepared.ok()) {
+    PrintError("diff", prepared.status().message());
     return kDiffExitUnreadable;
   }
-  if (sides->size() != 2) {  // a directory of plain and compressed traces is read as two
-    PrintError("diff", "a side's directory holds plain and compressed traces: give it one kind");
+  if (prepared->size() !=
+      all.size()) {  // a directory of plain and compressed traces is read as two
+    PrintError("diff", "a run's directory holds plain and compressed traces: give it one kind");
     return kDiffExitUnreadable;
   }
-  std::optional<RunSummary> before =
-      Analyze((*sides)[0], copies.Original((*sides)[0]), analysis_options, marker);
-  if (!before) return kDiffExitUnreadable;
-  std::optional<RunSummary> after =
-      Analyze((*sides)[1], copies.Original((*sides)[1]), analysis_options, marker);
-  if (!after) return kDiffExitUnreadable;
+  std::optional<RunSummary> sides[2];
+  size_t next = 0;
+  for (int side = 0; side < 2; ++side) {
+    std::vector<RunSummary> summaries;
+    for (size_t r = 0; r < runs[side].size(); ++r, ++next) {
+      const std::string& path = (*prepared)[next];
+      std::optional<RunSummary> run =
+          Analyze(path, copies.Original(path), analysis_options, marker);
+      if (!run) return kDiffExitUnreadable;
+      summaries.push_back(std::move(*run));
+    }
+    sides[side] = CombineRuns(inputs[side], std::move(summaries));
+  }
+  std::optional<RunSummary>& before = sides[0];
+  std::optional<RunSummary>& after = sides[1];
 
   JobDiff diff = CompareRuns(*before, *after, options);
   StringOutput out;

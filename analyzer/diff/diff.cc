@@ -47,6 +47,53 @@ RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus s
     st.p90 = sorted[std::min(sorted.size() - 1, sorted.size() * 9 / 10)];
     st.max = sorted.back();
   }
+  s.run_steps = {s.steps.steps.durations};
+  s.run_spans = {s.span};
+  return s;
+}
+
+RunSummary CombineRuns(std::string input, std::vector<RunSummary> runs) {
+  if (runs.size() == 1) {
+    runs[0].input = std::move(input);
+    return std::move(runs[0]);
+  }
+  const double n = static_cast<double>(runs.size());
+  auto mean = [&](auto field) {
+    double sum = 0;
+    for (const RunSummary& r : runs) sum += static_cast<double>(field(r));
+    return sum / n;
+  };
+  RunSummary s;
+  s.input = std::move(input);
+  s.span = static_cast<Ns>(mean([](const RunSummary& r) { return r.span; }));
+  s.devices = runs[0].devices;
+  s.gpu_time = static_cast<Ns>(mean([](const RunSummary& r) { return r.gpu_time; }));
+  s.compute_ns = static_cast<Ns>(mean([](const RunSummary& r) { return r.compute_ns; }));
+  s.idle_ns = static_cast<Ns>(mean([](const RunSummary& r) { return r.idle_ns; }));
+  s.compute_util = mean([](const RunSummary& r) { return r.compute_util; });
+  s.kernel_active_util = mean([](const RunSummary& r) { return r.kernel_active_util; });
+  for (int i = 0; i < kCauseCount; ++i) {
+    s.cause_ns[i] = static_cast<Ns>(mean([i](const RunSummary& r) { return r.cause_ns[i]; }));
+  }
+  // The first run's census and way of finding steps; the steps of every run found alike.
+  StepCensus census = runs[0].steps;
+  census.steps.durations.clear();
+  std::vector<std::vector<Ns>> per_run;
+  for (const RunSummary& r : runs) {
+    s.run_spans.push_back(r.span);
+    const Steps& st = r.steps.steps;
+    if (st.source != census.steps.source || st.anchor != census.steps.anchor ||
+        st.kernels_per_step != census.steps.kernels_per_step) {
+      continue;
+    }
+    census.steps.durations.insert(census.steps.durations.end(), st.durations.begin(),
+                                  st.durations.end());
+    per_run.push_back(st.durations);
+  }
+  RunSummary pooled = SummarizeRun(s.input, JobReport{}, std::move(census));
+  s.steps = std::move(pooled.steps);
+  s.step_stats = pooled.step_stats;
+  s.run_steps = std::move(per_run);
   return s;
 }
 
@@ -105,26 +152,47 @@ double Mean(std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-// The change of `statistic` (which may reorder its argument) with its bootstrap interval.
+// One resample of a side: runs drawn with replacement (all of them when there is one), each drawn
+// run's steps drawn in blocks (Resample), put together into `into`.
+void ResampleRuns(const std::vector<std::vector<double>>& runs, std::mt19937_64& rng,
+                  std::vector<double>& scratch, std::vector<double>& into) {
+  into.clear();
+  std::uniform_int_distribution<size_t> pick(0, runs.size() - 1);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const std::vector<double>& run = runs.size() == 1 ? runs[0] : runs[pick(rng)];
+    scratch.resize(run.size());
+    Resample(run, BlockLength(run.size()), rng, scratch);
+    into.insert(into.end(), scratch.begin(), scratch.end());
+  }
+}
+
+// The change of `statistic` (which may reorder its argument) of the pooled steps, with its
+// bootstrap interval.
 template <typename Statistic>
-StepChange Bootstrap(const std::vector<double>& b, const std::vector<double>& a, double confidence,
+StepChange Bootstrap(const std::vector<std::vector<double>>& b,
+                     const std::vector<std::vector<double>>& a, double confidence,
                      Statistic statistic) {
   StepChange c;
   c.confidence = confidence;
-  std::vector<double> scratch_b = b, scratch_a = a;
-  const double sb = statistic(scratch_b), sa = statistic(scratch_a);
+  auto pool = [](const std::vector<std::vector<double>>& runs) {
+    std::vector<double> all;
+    for (const auto& r : runs) all.insert(all.end(), r.begin(), r.end());
+    return all;
+  };
+  std::vector<double> pooled_b = pool(b), pooled_a = pool(a);
+  const double sb = statistic(pooled_b), sa = statistic(pooled_a);
   if (sb <= 0) return c;
   c.measured = true;
   c.change = sa / sb - 1;
   std::mt19937_64 rng(1);
-  const size_t block_b = BlockLength(b.size()), block_a = BlockLength(a.size());
+  std::vector<double> scratch;
   std::vector<double> ratios;
   ratios.reserve(kBootstrapResamples);
   for (int r = 0; r < kBootstrapResamples; ++r) {
-    Resample(b, block_b, rng, scratch_b);
-    Resample(a, block_a, rng, scratch_a);
-    const double rb = statistic(scratch_b);
-    if (rb > 0) ratios.push_back(statistic(scratch_a) / rb - 1);
+    ResampleRuns(b, rng, scratch, pooled_b);
+    ResampleRuns(a, rng, scratch, pooled_a);
+    const double rb = statistic(pooled_b);
+    if (rb > 0) ratios.push_back(statistic(pooled_a) / rb - 1);
   }
   std::sort(ratios.begin(), ratios.end());
   const double tail = (1 - confidence) / 2;
@@ -134,22 +202,37 @@ StepChange Bootstrap(const std::vector<double>& b, const std::vector<double>& a,
   return c;
 }
 
-}  // namespace
-
-StepChange CompareSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
-                        double confidence) {
-  if (before.size() < kMinDiffSteps || after.size() < kMinDiffSteps) {
-    return StepChange{.confidence = confidence};
+// A side's runs with enough steps, each its Population.
+std::vector<std::vector<double>> Populations(const RunSteps& runs) {
+  std::vector<std::vector<double>> out;
+  for (const std::vector<Ns>& r : runs) {
+    if (r.size() >= kMinDiffSteps) out.push_back(Population(r));
   }
-  return Bootstrap(Population(before), Population(after), confidence, StepTime);
+  return out;
 }
 
-StepChange CompareMeanSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
+}  // namespace
+
+StepChange CompareSteps(const RunSteps& before, const RunSteps& after, double confidence) {
+  const std::vector<std::vector<double>> b = Populations(before), a = Populations(after);
+  if (b.empty() || a.empty()) return StepChange{.confidence = confidence};
+  return Bootstrap(b, a, confidence, StepTime);
+}
+
+StepChange CompareMeanSteps(const RunSteps& before, const RunSteps& after, double confidence) {
+  const std::vector<std::vector<double>> b = Populations(before), a = Populations(after);
+  if (b.empty() || a.empty()) return StepChange{.confidence = confidence};
+  return Bootstrap(b, a, confidence, Mean);
+}
+
+StepChange CompareWallTimes(const std::vector<Ns>& before, const std::vector<Ns>& after,
                             double confidence) {
-  if (before.size() < kMinDiffSteps || after.size() < kMinDiffSteps) {
-    return StepChange{.confidence = confidence};
-  }
-  return Bootstrap(Population(before), Population(after), confidence, Mean);
+  if (before.size() < 2 || after.size() < 2) return StepChange{.confidence = confidence};
+  // Each run a "run" of one step: the bootstrap draws runs.
+  std::vector<std::vector<double>> b, a;
+  for (Ns t : before) b.push_back({static_cast<double>(t)});
+  for (Ns t : after) a.push_back({static_cast<double>(t)});
+  return Bootstrap(b, a, confidence, Mean);
 }
 
 // --- Gates ------------------------------------------------------------------------------------
@@ -309,13 +392,12 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
                     bs.kernels_per_step != as.kernels_per_step ||
                     d.normalization.kernel_check == KernelCheck::kGridChanged);
   if (!d.steps_differ) {
-    d.step_time =
-        CompareSteps(before.steps.steps.durations, after.steps.steps.durations, options.confidence);
-    d.mean_step_time = CompareMeanSteps(before.steps.steps.durations, after.steps.steps.durations,
-                                        options.confidence);
+    d.step_time = CompareSteps(before.run_steps, after.run_steps, options.confidence);
+    d.mean_step_time = CompareMeanSteps(before.run_steps, after.run_steps, options.confidence);
   } else {
     d.step_time.confidence = d.mean_step_time.confidence = options.confidence;
   }
+  d.wall_runs = CompareWallTimes(before.run_spans, after.run_spans, options.confidence);
   if (options.fail_if_slower_pct) {
     GateResult g;
     g.kind = GateKind::kFailIfSlower;
@@ -330,6 +412,14 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
       g.mean_pct = 100 * d.mean_step_time.change;
       const bool above = d.step_time.change > g.threshold_pct / 100;
       g.tripped = above && d.step_time.low > 0;
+      g.not_significant = above && !g.tripped;
+    } else if (d.wall_runs.measured && !d.normalization.per_step) {
+      // Several runs a side, no steps to compare: their mean wall time, significantly.
+      g.on_runs = true;
+      g.value = d.wall;
+      g.measured_pct = 100 * d.wall_runs.change;
+      const bool above = d.wall_runs.change > g.threshold_pct / 100;
+      g.tripped = above && d.wall_runs.low > 0;
       g.not_significant = above && !g.tripped;
     } else {
       g.value = d.wall;

@@ -65,9 +65,17 @@ struct RunSummary {
   std::array<Ns, kCauseCount> cause_ns{};
   StepCensus steps;
   StepStats step_stats;
+  // Several runs of one side (CombineRuns): each run's step times and wall time; the figures above
+  // are their means, the steps above all of them. One run: its own.
+  std::vector<std::vector<Ns>> run_steps;
+  std::vector<Ns> run_spans;
 };
 
 RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus steps);
+// One side of several runs of the job (a directory of run directories): the mean of their
+// figures, their steps together (the first run's way of finding them; a run whose steps were
+// found otherwise adds none), and each run's steps and wall time for the intervals.
+RunSummary CombineRuns(std::string input, std::vector<RunSummary> runs);
 
 enum class NormalizationChoice { kAuto, kPerStep, kPerRun };
 
@@ -115,11 +123,15 @@ struct StepChange {
   bool significant() const { return measured && (low > 0 || high < 0); }
 };
 
-StepChange CompareSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
-                        double confidence);
+// Each side: its runs' step times. With several runs the bootstrap draws runs with replacement,
+// then blocks of each drawn run's steps: the runs' spread widens the interval.
+using RunSteps = std::vector<std::vector<Ns>>;
+StepChange CompareSteps(const RunSteps& before, const RunSteps& after, double confidence);
 // The same for the mean step time: what every step's time, a loaded machine's contention
 // included, adds up to.
-StepChange CompareMeanSteps(const std::vector<Ns>& before, const std::vector<Ns>& after,
+StepChange CompareMeanSteps(const RunSteps& before, const RunSteps& after, double confidence);
+// The mean wall time of several runs per side (at least 2 each), with a bootstrap over the runs.
+StepChange CompareWallTimes(const std::vector<Ns>& before, const std::vector<Ns>& after,
                             double confidence);
 
 // "checkpointing:10" -> {kCheckpointing, 10}. Cause names as in the report's JSON.
@@ -183,6 +195,9 @@ struct GateResult {
   // kFailIfSlower on the step time (JobDiff::step_time) instead of the wall time (docs/diff.md,
   // "The slower gate"): it trips when the change is above the threshold and significant.
   bool on_steps = false;
+  // kFailIfSlower on the mean wall time of several runs per side (JobDiff::wall_runs), when no
+  // steps are compared: above the threshold and significant.
+  bool on_runs = false;
   std::optional<double> mean_pct;  // the mean step's change (shown, not gated)
   bool not_significant = false;    // above the threshold, but the interval includes no change
 };
@@ -208,6 +223,7 @@ struct JobDiff {
   bool steps_differ = false;
   StepChange step_time;       // the step time's change (StepTime: what the gate compares)
   StepChange mean_step_time;  // the mean step time's change (shown, not gated)
+  StepChange wall_runs;       // several runs per side: the mean wall time's change
   std::vector<GateResult> gates;
   bool tripped() const;
   int exit_code() const { return tripped() ? kDiffExitGateTripped : kDiffExitOk; }

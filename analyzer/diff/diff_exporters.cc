@@ -86,6 +86,12 @@ std::string GateDetail(const GateResult& g) {
                            g.measured_pct.value_or(0), g.not_significant ? ", not significant" : "",
                            g.mean_pct.value_or(0));
   }
+  if (g.kind == GateKind::kFailIfSlower && g.on_runs) {
+    return absl::StrFormat("mean wall time of the runs %s -> %s, %+.1f%%%s",
+                           AutoTime(g.value.before), AutoTime(g.value.after),
+                           g.measured_pct.value_or(0),
+                           g.not_significant ? ", not significant" : "");
+  }
   if (g.kind == GateKind::kFailIfSlower) {
     return rel ? absl::StrFormat("wall time%s %+.1f%% (no steps: no confidence interval)", unit,
                                  100 * *rel)
@@ -122,12 +128,20 @@ void UtilRow(std::string* out, std::string_view label, const DiffValue& v) {
 
 std::string FormatTextDiff(const JobDiff& d) {
   std::string out;
-  absl::StrAppendFormat(&out, "idlescope diff\n  before: %s (%s, %d device%s)\n", d.before.input,
+  auto runs = [](const RunSummary& r) {
+    return r.run_spans.size() > 1 ? absl::StrFormat(", mean of %d runs", r.run_spans.size())
+                                  : std::string();
+  };
+  absl::StrAppendFormat(&out, "idlescope diff\n  before: %s (%s, %d device%s%s)\n", d.before.input,
                         AutoTime(static_cast<double>(d.before.span)), d.before.devices,
-                        d.before.devices == 1 ? "" : "s");
-  absl::StrAppendFormat(&out, "  after:  %s (%s, %d device%s)\n", d.after.input,
+                        d.before.devices == 1 ? "" : "s", runs(d.before));
+  absl::StrAppendFormat(&out, "  after:  %s (%s, %d device%s%s)\n", d.after.input,
                         AutoTime(static_cast<double>(d.after.span)), d.after.devices,
-                        d.after.devices == 1 ? "" : "s");
+                        d.after.devices == 1 ? "" : "s", runs(d.after));
+  if (d.wall_runs.measured) {
+    absl::StrAppendFormat(&out, "mean wall time of the runs: %s\n",
+                          StepChangeText(d.wall_runs, ""));
+  }
   absl::StrAppendFormat(&out, "normalization: %s\n\n", NormalizationText(d.normalization));
   const bool per_step = d.normalization.per_step;
   absl::StrAppendFormat(&out, "  %-34s %12s %12s %12s %9s\n", per_step ? "(per step)" : "(per run)",
@@ -241,6 +255,8 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
   j.BeginObject();
   j.Key("input");
   j.String(r.input);
+  j.Key("runs");
+  j.Uint(r.run_spans.size());
   j.Key("span_ns");
   j.Int(r.span);
   j.Key("devices");
@@ -356,6 +372,17 @@ std::string FormatJsonDiff(const JobDiff& d) {
   j.Key("significant");
   j.Bool(d.step_time.significant());
   j.EndObject();
+  j.Key("wall_runs");
+  j.BeginObject();
+  j.Key("measured");
+  j.Bool(d.wall_runs.measured);
+  j.Key("change_pct");
+  j.Fixed(100 * d.wall_runs.change, 2);
+  j.Key("ci_low_pct");
+  j.Fixed(100 * d.wall_runs.low, 2);
+  j.Key("ci_high_pct");
+  j.Fixed(100 * d.wall_runs.high, 2);
+  j.EndObject();
   j.Key("mean_step_time");
   j.BeginObject();
   j.Key("measured");
@@ -391,6 +418,8 @@ std::string FormatJsonDiff(const JobDiff& d) {
     j.Bool(g.tripped);
     j.Key("on_steps");
     j.Bool(g.on_steps);
+    j.Key("on_runs");
+    j.Bool(g.on_runs);
     j.Key("significant");
     j.Bool(!g.on_steps || !g.not_significant);
     j.Key("detail");

@@ -283,16 +283,16 @@ std::vector<Ns> NoisySteps(size_t n, Ns base, uint64_t seed, double slow_share) 
 
 TEST(CompareSteps, IdenticalRunsOnALoadedMachineShowNoChange) {
   // 60% and 40% of the steps slowed: the median moves, the fast quarter does not.
-  StepChange c =
-      CompareSteps(NoisySteps(300, 4'000'000, 1, 0.6), NoisySteps(300, 4'000'000, 2, 0.4), 0.95);
+  StepChange c = CompareSteps({NoisySteps(300, 4'000'000, 1, 0.6)},
+                              {NoisySteps(300, 4'000'000, 2, 0.4)}, 0.95);
   ASSERT_TRUE(c.measured);
   EXPECT_LT(std::fabs(c.change), 0.01);
   EXPECT_LT(c.low, 0.05);
 }
 
 TEST(CompareSteps, ATenPercentSlowerStepIsSignificant) {
-  StepChange c =
-      CompareSteps(NoisySteps(200, 4'000'000, 3, 0.1), NoisySteps(200, 4'400'000, 4, 0.1), 0.95);
+  StepChange c = CompareSteps({NoisySteps(200, 4'000'000, 3, 0.1)},
+                              {NoisySteps(200, 4'400'000, 4, 0.1)}, 0.95);
   ASSERT_TRUE(c.measured);
   EXPECT_NEAR(c.change, 0.10, 0.01);
   EXPECT_TRUE(c.significant());
@@ -307,14 +307,15 @@ TEST(CompareSteps, ACheckpointStepEveryTwentyStepsIsTheJobsOwn) {
   std::vector<Ns> before = NoisySteps(400, 4'000'000, 13, 0.3);
   std::vector<Ns> after = NoisySteps(400, 4'000'000, 14, 0.3);
   for (size_t i = 19; i < after.size(); i += 20) after[i] = 30 * 4'000'000;
-  StepChange c = CompareSteps(before, after, 0.95);
+  StepChange c = CompareSteps({before}, {after}, 0.95);
   ASSERT_TRUE(c.measured);
   EXPECT_NEAR(c.change, 29.0 / 20, 0.1);
   EXPECT_TRUE(c.significant());
 }
 
 TEST(CompareSteps, TooFewStepsAreNotMeasured) {
-  EXPECT_FALSE(CompareSteps(NoisySteps(9, 1000, 5, 0), NoisySteps(50, 1000, 6, 0), 0.95).measured);
+  EXPECT_FALSE(
+      CompareSteps({NoisySteps(9, 1000, 5, 0)}, {NoisySteps(50, 1000, 6, 0)}, 0.95).measured);
 }
 
 TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
@@ -322,7 +323,10 @@ TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
     RunSummary r;
     r.span = 1'000'000'000;
     r.steps.steps.durations = NoisySteps(200, step, seed, 0.5);
-    r.step_stats = SummarizeRun("run", JobReport{}, r.steps).step_stats;
+    const RunSummary summarized = SummarizeRun("run", JobReport{}, r.steps);
+    r.step_stats = summarized.step_stats;
+    r.run_steps = summarized.run_steps;
+    r.run_spans = {r.span};
     return r;
   };
   DiffOptions options;
@@ -349,7 +353,10 @@ TEST(CompareRuns, StepsOfAnotherBatchSizeAreNotCompared) {
     r.steps.steps.anchor = "GPU_MEMCPY:COPY_H2D";
     r.steps.steps.kernels_per_step = 9;
     r.steps.steps.durations = NoisySteps(100, 4'000'000, seed, 0);
-    r.step_stats = SummarizeRun("run", JobReport{}, r.steps).step_stats;
+    const RunSummary summarized = SummarizeRun("run", JobReport{}, r.steps);
+    r.step_stats = summarized.step_stats;
+    r.run_steps = summarized.run_steps;
+    r.run_spans = {r.span};
     return r;
   };
   DiffOptions options;
@@ -361,6 +368,39 @@ TEST(CompareRuns, StepsOfAnotherBatchSizeAreNotCompared) {
   ASSERT_EQ(d.gates.size(), 1u);
   EXPECT_FALSE(d.gates[0].on_steps);
   EXPECT_TRUE(d.gates[0].tripped);  // the wall time: 3x
+}
+
+TEST(CombineRuns, SeveralRunsWidenTheInterval) {
+  // Three runs a side whose typical steps differ by up to 4% from run to run (another node, a
+  // warmer cache): steps alone would call 2% significant, the runs' spread does not.
+  auto run = [](Ns step, uint64_t seed) {
+    StepCensus census;
+    census.steps.source = Steps::Source::kGpuActivity;
+    census.steps.anchor = "k";
+    census.steps.kernels_per_step = 3;
+    census.steps.durations = NoisySteps(200, step, seed, 0);
+    JobReport report;
+    report.span = 200 * step;
+    return SummarizeRun("run", report, census);
+  };
+  std::vector<RunSummary> b, a;
+  b.push_back(run(4'000'000, 20));
+  b.push_back(run(4'160'000, 21));
+  b.push_back(run(4'080'000, 22));
+  a.push_back(run(4'160'000, 23));
+  a.push_back(run(4'240'000, 24));
+  a.push_back(run(4'080'000, 25));
+  RunSummary before = CombineRuns("before", std::move(b)), after = CombineRuns("after", a);
+  EXPECT_EQ(before.run_steps.size(), 3u);
+  EXPECT_EQ(before.step_stats.count, 600u);
+  StepChange pooled = CompareSteps(before.run_steps, after.run_steps, 0.95);
+  ASSERT_TRUE(pooled.measured);
+  EXPECT_LT(pooled.low, 0);  // the runs' spread: no significant change
+  StepChange one = CompareSteps({before.run_steps[0]}, {after.run_steps[0]}, 0.95);
+  EXPECT_GT(one.low, 0);  // one run a side: 4% and significant
+  StepChange walls = CompareWallTimes(before.run_spans, after.run_spans, 0.95);
+  ASSERT_TRUE(walls.measured);
+  EXPECT_NEAR(walls.change, (4'160'000 + 4'240'000 + 4'080'000) / 12'240'000.0 - 1, 1e-6);
 }
 
 }  // namespace
