@@ -1,6 +1,8 @@
 // JobSymbols: the interned tables (strings, frames, stacks) of every trace file of a job, by
 // process, as a value: the read stage fills it while it streams the files and hands it over when
-// it is done, so the report is built from it without a reader alive.
+// it is done, so the report is built from it without a reader alive. Native frames without a
+// source line get one from their module's debug info when it is on this machine
+// (read/source_lines.h): every stack the report, its summaries and exports resolve reads so.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "analyzer/model/symbol_source.h"
+#include "analyzer/read/source_lines.h"
 #include "analyzer/trace/interned_data.h"
 
 namespace idlescope {
@@ -28,6 +31,11 @@ class JobSymbols : public SymbolSource {
 
  private:
   std::vector<SymbolFrame> Frames(uint32_t process, uint64_t stack_id, bool merged) const;
+
+  // Made on the first frame that needs it (SourceLinesOptionsFromEnvironment). Lookups change
+  // nothing a caller sees but the lines they add: the const methods use it.
+  SourceLines& Lines() const;
+  mutable std::unique_ptr<SourceLines> lines_;
 
   // By process; only the processes whose files were read have one (a shard of a job reads a few
   // of many), and each stays where it is (the reader points into it).
