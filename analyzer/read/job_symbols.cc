@@ -50,7 +50,7 @@ std::vector<SymbolFrame> JobSymbols::Frames(uint32_t process, uint64_t stack_id,
     if (f.kind == FRAME_NATIVE && f.file.empty() && !f.module.empty()) {
       absl::string_view build_id = interned->BuildId(frame->module());
       if (!build_id.empty()) {
-        if (std::optional<SourceLine> line = Lines().Find(
+        if (std::optional<SourceLine> line = SharedSourceLines().Find(
                 f.module, std::string_view(build_id.data(), build_id.size()), f.rel_pc)) {
           f.file = line->file;
           f.line = line->line;
@@ -60,12 +60,6 @@ std::vector<SymbolFrame> JobSymbols::Frames(uint32_t process, uint64_t stack_id,
     frames.push_back(f);
   }
   return frames;
-}
-
-SourceLines& JobSymbols::Lines() const {
-  if (lines_ == nullptr)
-    lines_ = std::make_unique<SourceLines>(SourceLinesOptionsFromEnvironment());
-  return *lines_;
 }
 
 }  // namespace idlescope

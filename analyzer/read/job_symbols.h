@@ -2,7 +2,8 @@
 // process, as a value: the read stage fills it while it streams the files and hands it over when
 // it is done, so the report is built from it without a reader alive. Native frames without a
 // source line get one from their module's debug info when it is on this machine
-// (read/source_lines.h): every stack the report, its summaries and exports resolve reads so.
+// (read/source_lines.h, the process's SharedSourceLines): every stack the report, its
+// summaries and exports resolve reads so.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +32,6 @@ class JobSymbols : public SymbolSource {
 
  private:
   std::vector<SymbolFrame> Frames(uint32_t process, uint64_t stack_id, bool merged) const;
-
-  // Made on the first frame that needs it (SourceLinesOptionsFromEnvironment). Lookups change
-  // nothing a caller sees but the lines they add: the const methods use it.
-  SourceLines& Lines() const;
-  mutable std::unique_ptr<SourceLines> lines_;
 
   // By process; only the processes whose files were read have one (a shard of a job reads a few
   // of many), and each stays where it is (the reader points into it).

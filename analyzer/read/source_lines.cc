@@ -232,6 +232,7 @@ SourceLines::Module* SourceLines::Open(std::string_view path_view, std::string_v
 std::optional<SourceLine> SourceLines::Find(std::string_view module, std::string_view build_id,
                                             uint64_t rel_pc) {
   if (!options_.enabled || build_id.empty() || module.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
   Module* m = Open(module, build_id);
   if (m->dwarf == nullptr) return std::nullopt;
   auto [it, inserted] = m->lines.try_emplace(rel_pc);
@@ -247,8 +248,14 @@ std::optional<SourceLine> SourceLines::Find(std::string_view module, std::string
 
 std::string SourceLines::DebugFile(std::string_view module, std::string_view build_id) {
   if (!options_.enabled || build_id.empty() || module.empty()) return "";
+  std::lock_guard<std::mutex> lock(mutex_);
   Module* m = Open(module, build_id);
   return m->dwarf != nullptr ? m->file->path() : "";
+}
+
+SourceLines& SharedSourceLines() {
+  static SourceLines* lines = new SourceLines(SourceLinesOptionsFromEnvironment());
+  return *lines;
 }
 
 }  // namespace idlescope
