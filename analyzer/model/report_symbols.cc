@@ -26,6 +26,21 @@ bool IsCommonTail(const ReportFrame& frame, std::string_view function, std::stri
   return base.substr(0, 7) == "libc.so" || base.substr(0, 8) == "ld-linux";
 }
 
+// Whether a native frame is the job's own code: its line is known (its module has debug info)
+// and its module is not installed software: not under the system's library directories or
+// CUDA's, not in a Python package directory (site-packages, dist-packages).
+bool IsNativeUserCode(const ReportFrame& frame, std::string_view module) {
+  if (frame.kind != FRAME_NATIVE || frame.file == 0 || frame.line == 0 || module.empty()) {
+    return false;
+  }
+  for (std::string_view prefix : {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/",
+                                  "/usr/local/cuda", "/usr/local/lib/", "/usr/local/nvidia/"}) {
+    if (module.substr(0, prefix.size()) == prefix) return false;
+  }
+  return module.find("/site-packages/") == std::string_view::npos &&
+         module.find("/dist-packages/") == std::string_view::npos;
+}
+
 }  // namespace
 
 ReportSymbols::ReportSymbols() : strings_(1), stacks_(1) {}
@@ -61,6 +76,17 @@ StackId ReportSymbols::InternStack(const std::vector<ReportFrame>& frames,
   }
   short_frames.resize(kept);
   std::string short_label = absl::StrJoin(short_frames, " <- ");
+  // A stack whose innermost frames are libraries' (write <- std::ostream::write <- ...) is read
+  // by the job's own frame that called them, first, as a Python stack is by its first user frame.
+  if (!first_user) {
+    for (size_t i = 1; i < kept; ++i) {
+      if (IsNativeUserCode(frames[0], String(frames[0].module))) break;
+      if (IsNativeUserCode(frames[i], String(frames[i].module))) {
+        short_label = absl::StrCat(short_frames[i], " [", short_label, "]");
+        break;
+      }
+    }
+  }
   std::string first_user_label =
       first_user ? PythonFrameLabel(first_user->frame, /*base_name=*/false) : std::string();
   // The first user frame is part of what a stack says (the frames kept may all be native), and

@@ -70,7 +70,11 @@ class ReportSymbols {
   // The same as the text report prints it: native functions by their short names
   // (ShortFunctionName, model/frame_names.h), and without the tail every program's stacks end
   // with (main, the C library's start and a thread's start, _start), so that the stack reads from
-  // its own code: "mixed.cu:43 in load_batch <- mixed.cu:115 in train". "" for id 0.
+  // its own code: "mixed.cu:43 in load_batch <- mixed.cu:115 in train"; a stack without Python
+  // frames whose innermost frame is a library's is led by the job's own innermost frame (a frame
+  // with a known line, in a module outside the system's and CUDA's library directories and Python
+  // packages): "io.cc:40 in save [write <- std::ostream::write <- io.cc:40 in save <- ...]". "" for
+  // id 0.
   const std::string& ShortStackLabel(StackId id) const;
   // nullptr when the stack has no Python frame (or for id 0).
   const FirstUserFrame* FirstUser(StackId id) const;

@@ -148,6 +148,30 @@ TEST(FrameNamesTest, ShortStackLabel) {
                                   {.function = s.Intern("start_thread"), .module = libc},
                                   {.function = s.Intern("clone3"), .module = libc}});
   EXPECT_EQ(s.ShortStackLabel(thread), "fwrite <- writer_loop");
+
+  // Library frames innermost: the job's own frame leads, the stack follows.
+  const StringId libstdcxx = s.Intern("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+  std::vector<ReportFrame> through_libraries = {
+      {.function = s.Intern("write"),
+       .module = libc,
+       .file = s.Intern("../sysdeps/unix/sysv/linux/write.c"),
+       .line = 26},
+      {.function = s.Intern("std::basic_ostream<char, std::char_traits<char> >::write(char "
+                            "const*, long)"),
+       .module = libstdcxx},
+      frames[0],
+      frames[1],
+      frames[2]};
+  EXPECT_EQ(s.ShortStackLabel(s.InternStack(through_libraries)),
+            "checkpoint_io.h:40 in example::write_checkpoint_file [write.c:26 in write <- "
+            "std::ostream::write <- checkpoint_io.h:40 in example::write_checkpoint_file <- "
+            "mixed.cu:134 in (anonymous namespace)::train]");
+  // Not without a line (no debug info), nor from an installed package.
+  through_libraries[2].file = 0;
+  through_libraries[3].module = s.Intern("/venv/lib/python3.11/site-packages/x/lib.so");
+  EXPECT_EQ(s.ShortStackLabel(s.InternStack(through_libraries)),
+            "write.c:26 in write <- std::ostream::write <- example::write_checkpoint_file <- "
+            "mixed.cu:134 in (anonymous namespace)::train");
 }
 
 }  // namespace
