@@ -39,6 +39,16 @@ if(IDLESCOPE_STATIC_CLI)
   list(APPEND IDLESCOPE_PROTOBUF "$<${static_link}:idlescope_static_deps>")
   list(APPEND IDLESCOPE_ABSEIL "$<${static_link}:idlescope_static_deps>")
 endif()
+# libdw by name (-ldw -lelf): the shared libraries, or in the static CLI the archives and what
+# they need in turn (pkg-config --static libdw: bzip2, zlib, xz). Only libdw's DWARF and ELF
+# readers are used, not libdwfl, whose debuginfod client would dlopen (no dlopen in the CLI).
+set(IDLESCOPE_LIBDW)
+foreach(lib IN LISTS LIBDW_LIBRARIES)
+  list(APPEND IDLESCOPE_LIBDW "$<$<NOT:${static_link}>:${lib}>")
+endforeach()
+foreach(lib IN LISTS LIBDW_STATIC_LIBRARIES)
+  list(APPEND IDLESCOPE_LIBDW "$<${static_link}:${lib}>")
+endforeach()
 unset(static_link)
 
 # idlescope_static_executable(<target>): links <target> statically (the CLI). Not -static-pie:

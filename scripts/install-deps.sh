@@ -7,6 +7,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config file
   libprotobuf-dev protobuf-compiler libabsl-dev libunwind-dev libzstd-dev zstd
+  # the report's source lines of native frames (analyzer/read/source_lines.h); the static CLI
+  # links libdw.a and libelf.a, and the archives they need: bzip2, xz, zlib
+  libdw-dev libelf-dev libbz2-dev liblzma-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang-format
   python3 python3-torch strace ltrace sqlite3
   chromium nodejs

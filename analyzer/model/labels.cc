@@ -33,6 +33,17 @@ std::string StackText(StackId id, const ReportSymbols& symbols) {
   return absl::StrCat(first_user, " [", symbols.StackLabel(id), "]");
 }
 
+std::string ShortStackText(StackId id, const ReportSymbols& symbols) {
+  const std::string& first_user = symbols.FirstUserLabel(id);
+  if (first_user.empty()) return symbols.ShortStackLabel(id);
+  return absl::StrCat(first_user, " [", symbols.ShortStackLabel(id), "]");
+}
+
+std::string EvidenceText(const EvidenceItem& item, const ReportSymbols& symbols) {
+  if (item.kind == EvidenceKind::kStack) return ShortStackText(item.id, symbols);
+  return EvidenceLabel(item, symbols);
+}
+
 std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols) {
   switch (item.kind) {
     case EvidenceKind::kStack:

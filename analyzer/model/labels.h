@@ -16,9 +16,15 @@ namespace idlescope {
 // (ReportSymbols::StackLabel); "" for id 0.
 std::string StackText(StackId id, const ReportSymbols& symbols);
 
+// The same as the text report prints it: the first user frame, then the stack's short label
+// (ReportSymbols::ShortStackLabel): "mixed.cu:43 in load_batch <- mixed.cu:115 in train".
+std::string ShortStackText(StackId id, const ReportSymbols& symbols);
+
 // A stack (StackText), a string, a directory ("?" when unnamed), a host
 // activity item ("reads: /data/x"), or what an unresolved id was ("stack #7 of process 0").
 std::string EvidenceLabel(const EvidenceItem& item, const ReportSymbols& symbols);
+// EvidenceLabel as the text report prints it: a stack by its ShortStackText.
+std::string EvidenceText(const EvidenceItem& item, const ReportSymbols& symbols);
 
 // How a host's clock was aligned, as the text and JSON reports name it ("reference",
 // "collectives", "realtime").

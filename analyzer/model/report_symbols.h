@@ -64,8 +64,18 @@ class ReportSymbols {
   const std::vector<ReportFrame>& Stack(StackId id) const;
   // The stack on one line: "save <- train_step <- main"; a frame without a function is named by
   // its module's base name and offset, "libtorch_cpu.so+0x305b7c0"; a Python frame by its file's
-  // base name, line and function, "serialization.py:652 in _save". "" for id 0.
+  // base name, line and function, "serialization.py:652 in _save", and so a native frame whose
+  // line is known: "mixed.cu:43 in load_batch(float*, unsigned long)". "" for id 0.
   const std::string& StackLabel(StackId id) const;
+  // The same as the text report prints it: native functions by their short names
+  // (ShortFunctionName, model/frame_names.h), and without the tail every program's stacks end
+  // with (main, the C library's start and a thread's start, _start), so that the stack reads from
+  // its own code: "mixed.cu:43 in load_batch <- mixed.cu:115 in train"; a stack without Python
+  // frames whose innermost frame is a library's is led by the job's own innermost frame (a frame
+  // with a known line, in a module outside the system's and CUDA's library directories and Python
+  // packages): "io.cc:40 in save [write <- std::ostream::write <- io.cc:40 in save <- ...]". "" for
+  // id 0.
+  const std::string& ShortStackLabel(StackId id) const;
   // nullptr when the stack has no Python frame (or for id 0).
   const FirstUserFrame* FirstUser(StackId id) const;
   // The first user frame with its file as recorded: "/work/train.py:42 in train_step"; "" when
@@ -74,6 +84,10 @@ class ReportSymbols {
   // A Python frame: "FILE:LINE in FUNCTION", FILE as recorded or (base_name) only its base name;
   // "?" for a part not known, no ":LINE" for line 0.
   std::string PythonFrameLabel(const ReportFrame& frame, bool base_name) const;
+  // A native frame: "FILE:LINE in FUNCTION" (FILE's base name) when its line is known, else its
+  // function, else "MODULE+0xOFFSET" (the module's base name); `short_name`: the function by its
+  // ShortFunctionName.
+  std::string NativeFrameLabel(const ReportFrame& frame, bool short_name) const;
 
   size_t string_count() const { return strings_.size(); }  // id 0 included
   size_t stack_count() const { return stacks_.size(); }    // id 0 included
@@ -82,6 +96,7 @@ class ReportSymbols {
   struct StackEntry {
     std::vector<ReportFrame> frames;
     std::string label;
+    std::string short_label;
     std::optional<FirstUserFrame> first_user;
     std::string first_user_label;
   };

@@ -544,6 +544,11 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
       sink.AddDeviceInfo(f.process, props);
       return;
     }
+    case Packet::kModules:
+      // Build ids: the report's native frames get their source lines from the modules' debug
+      // info when the file on disk is the one that ran (read/source_lines.h).
+      f.interned->AddModules(packet.modules());
+      return;
     case Packet::kNotice: {
       const Notice& n = packet.notice();
       if (n.severity() >= WARNING && f.notices.insert(n.code()).second) {

@@ -45,8 +45,19 @@ std::vector<SymbolFrame> JobSymbols::Frames(uint32_t process, uint64_t stack_id,
       merged ? interned->MergedStack(stack_id) : interned->Stack(stack_id);
   for (const Frame* frame : stack) {
     if (!merged && frame->kind() == FRAME_PYTHON) continue;
-    frames.push_back({text(frame->function()), text(frame->module()), frame->rel_pc(),
-                      text(frame->file()), frame->line(), frame->kind()});
+    SymbolFrame f{text(frame->function()), text(frame->module()), frame->rel_pc(),
+                  text(frame->file()),     frame->line(),         frame->kind()};
+    if (f.kind == FRAME_NATIVE && f.file.empty() && !f.module.empty()) {
+      absl::string_view build_id = interned->BuildId(frame->module());
+      if (!build_id.empty()) {
+        if (std::optional<SourceLine> line = SharedSourceLines().Find(
+                f.module, std::string_view(build_id.data(), build_id.size()), f.rel_pc)) {
+          f.file = line->file;
+          f.line = line->line;
+        }
+      }
+    }
+    frames.push_back(f);
   }
   return frames;
 }

@@ -1,6 +1,9 @@
 // JobSymbols: the interned tables (strings, frames, stacks) of every trace file of a job, by
 // process, as a value: the read stage fills it while it streams the files and hands it over when
-// it is done, so the report is built from it without a reader alive.
+// it is done, so the report is built from it without a reader alive. Native frames without a
+// source line get one from their module's debug info when it is on this machine
+// (read/source_lines.h, the process's SharedSourceLines): every stack the report, its
+// summaries and exports resolve reads so.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "analyzer/model/symbol_source.h"
+#include "analyzer/read/source_lines.h"
 #include "analyzer/trace/interned_data.h"
 
 namespace idlescope {

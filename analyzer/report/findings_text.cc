@@ -93,7 +93,7 @@ std::string FindingText(const Finding& f, const JobReport& report) {
       if (f.stack != 0) {
         absl::StrAppend(
             &text, " at ",
-            EvidenceLabel({.kind = EvidenceKind::kStack, .id = f.stack}, report.symbols));
+            EvidenceText({.kind = EvidenceKind::kStack, .id = f.stack}, report.symbols));
       }
       if (f.object != 0) {
         absl::StrAppend(&text, " (", std::string(report.symbols.String(f.object)), ")");
@@ -276,16 +276,24 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
   return "";
 }
 
-std::string GapEvidenceText(const GapEvidence& m, const ReportSymbols& symbols) {
+std::string GapEvidenceText(const GapEvidence& m, const ReportSymbols& symbols, size_t width) {
   std::string_view object = symbols.String(m.object);
-  std::string stack = StackText(m.stack, symbols);
-  return absl::StrCat(std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "",
-                      object.empty() ? "" : ": ", std::string(object),
-                      m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "",
-                      stack.empty() ? "" : absl::StrCat(" at ", stack),
-                      m.gpu_side   ? ""
-                      : m.tid == 0 ? absl::StrCat(" (pid ", m.pid, ")")
-                                   : absl::StrCat(" (pid ", m.pid, " tid ", m.tid, ")"));
+  std::string stack = ShortStackText(m.stack, symbols);
+  std::string head = absl::StrCat(std::string(InfoOf(m.cause).name), m.gpu_side ? " (GPU)" : "",
+                                  object.empty() ? "" : ": ", std::string(object),
+                                  m.bytes > 0 ? absl::StrCat(", ", m.bytes, " bytes") : "");
+  std::string tail = m.gpu_side   ? ""
+                     : m.tid == 0 ? absl::StrCat(" (pid ", m.pid, ")")
+                                  : absl::StrCat(" (pid ", m.pid, " tid ", m.tid, ")");
+  const std::string kAt = " at ";
+  const size_t fixed = head.size() + kAt.size() + tail.size();
+  if (width > 0 && !stack.empty() && fixed + stack.size() > width) {
+    // Room for a few characters of the stack and "...", else none of it.
+    size_t room = width > fixed + 8 ? width - fixed - 3 : 0;
+    while (room > 0 && (static_cast<unsigned char>(stack[room]) & 0xC0) == 0x80) --room;
+    stack = room > 0 ? absl::StrCat(stack.substr(0, room), "...") : "";
+  }
+  return absl::StrCat(head, stack.empty() ? "" : absl::StrCat(kAt, stack), tail);
 }
 
 std::string WarningText(const ReportWarning& w) {

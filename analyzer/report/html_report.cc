@@ -222,14 +222,16 @@ std::string StackHtml(StackId id, const ReportSymbols& symbols) {
         Cat(HtmlEscape(function),
             where.empty() ? "" : Cat("  <span class=\"sub\">", HtmlEscape(where), "</span>")));
   }
-  // A Python job's stack is read by the line of the job's own code it came from, first.
+  // A Python job's stack is read by the line of the job's own code it came from, first. The
+  // short form as the text report prints it; the full one on hover, every frame when opened.
   const std::string& first_user = symbols.FirstUserLabel(id);
-  std::string summary = HtmlEscape(symbols.StackLabel(id));
+  std::string summary = HtmlEscape(symbols.ShortStackLabel(id));
   if (!first_user.empty()) {
     summary = Cat("<b class=\"user-frame\">", HtmlEscape(first_user), "</b> ", summary);
   }
-  return Cat("<details><summary class=\"mono\">", summary, "</summary><div class=\"mono\">",
-             absl::StrJoin(frames, "<br>"), "</div></details>");
+  return Cat("<details><summary class=\"mono\" title=\"", HtmlEscape(symbols.StackLabel(id)), "\">",
+             summary, "</summary><div class=\"mono\">", absl::StrJoin(frames, "<br>"),
+             "</div></details>");
 }
 
 void EvidenceRows(std::string_view kind, const std::vector<EvidenceItem>& items, const JobReport& r,

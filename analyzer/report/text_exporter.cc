@@ -22,6 +22,23 @@ std::string RankList(const std::vector<int32_t>& ranks) {
   return absl::StrJoin(ranks, ",");
 }
 
+// A line of evidence (a stack, an object, a gap's event, where a host call was made) at most
+// kTextEvidenceColumns wide, cut with "..." when longer: a report is read in a terminal or a CI
+// log. Bytes are counted, so a line with UTF-8 is narrower still; a cut never splits a character.
+// JSON has every frame and name in full.
+constexpr size_t kTextEvidenceColumns = 160;
+
+void AppendEvidenceLine(std::string* out, std::string line) {
+  if (line.size() > kTextEvidenceColumns) {
+    size_t cut = kTextEvidenceColumns - 3;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line.resize(cut);
+    line += "...";
+  }
+  *out += line;
+  *out += '\n';
+}
+
 }  // namespace
 
 bool ShownInText(const CauseReport& cause, Ns gpu_time) {
@@ -138,18 +155,20 @@ std::string FormatTextReport(const JobReport& r) {
       absl::StrAppendFormat(&out, "    - %s\n", EscapeControls(FindingText(f, r)));
     }
     for (const EvidenceItem& e : c.stacks) {
-      absl::StrAppendFormat(&out, "    stack  %s  %s\n", Seconds(e.ns),
-                            EscapeControls(EvidenceLabel(e, r.symbols)));
+      AppendEvidenceLine(&out, absl::StrFormat("    stack  %s  %s", Seconds(e.ns),
+                                               EscapeControls(EvidenceText(e, r.symbols))));
     }
     for (const EvidenceItem& e : c.objects) {
-      absl::StrAppendFormat(&out, "    object %s  %s%s\n", Seconds(e.ns),
-                            EscapeControls(EvidenceLabel(e, r.symbols)),
-                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+      AppendEvidenceLine(
+          &out, absl::StrFormat("    object %s  %s%s", Seconds(e.ns),
+                                EscapeControls(EvidenceText(e, r.symbols)),
+                                e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : ""));
     }
     for (const EvidenceItem& e : c.directories) {
-      absl::StrAppendFormat(&out, "    dir    %s  %s/%s\n", Seconds(e.ns),
-                            EscapeControls(EvidenceLabel(e, r.symbols)),
-                            e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : "");
+      AppendEvidenceLine(
+          &out, absl::StrFormat("    dir    %s  %s/%s", Seconds(e.ns),
+                                EscapeControls(EvidenceText(e, r.symbols)),
+                                e.bytes > 0 ? absl::StrCat(" (", e.bytes, " bytes)") : ""));
     }
     absl::StrAppendFormat(&out, "    fix: %s\n", info.fix);
     absl::StrAppendFormat(&out, "    estimated saving: %s of GPU time, the job %s sooner (%s)\n",
@@ -171,8 +190,10 @@ std::string FormatTextReport(const JobReport& r) {
                             EscapeControls(gap.device), Seconds(gap.start), Seconds(gap.length),
                             GapKindName(gap.kind), absl::StrJoin(causes, ", "));
       if (gap.has_evidence) {
-        absl::StrAppendFormat(&out, "    %s\n",
-                              EscapeControls(GapEvidenceText(gap.evidence, r.symbols)));
+        // The stack is cut, not the pid after it (the line's own cut would take the pid).
+        AppendEvidenceLine(
+            &out, absl::StrCat("    ", EscapeControls(GapEvidenceText(gap.evidence, r.symbols,
+                                                                      kTextEvidenceColumns - 4))));
       }
     }
     out += '\n';
@@ -253,12 +274,13 @@ std::string FormatTextReport(const JobReport& r) {
         std::string fs = FsTypeName(item.fs_type);
         if (!fs.empty()) details.push_back(fs);
         if (item.installer) details.push_back("installer");
-        absl::StrAppendFormat(&out, "    %s  %s (%s)\n", Seconds(item.ns),
-                              EscapeControls(ItemLabel(item.what, r.symbols)),
-                              absl::StrJoin(details, ", "));
+        AppendEvidenceLine(&out, absl::StrFormat("    %s  %s (%s)", Seconds(item.ns),
+                                                 EscapeControls(ItemLabel(item.what, r.symbols)),
+                                                 absl::StrJoin(details, ", ")));
         if (item.stack != 0) {
-          absl::StrAppendFormat(&out, "      at %s\n",
-                                EscapeControls(StackText(item.stack, r.symbols)));
+          AppendEvidenceLine(
+              &out,
+              absl::StrCat("      at ", EscapeControls(ShortStackText(item.stack, r.symbols))));
         }
       }
     }

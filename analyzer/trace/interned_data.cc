@@ -59,6 +59,20 @@ void InternedData::Add(const Interned& interned) {
   for (const idlescope::ThreadName& t : interned.threads()) thread_names_[t.tid()] = t.name();
 }
 
+void InternedData::AddModules(const ModuleMap& modules) {
+  for (const Module& m : modules.modules()) {
+    if (m.path() == 0) continue;
+    // The recorder writes a module again after a fork (Symbolizer::Reset): the same id.
+    auto [it, inserted] = build_ids_.try_emplace(m.path(), m.build_id());
+    if (!inserted && it->second != m.build_id()) it->second.clear();
+  }
+}
+
+absl::string_view InternedData::BuildId(uint64_t path_id) const {
+  auto it = build_ids_.find(path_id);
+  return it == build_ids_.end() ? absl::string_view() : absl::string_view(it->second);
+}
+
 absl::string_view InternedData::String(uint64_t id) const {
   auto it = strings_.find(id);
   return it == strings_.end() ? absl::string_view() : absl::string_view(it->second);

@@ -17,6 +17,8 @@ namespace idlescope {
 class InternedData {
  public:
   void Add(const Interned& interned);
+  // A ModuleMap packet: the build ids of the modules the file's frames name.
+  void AddModules(const ModuleMap& modules);
 
   // The string with id `id`; empty for id 0 or an id never defined.
   absl::string_view String(uint64_t id) const;
@@ -25,6 +27,10 @@ class InternedData {
   // nullptr when not defined.
   const Frame* FindFrame(uint64_t id) const;
   const InternedStream* FindStream(uint64_t id) const;
+  // The build id (raw bytes) of the module whose path is string `path_id`, as the file's
+  // ModuleMap packets give it; empty when none gave one, or when they gave the path two build ids
+  // (a file replaced while the process ran: a frame cannot tell which it was in).
+  absl::string_view BuildId(uint64_t path_id) const;
   absl::string_view ThreadName(uint32_t tid) const;
 
   // The frames of stack `stack_id`, innermost first. Stops at a node whose parent is undefined
@@ -62,6 +68,7 @@ class InternedData {
   absl::flat_hash_map<uint64_t, StackNodeEntry> stack_nodes_;
   absl::flat_hash_map<uint64_t, InternedStream> streams_;
   absl::flat_hash_map<uint32_t, std::string> thread_names_;
+  absl::flat_hash_map<uint64_t, std::string> build_ids_;  // by path id; "" when ambiguous
   uint64_t conflicting_ids_ = 0;
 };
 

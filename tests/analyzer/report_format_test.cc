@@ -150,8 +150,16 @@ TEST(ReportText, GapEvidenceAndWarnings) {
                     {{.function = symbols.Intern("save")}, {.function = symbols.Intern("main")}}),
                 .pid = 100,
                 .tid = 101};
+  // The common tail (main) is not printed.
   EXPECT_EQ(GapEvidenceText(m, symbols),
-            "checkpointing: /ckpt/model.pt, 4096 bytes at save <- main (pid 100 tid 101)");
+            "checkpointing: /ckpt/model.pt, 4096 bytes at save (pid 100 tid 101)");
+  // Cut to a width: the stack gives way, the pid stays.
+  GapEvidence long_stack = m;
+  long_stack.stack = symbols.InternStack({{.function = symbols.Intern("save_checkpoint_to_disk")},
+                                          {.function = symbols.Intern("train_one_epoch")}});
+  EXPECT_EQ(GapEvidenceText(long_stack, symbols, 80),
+            "checkpointing: /ckpt/model.pt, 4096 bytes at save_checkpoin... (pid 100 tid 101)");
+  EXPECT_EQ(GapEvidenceText(long_stack, symbols, 80).size(), 80u);
   GapEvidence gpu{.cause = Cause::kCommunication, .gpu_side = true, .pid = 100};
   EXPECT_EQ(GapEvidenceText(gpu, symbols), "communication (GPU)");
   EXPECT_EQ(WarningText({.kind = WarningKind::kNoFooter, .subject = "a.idlescope"}),
