@@ -103,13 +103,16 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
     j.Key("levels");
     j.BeginObject();
     const DeviceStrip& s = *it->second;
+    // The short gaps' time goes to the cause the report gave it (as in DeviceReports).
+    const int short_cause = Index(ShortGapCause(d.compute_util, d.peak_memory, d.total_memory));
     for (int c = 0; c < kCauseCount; ++c) {
       std::string levels(strips.buckets, kLevels[0]);
       bool any = false;
       for (size_t b = 0; b < strips.buckets && b < s.idle.size(); ++b) {
         Ns width = std::min<Ns>(strips.bucket_ns, r.span - static_cast<Ns>(b) * strips.bucket_ns);
-        if (width <= 0 || s.idle[b][c] <= 0) continue;
-        double share = static_cast<double>(s.idle[b][c]) / static_cast<double>(width);
+        Ns idle = s.idle[b][c] + (c == short_cause && b < s.short_gap.size() ? s.short_gap[b] : 0);
+        if (width <= 0 || idle <= 0) continue;
+        double share = static_cast<double>(idle) / static_cast<double>(width);
         int level = std::clamp(static_cast<int>(std::lround(share * kTopLevel)), 0, kTopLevel);
         // A sliver of idle time still shows: at least the lowest visible level.
         levels[b] = kLevels[std::max(level, 1)];

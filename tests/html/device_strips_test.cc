@@ -90,5 +90,49 @@ TEST(DeviceStripsTest, AQuietEndWidensTheBucketsAtFinish) {
   EXPECT_EQ(Total(s.devices[0], Cause::kStartup), 2 * kMs);
 }
 
+TEST(DeviceStripsTest, ShortGapsLandInTheirBucketsLessTheSlicesThatExplainThem) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  // Two short gaps of 0.4 ms across bucket 0 and 1; host work explains 0.1 ms of the second.
+  r.OnShortGap(0, {kMs / 2, kMs / 2 + 400'000});
+  r.OnShortGap(0, {kMs - 200'000, kMs + 200'000});
+  r.OnSlice({.device = 0,
+             .when = {kMs, kMs + 100'000},
+             .cause = Cause::kDataLoading,
+             .in_short_gap = true});
+  JobStrips s = r.Finish(3 * kMs, Ids({"h/a"}));
+  ASSERT_EQ(s.devices.size(), 1u);
+  const DeviceStrip& d = s.devices[0];
+  ASSERT_EQ(d.short_gap.size(), 3u);
+  EXPECT_EQ(d.short_gap[0], 400'000 + 200'000);
+  EXPECT_EQ(d.short_gap[1], 200'000 - 100'000);
+  EXPECT_EQ(d.short_gap[2], 0);
+  EXPECT_EQ(d.idle[1][Index(Cause::kDataLoading)], 100'000);
+  EXPECT_EQ(Total(d, Cause::kDataLoading), 100'000);
+}
+
+TEST(DeviceStripsTest, WideningAndFinishKeepEveryShortGapNanosecond) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  // A 50 us launch gap every 0.2 ms for 10 s: the buckets widen, the short-gap time stays.
+  const Ns span = 10'000 * kMs;
+  Ns gaps = 0;
+  for (Ns t = 0; t + 50'000 <= span; t += 200'000) {
+    r.OnShortGap(0, {t, t + 50'000});
+    gaps += 50'000;
+  }
+  JobStrips s = r.Finish(span, Ids({"h/a"}));
+  EXPECT_LE(s.buckets, kMaxBuckets);
+  Ns sum = 0;
+  for (size_t i = 0; i < s.buckets; ++i) {
+    sum += s.devices[0].short_gap[i];
+    // A quarter of every full bucket is launch gaps.
+    if ((static_cast<Ns>(i) + 1) * s.bucket_ns <= span) {
+      EXPECT_EQ(s.devices[0].short_gap[i], s.bucket_ns / 4) << "bucket " << i;
+    }
+  }
+  EXPECT_EQ(sum, gaps);
+}
+
 }  // namespace
 }  // namespace idlescope
