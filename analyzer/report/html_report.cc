@@ -158,13 +158,14 @@ void Summary(const JobReport& r, std::string& out) {
         "</p>\n<div class=\"cards\">\n");
   out += Card(Percent(r.compute_util), "compute utilization (the paper's U)");
   out += Card(Percent(r.kernel_active_util), "kernel active (nvidia-smi \"GPU util\")");
-  out += Card(Seconds(r.idle_ns), Cat("idle GPU time of ", Seconds(r.gpu_time)));
+  // GPU time is device-seconds (the span times the devices): GPU-s, never the job's seconds.
+  out += Card(GpuSeconds(r.idle_ns), Cat("idle GPU time of ", GpuSeconds(r.gpu_time)));
   if (!r.causes.empty()) {
     const CauseReport& top = r.causes.front();
-    out += Card(Seconds(top.ns), Cat("largest cause: ", InfoOf(top.cause).name));
+    out += Card(GpuSeconds(top.ns), Cat("largest cause: ", InfoOf(top.cause).name));
     Ns saving = 0;
     for (const CauseReport& c : r.causes) saving += c.saving_ns;
-    out += Card(Seconds(saving), "estimated saving of all fixes");
+    out += Card(GpuSeconds(saving), "estimated saving of all fixes");
   }
   CatTo(&out, "</div>\n<p class=\"sub\" style=\"margin-top:8px\">",
         HtmlEscape(kUtilizationExplanation), "</p>\n");
@@ -193,7 +194,7 @@ void Timeline(const JobReport& r, std::string& out) {
 
 void CauseChart(const JobReport& r, std::string& out) {
   CatTo(&out, "<h2 id=\"causes\">Idle GPU time by cause</h2>\n<p class=\"sub\">GPU time ",
-        Seconds(r.gpu_time), " (job span x devices), idle ", Seconds(r.idle_ns),
+        GpuSeconds(r.gpu_time), " (job span x devices), idle ", GpuSeconds(r.idle_ns),
         "</p>\n<table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
         "<th class=\"n\">share</th><th class=\"n\">est. saving</th><th class=\"n\">job "
         "sooner</th><th>paper category</th></tr>\n");
@@ -204,8 +205,8 @@ void CauseChart(const JobReport& r, std::string& out) {
         &out, "<tr><td><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
         "\"></span><a href=\"#cause-", info.name, "\">", info.name, "</a></td><td>",
         HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause), 320),
-        "</td><td class=\"n\">", Seconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
-        "</td><td class=\"n\">", Seconds(c.saving_ns), "</td><td class=\"n\">",
+        "</td><td class=\"n\">", GpuSeconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
+        "</td><td class=\"n\">", GpuSeconds(c.saving_ns), "</td><td class=\"n\">",
         Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
   }
   out += "</table>\n";
@@ -242,9 +243,9 @@ void EvidenceRows(std::string_view kind, const std::vector<EvidenceItem>& items,
                            ? StackHtml(e.id, r.symbols)
                            : Cat("<span class=\"mono\">", HtmlEscape(EvidenceLabel(e, r.symbols)),
                                  e.kind == EvidenceKind::kDirectory ? "/" : "", "</span>");
-    CatTo(&out, "<tr><td>", kind, "</td><td class=\"n\">", Seconds(e.ns), "</td><td class=\"n\">",
-          e.bytes > 0 ? Cat(e.bytes) : "", "</td><td class=\"n\">", e.count > 0 ? Cat(e.count) : "",
-          "</td><td>", what, "</td></tr>\n");
+    CatTo(&out, "<tr><td>", kind, "</td><td class=\"n\">", GpuSeconds(e.ns),
+          "</td><td class=\"n\">", e.bytes > 0 ? Cat(e.bytes) : "", "</td><td class=\"n\">",
+          e.count > 0 ? Cat(e.count) : "", "</td><td>", what, "</td></tr>\n");
   }
 }
 
@@ -256,7 +257,7 @@ void Findings(const JobReport& r, std::string& out) {
     const CauseInfo& info = InfoOf(c.cause);
     CatTo(&out, "<div class=\"finding\" id=\"cause-", info.name,
           "\" style=\"border-left-color:", CauseColor(c.cause), "\">\n<h3>", ++n, ". ", info.name,
-          ": ", Seconds(c.ns), " idle (", Percent(c.share),
+          ": ", GpuSeconds(c.ns), " idle (", Percent(c.share),
           " of GPU time)</h3>\n<div class=\"meta\">paper category: ",
           HtmlEscape(info.paper_category), " (dimension: ", info.dimension, ")</div>\n");
     if (!c.findings.empty()) {
@@ -276,7 +277,7 @@ void Findings(const JobReport& r, std::string& out) {
       out += "</table>\n";
     }
     CatTo(&out, "<div class=\"fix\"><b>fix:</b> ", HtmlEscape(info.fix),
-          "<br><b>estimated saving:</b> ", Seconds(c.saving_ns), " of GPU time, the job ",
+          "<br><b>estimated saving:</b> ", GpuSeconds(c.saving_ns), " of GPU time, the job ",
           Seconds(c.job_saving_ns), " sooner (", HtmlEscape(SavingBasisText(c.cause, c.basis)),
           ")</div>\n</div>\n");
   }
