@@ -195,21 +195,21 @@ void Timeline(const JobReport& r, std::string& out) {
 void CauseChart(const JobReport& r, std::string& out) {
   CatTo(&out, "<h2 id=\"causes\">Idle GPU time by cause</h2>\n<p class=\"sub\">GPU time ",
         GpuSeconds(r.gpu_time), " (job span x devices), idle ", GpuSeconds(r.idle_ns),
-        "</p>\n<table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
+        "</p>\n<div class=\"scroll\"><table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
         "<th class=\"n\">share</th><th class=\"n\">est. saving</th><th class=\"n\">job "
         "sooner</th><th>paper category</th></tr>\n");
   Ns largest = r.causes.empty() ? 1 : std::max<Ns>(1, r.causes.front().ns);
   for (const CauseReport& c : r.causes) {
     const CauseInfo& info = InfoOf(c.cause);
-    CatTo(
-        &out, "<tr><td><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
-        "\"></span><a href=\"#cause-", info.name, "\">", info.name, "</a></td><td>",
-        HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause), 320),
-        "</td><td class=\"n\">", GpuSeconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
-        "</td><td class=\"n\">", GpuSeconds(c.saving_ns), "</td><td class=\"n\">",
-        Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
+    CatTo(&out, "<tr><td><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
+          "\"></span><a href=\"#cause-", info.name, "\">", info.name,
+          "</a></td><td class=\"barcell\">",
+          HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause)),
+          "</td><td class=\"n\">", GpuSeconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
+          "</td><td class=\"n\">", GpuSeconds(c.saving_ns), "</td><td class=\"n\">",
+          Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 std::string StackHtml(StackId id, const ReportSymbols& symbols) {
@@ -269,12 +269,13 @@ void Findings(const JobReport& r, std::string& out) {
     }
     if (!c.stacks.empty() || !c.objects.empty() || !c.directories.empty()) {
       out +=
-          "<table class=\"ev\"><tr><th>evidence</th><th class=\"n\">idle</th><th "
+          "<div class=\"scroll\"><table class=\"ev\"><tr><th>evidence</th><th "
+          "class=\"n\">idle</th><th "
           "class=\"n\">bytes</th><th class=\"n\">calls</th><th>what</th></tr>\n";
       EvidenceRows("stack", c.stacks, r, out);
       EvidenceRows("object", c.objects, r, out);
       EvidenceRows("directory", c.directories, r, out);
-      out += "</table>\n";
+      out += "</table></div>\n";
     }
     CatTo(&out, "<div class=\"fix\"><b>fix:</b> ", HtmlEscape(info.fix),
           "<br><b>estimated saving:</b> ", GpuSeconds(c.saving_ns), " of GPU time, the job ",
@@ -285,9 +286,10 @@ void Findings(const JobReport& r, std::string& out) {
 
 void Gaps(const JobReport& r, std::string& out) {
   if (r.top_gaps.empty()) return;
-  CatTo(&out, "<h2 id=\"gaps\">Longest idle gaps (&ge; ", Seconds(r.min_gap),
-        ")</h2>\n<table>\n<tr><th>#</th><th>device</th><th class=\"n\">at</th>"
-        "<th class=\"n\">length</th><th>kind</th><th>causes</th><th>evidence</th></tr>\n");
+  CatTo(
+      &out, "<h2 id=\"gaps\">Longest idle gaps (&ge; ", Seconds(r.min_gap),
+      ")</h2>\n<div class=\"scroll\"><table>\n<tr><th>#</th><th>device</th><th class=\"n\">at</th>"
+      "<th class=\"n\">length</th><th>kind</th><th>causes</th><th>evidence</th></tr>\n");
   for (size_t i = 0; i < r.top_gaps.size(); ++i) {
     const GapReport& g = r.top_gaps[i];
     std::vector<std::string> causes;
@@ -302,13 +304,14 @@ void Gaps(const JobReport& r, std::string& out) {
           absl::StrJoin(causes, "<br>"), "</td><td class=\"mono\">",
           g.has_evidence ? HtmlEscape(GapEvidenceText(g.evidence, r.symbols)) : "", "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 void Devices(const JobReport& r, std::string& out) {
   if (r.devices.empty()) return;
   out +=
-      "<h2 id=\"devices\">Devices and ranks</h2>\n<table>\n<tr><th>rank</th><th>device</th>"
+      "<h2 id=\"devices\">Devices and ranks</h2>\n<div "
+      "class=\"scroll\"><table>\n<tr><th>rank</th><th>device</th>"
       "<th>name</th><th class=\"n\">compute</th><th class=\"n\">kernel active</th>"
       "<th class=\"n\">comm</th><th class=\"n\">transfer</th><th class=\"n\">idle</th>"
       "<th>largest idle cause</th><th class=\"n\">kernels</th><th class=\"n\">peak mem "
@@ -333,7 +336,7 @@ void Devices(const JobReport& r, std::string& out) {
                               : "",
           "</td><td class=\"n\">", d.kernels, "</td><td class=\"n\">", memory, "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 // Multi-rank jobs: the collectives per communicator and operation, and the ones waited at
@@ -343,7 +346,8 @@ void Collectives(const JobReport& r, std::string& out) {
   out +=
       "<h2 id=\"collectives\">Collectives</h2>\n<p class=\"sub\">per communicator and operation; "
       "transfer: the shortest of the ranks' kernels, which waited for nobody; bus bandwidth as "
-      "nccl-tests defines it</p>\n<table>\n<tr><th>communicator</th><th>op</th>"
+      "nccl-tests defines it</p>\n<div "
+      "class=\"scroll\"><table>\n<tr><th>communicator</th><th>op</th>"
       "<th class=\"n\">ranks</th><th class=\"n\">collectives</th><th class=\"n\">size</th>"
       "<th class=\"n\">transfer</th><th class=\"n\">algbw</th><th class=\"n\">busbw</th>"
       "<th class=\"n\">waited</th><th>last most often</th></tr>\n";
@@ -361,11 +365,12 @@ void Collectives(const JobReport& r, std::string& out) {
               : "-",
           "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   for (const CollectiveDetail& d : r.slowest_collectives) {
     CatTo(&out, "<details><summary>", NcclOpName(d.op), " #", d.seq, ", ", DataSize(d.size_bytes),
           ": the ranks waited ", Seconds(d.waited_ns), " for rank ", d.last_rank,
-          "</summary>\n<table>\n<tr><th class=\"n\">rank</th><th class=\"n\">called at</th>"
+          "</summary>\n<div class=\"scroll\"><table>\n<tr><th class=\"n\">rank</th><th "
+          "class=\"n\">called at</th>"
           "<th class=\"n\">kernel at</th><th class=\"n\">kernel</th><th class=\"n\">waited"
           "</th></tr>\n");
     for (const CollectiveDetail::Rank& rank : d.ranks) {
@@ -375,7 +380,7 @@ void Collectives(const JobReport& r, std::string& out) {
             "</td><td class=\"n\">", rank.kernel_start >= 0 ? AutoTime(rank.kernel_ns) : "-",
             "</td><td class=\"n\">", Seconds(rank.waited_ns), "</td></tr>\n");
     }
-    out += "</table>\n</details>\n";
+    out += "</table></div>\n</details>\n";
   }
 }
 
@@ -384,7 +389,8 @@ void HostActivitySection(const JobReport& r, std::string& out) {
   if (host.groups.empty()) return;
   out +=
       "<h2 id=\"host\">Host activity</h2>\n<p class=\"sub\">time blocked in traced calls, all "
-      "threads</p>\n<table>\n<tr><th>kind</th><th class=\"n\">blocked</th><th "
+      "threads</p>\n<div class=\"scroll\"><table>\n<tr><th>kind</th><th "
+      "class=\"n\">blocked</th><th "
       "class=\"n\">calls</th><th class=\"n\">bytes</th><th class=\"n\">main thread</th><th>heaviest"
       "</th></tr>\n";
   for (const HostActivityGroup& g : host.groups) {
@@ -398,7 +404,7 @@ void HostActivitySection(const JobReport& r, std::string& out) {
           "</td><td class=\"n\">", Seconds(g.main_thread_ns), "</td><td class=\"mono\">",
           absl::StrJoin(items, "<br>"), "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   if (!host.workers.empty()) {
     absl::StrAppendFormat(&out,
                           "<p class=\"sub\">%d worker processes (fork()ed children), %d of "
@@ -417,7 +423,8 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
   }
   CatTo(&out, "<h2 id=\"files\">Trace files</h2>\n<details><summary>", r.files.size(), " file",
         r.files.size() == 1 ? "" : "s", ", ", r.events, " host events, ", r.gpu_activities,
-        " GPU activities</summary>\n<table>\n<tr><th>file</th><th class=\"n\">pid</th>"
+        " GPU activities</summary>\n<div class=\"scroll\"><table>\n<tr><th>file</th><th "
+        "class=\"n\">pid</th>"
         "<th class=\"n\">rank</th><th>host</th><th class=\"n\">events</th>"
         "<th class=\"n\">GPU activities</th><th>footer</th></tr>\n");
   for (const FileReport& f : r.files) {
@@ -426,7 +433,7 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
           "</td><td class=\"n\">", f.events, "</td><td class=\"n\">", f.gpu_activities, "</td><td>",
           f.footer ? "yes" : "no", "</td></tr>\n");
   }
-  out += "</table>\n</details>\n";
+  out += "</table></div>\n</details>\n";
 }
 
 // The page's export: the strips watch the read (the processes' starts give the job's start, the
