@@ -1,6 +1,7 @@
 #include "analyzer/report/device_strips.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace idlescope {
 
@@ -77,6 +78,27 @@ JobStrips DeviceStripRecorder::Finish(Ns span, std::span<const std::string> devi
     out.devices.push_back(std::move(strip));
   }
   return out;
+}
+
+std::vector<int> ShareLevels(std::span<const Ns> idle, Ns bucket_ns, Ns span) {
+  std::vector<int> levels(idle.size(), 0);
+  double carry = 0;
+  size_t largest = idle.size();
+  bool shown = false;
+  for (size_t b = 0; b < idle.size(); ++b) {
+    Ns width = std::min<Ns>(bucket_ns, span - static_cast<Ns>(b) * bucket_ns);
+    // Only a bucket with time of the cause gets a level; the carry (within half a level) waits
+    // for the next one.
+    if (width <= 0 || idle[b] <= 0) continue;
+    double want =
+        static_cast<double>(idle[b]) / static_cast<double>(width) * kTopStripLevel + carry;
+    levels[b] = std::clamp(static_cast<int>(std::lround(want)), 0, kTopStripLevel);
+    carry = want - levels[b];
+    shown = shown || levels[b] > 0;
+    if (largest == idle.size() || idle[b] > idle[largest]) largest = b;
+  }
+  if (!shown && largest < idle.size()) levels[largest] = 1;
+  return levels;
 }
 
 }  // namespace idlescope

@@ -48,6 +48,17 @@ struct JobStrips {
   std::vector<DeviceStrip> devices;
 };
 
+// The strip's levels: a bucket's share of one cause in kTopStripLevel + 1 steps.
+inline constexpr int kTopStripLevel = 63;
+
+// One cause's levels on one device's strip, a level per bucket: `idle[i]` ns over bucket i's
+// width (bucket_ns; the last bucket ends with the job's `span`), rounded. The rounding is carried
+// from bucket to bucket (error diffusion), so a row's levels add up to its idle time within half a
+// level wherever it is spread: a cause thinner than a level in every bucket (short gaps spread
+// over the job) shows as scattered low levels at its true density, neither lost nor inflated. A
+// cause with any time at all has at least one level, in its largest bucket (a sliver still shows).
+std::vector<int> ShareLevels(std::span<const Ns> idle, Ns bucket_ns, Ns span);
+
 class DeviceStripRecorder : public RecordSink, public SliceObserver {
  public:
   // RecordSink: the processes' starts give the job start (the earliest).

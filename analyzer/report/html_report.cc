@@ -24,8 +24,7 @@ namespace {
 // The strip's shares, one character per bucket and state (html/strips.js decodes them).
 constexpr std::string_view kLevels =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
-constexpr int kTopLevel = 63;
-static_assert(kLevels.size() == kTopLevel + 1);
+static_assert(kLevels.size() == kTopStripLevel + 1);
 
 std::string DeviceLabel(const DeviceReport& d) {
   return d.rank >= 0 ? Cat("rank ", d.rank, " \xc2\xb7 ", d.id) : d.id;
@@ -82,7 +81,8 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
     j.String("color", color);
     j.EndObject();
   };
-  state(Cat("busy (kernels; gaps < ", Seconds(r.min_gap), ")"), kBusyColor);
+  // Gaps shorter than min_gap are their short-gap cause's on the strip, not busy time.
+  state("busy (kernels)", kBusyColor);
   for (Cause c : kAllCauses) state(InfoOf(c).name, CauseColor(c));
   j.EndArray();
   j.Key("rows");
@@ -105,18 +105,18 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
     const DeviceStrip& s = *it->second;
     // The short gaps' time goes to the cause the report gave it (as in DeviceReports).
     const int short_cause = Index(ShortGapCause(d.compute_util, d.peak_memory, d.total_memory));
+    std::vector<Ns> idle(strips.buckets, 0);
     for (int c = 0; c < kCauseCount; ++c) {
+      for (size_t b = 0; b < strips.buckets; ++b) {
+        idle[b] = b < s.idle.size() ? s.idle[b][c] : 0;
+        if (c == short_cause && b < s.short_gap.size()) idle[b] += s.short_gap[b];
+      }
       std::string levels(strips.buckets, kLevels[0]);
       bool any = false;
-      for (size_t b = 0; b < strips.buckets && b < s.idle.size(); ++b) {
-        Ns width = std::min<Ns>(strips.bucket_ns, r.span - static_cast<Ns>(b) * strips.bucket_ns);
-        Ns idle = s.idle[b][c] + (c == short_cause && b < s.short_gap.size() ? s.short_gap[b] : 0);
-        if (width <= 0 || idle <= 0) continue;
-        double share = static_cast<double>(idle) / static_cast<double>(width);
-        int level = std::clamp(static_cast<int>(std::lround(share * kTopLevel)), 0, kTopLevel);
-        // A sliver of idle time still shows: at least the lowest visible level.
-        levels[b] = kLevels[std::max(level, 1)];
-        any = true;
+      std::vector<int> level = ShareLevels(idle, strips.bucket_ns, r.span);
+      for (size_t b = 0; b < strips.buckets; ++b) {
+        levels[b] = kLevels[level[b]];
+        any = any || level[b] > 0;
       }
       if (any) j.String(Cat(1 + c), levels);
     }
@@ -174,7 +174,7 @@ void Summary(const JobReport& r, std::string& out) {
 void Timeline(const JobReport& r, std::string& out) {
   out += "<h2 id=\"timeline\">Timeline</h2>\n<div class=\"legend\">";
   CatTo(&out, "<span><span class=\"swatch\" style=\"background:", kBusyColor,
-        "\"></span>busy (kernels, and gaps under ", HtmlEscape(Seconds(r.min_gap)), ")</span>");
+        "\"></span>busy (kernels)</span>");
   std::vector<bool> shown(kCauseCount, false);
   for (const CauseReport& c : r.causes) shown[Index(c.cause)] = true;
   for (int c = 0; c < kCauseCount; ++c) {

@@ -134,5 +134,37 @@ TEST(DeviceStripsTest, WideningAndFinishKeepEveryShortGapNanosecond) {
   EXPECT_EQ(sum, gaps);
 }
 
+TEST(DeviceStripsTest, ShareLevelsAreTheBucketsSharesOverTheLastBucketsWidth) {
+  // Buckets of 1 ms over a 2.5 ms job: the last is 0.5 ms wide.
+  std::vector<Ns> idle = {kMs, kMs / 2, kMs / 4};
+  std::vector<int> levels = ShareLevels(idle, kMs, 5 * kMs / 2);
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0], kTopStripLevel);
+  EXPECT_EQ(levels[1], 32);  // 31.5 rounded up, the carry -0.5 ...
+  EXPECT_EQ(levels[2], 31);  // ... takes the next one's 31.5 down
+}
+
+TEST(DeviceStripsTest, ShareLevelsKeepAThinCausesTotalNeitherLostNorInflated) {
+  // 0.3% of every bucket: far under one level (1/63) in each, 1.89 levels per 10 buckets.
+  std::vector<Ns> idle(1000, 3 * kMs / 1000);
+  std::vector<int> levels = ShareLevels(idle, kMs, 1000 * kMs);
+  const int sum = std::accumulate(levels.begin(), levels.end(), 0);
+  EXPECT_NEAR(sum, 0.003 * kTopStripLevel * 1000, 0.5);
+  for (int level : levels) EXPECT_LE(level, 1);
+  // The same time in every other bucket only: levels only where the time is.
+  std::vector<Ns> sparse(1000, 0);
+  for (size_t i = 0; i < sparse.size(); i += 2) sparse[i] = 6 * kMs / 1000;
+  levels = ShareLevels(sparse, kMs, 1000 * kMs);
+  EXPECT_NEAR(std::accumulate(levels.begin(), levels.end(), 0), 0.003 * kTopStripLevel * 1000, 0.5);
+  for (size_t i = 1; i < levels.size(); i += 2) EXPECT_EQ(levels[i], 0) << "bucket " << i;
+}
+
+TEST(DeviceStripsTest, ShareLevelsShowASliverInItsLargestBucket) {
+  std::vector<Ns> idle = {0, 1000, 0, 3000, 0};
+  std::vector<int> levels = ShareLevels(idle, kMs, 5 * kMs);
+  EXPECT_EQ(levels, (std::vector<int>{0, 0, 0, 1, 0}));
+  EXPECT_EQ(ShareLevels(std::vector<Ns>(4, 0), kMs, 4 * kMs), std::vector<int>(4, 0));
+}
+
 }  // namespace
 }  // namespace idlescope
