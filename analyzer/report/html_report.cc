@@ -201,7 +201,8 @@ void CauseChart(const JobReport& r, std::string& out) {
   Ns largest = r.causes.empty() ? 1 : std::max<Ns>(1, r.causes.front().ns);
   for (const CauseReport& c : r.causes) {
     const CauseInfo& info = InfoOf(c.cause);
-    CatTo(&out, "<tr><td><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
+    CatTo(&out,
+          "<tr><td class=\"cause\"><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
           "\"></span><a href=\"#cause-", info.name, "\">", info.name,
           "</a></td><td class=\"barcell\">",
           HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause)),

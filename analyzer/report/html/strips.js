@@ -105,7 +105,9 @@
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r];
       const y0 = r * (rowH + rowGap);
-      carry.fill(0);
+      // Just under half a pixel to start with: a sliver of a state (a level in one bucket) still
+      // gets its pixel, and no state more than half a pixel beyond its share over the row.
+      carry.fill(0.499);
       for (let x = 0; x < W; x++) {
         const ba = from[x];
         const bb = to[x];
