@@ -101,7 +101,12 @@ class Crediting {
   void CreditShortGap(uint32_t device, const Candidate& c, Interval slice,
                       bool may_become_snapshot) {
     CreditCause(devices_[device], c, slice, false, may_become_snapshot);
-    Observe(device, slice, c.cause, &c);
+    Observe(device, slice, c.cause, &c, /*correction=*/false, Cause::kUnknown,
+            /*in_short_gap=*/true);
+  }
+  // A gap of `device` shorter than min_gap closed (before its slices, if any, are credited).
+  void ObserveShortGap(uint32_t device, Interval gap) {
+    if (observer_ != nullptr) observer_->OnShortGap(device, gap);
   }
   // A launching thread of `device` read a data file in its open gap: between kernels, the rest
   // of that gap is the thread's preprocessing of its data (DataLoader(num_workers=0)).
@@ -241,7 +246,8 @@ class Crediting {
   Ns CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
                  bool may_become_snapshot);
   void Observe(uint32_t device, Interval when, Cause cause, const Candidate* c,
-               bool correction = false, Cause replaces = Cause::kUnknown) {
+               bool correction = false, Cause replaces = Cause::kUnknown,
+               bool in_short_gap = false) {
     if (observer_ == nullptr) return;
     CreditedSlice slice{.device = device, .when = when, .cause = cause};
     if (c != nullptr) {
@@ -255,6 +261,7 @@ class Crediting {
     }
     slice.correction = correction;
     slice.replaces = replaces;
+    slice.in_short_gap = in_short_gap;
     observer_->OnSlice(slice);
   }
 

@@ -541,6 +541,7 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
 }
 
 void JobAnalysis::AttributeShort(uint32_t device, Interval gap) {
+  crediting_.ObserveShortGap(device, gap);
   // Short gaps come in time order: what ended before this one is of no use to the next ones.
   std::deque<Interval>& blocking = devices_[device].blocking_host_work;
   while (!blocking.empty() && blocking.front().end <= gap.start) blocking.pop_front();

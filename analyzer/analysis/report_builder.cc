@@ -480,14 +480,6 @@ void TopGaps(const AnalysisResults& in, const JobTotals& job, EvidenceOf& of, Jo
 
 }  // namespace
 
-Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory) {
-  if (compute_util > 0.5 || total_memory == 0 || peak_memory <= 0) return Cause::kLaunchBound;
-  double memory = static_cast<double>(peak_memory) / static_cast<double>(total_memory);
-  if (memory > 0.8) return Cause::kInsufficientMemory;
-  if (memory <= 0.5) return Cause::kSmallBatch;
-  return Cause::kLaunchBound;
-}
-
 void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const KernelStats& kernels,
                     std::vector<Finding>* out) {
   auto note = [&](FindingKind kind, Ns ns) {

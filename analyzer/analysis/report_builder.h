@@ -53,11 +53,6 @@ struct AnalysisResults {
 
 JobReport AssembleReport(const AnalysisResults& results, const SymbolSource& symbols);
 
-// The idle time in gaps shorter than --min-gap, by the paper's thresholds on the device's compute
-// utilization U and peak memory M of its total: U <= 50% and M > 80% is insufficient_memory, U <=
-// 50% and M <= 50% small_batch, anything else (or memory unknown) launch_bound.
-Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory);
-
 // What the job's totals of `cause` (`idle_ns` of it) say beyond its time: the pageable share of
 // transfers, the NCCL ops, remote reads, the kernels of launch-bound time, ...
 void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& totals, const KernelStats& kernels,

@@ -63,13 +63,14 @@ std::string FormatHtmlDiff(const JobDiff& d) {
   } else {
     CatTo(&out, "<div class=\"verdict ",
           d.tripped() ? "fail\">gate tripped (exit 3)" : "pass\">gates passed",
-          "</div>\n<table style=\"margin-top:10px\">\n<tr><th>gate</th><th>measured</th>"
+          "</div>\n<div class=\"scroll\"><table "
+          "style=\"margin-top:10px\">\n<tr><th>gate</th><th>measured</th>"
           "<th>result</th></tr>\n");
     for (const GateResult& g : d.gates) {
       CatTo(&out, "<tr><td>", HtmlEscape(GateLabel(g)), "</td><td>", HtmlEscape(GateDetail(g)),
             "</td><td class=\"", g.tripped ? "up\">tripped" : "down\">passed", "</td></tr>\n");
     }
-    out += "</table>\n";
+    out += "</table></div>\n";
   }
 
   out += "<div class=\"cards\">\n";
@@ -87,17 +88,19 @@ std::string FormatHtmlDiff(const JobDiff& d) {
   out += "</div>\n";
 
   CatTo(&out, "<h2 id=\"figures\">Before and after", per,
-        "</h2>\n<table>\n<tr><th></th><th class=\"n\">before</th><th class=\"n\">after</th>"
+        "</h2>\n<div class=\"scroll\"><table>\n<tr><th></th><th class=\"n\">before</th><th "
+        "class=\"n\">after</th>"
         "<th class=\"n\">change</th><th class=\"n\">relative</th></tr>\n");
   out += TimeRow("wall time", d.wall, unit);
   out += TimeRow("GPU compute busy", d.compute, unit, /*higher_is_better=*/true);
   out += TimeRow("GPU idle", d.idle, unit);
   out += UtilRow("compute utilization", d.compute_util);
   out += UtilRow("kernel active", d.kernel_active_util);
-  out += "</table>\n";
+  out += "</table></div>\n";
 
   CatTo(&out, "<h2 id=\"causes\">Idle GPU time by cause", per,
-        "</h2>\n<p class=\"sub\">upper bar: before, lower bar: after</p>\n<table>\n<tr><th>cause"
+        "</h2>\n<p class=\"sub\">upper bar: before, lower bar: after</p>\n<div "
+        "class=\"scroll\"><table>\n<tr><th>cause"
         "</th><th></th><th class=\"n\">before</th><th class=\"n\">after</th><th class=\"n\">"
         "change</th><th class=\"n\">relative</th></tr>\n");
   double largest = 1;
@@ -105,14 +108,15 @@ std::string FormatHtmlDiff(const JobDiff& d) {
   for (const CauseDiff& c : d.causes) {
     std::string_view color = CauseColor(c.cause);
     CatTo(&out, "<tr><td><span class=\"swatch\" style=\"background:", color, "\"></span>",
-          InfoOf(c.cause).name, "</td><td>", HtmlBar(c.idle.before / largest, color, 300),
-          "<br><span style=\"opacity:.55\">", HtmlBar(c.idle.after / largest, color, 300),
-          "</span></td><td class=\"n\">", Time(c.idle.before, unit), "</td><td class=\"n\">",
-          Time(c.idle.after, unit), "</td><td class=\"n ", ChangeClass(c.idle, false), "\">",
+          InfoOf(c.cause).name, "</td><td class=\"barcell\">",
+          HtmlBar(c.idle.before / largest, color), "<br><span style=\"opacity:.55\">",
+          HtmlBar(c.idle.after / largest, color), "</span></td><td class=\"n\">",
+          Time(c.idle.before, unit), "</td><td class=\"n\">", Time(c.idle.after, unit),
+          "</td><td class=\"n ", ChangeClass(c.idle, false), "\">",
           SignedTime(c.idle.change(), unit), "</td><td class=\"n ", ChangeClass(c.idle, false),
           "\">", Relative(c.idle), "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   CatTo(&out, "<footer>idlescope ", IDLESCOPE_VERSION, "</footer>\n");
   out += HtmlPageEnd("<script>document.body.dataset.rendered = '1';</script>\n");
   return out;

@@ -83,4 +83,12 @@ std::optional<Cause> CauseByName(std::string_view name) {
   return std::nullopt;
 }
 
+Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory) {
+  if (compute_util > 0.5 || total_memory == 0 || peak_memory <= 0) return Cause::kLaunchBound;
+  double memory = static_cast<double>(peak_memory) / static_cast<double>(total_memory);
+  if (memory > 0.8) return Cause::kInsufficientMemory;
+  if (memory <= 0.5) return Cause::kSmallBatch;
+  return Cause::kLaunchBound;
+}
+
 }  // namespace idlescope

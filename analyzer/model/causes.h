@@ -59,4 +59,11 @@ constexpr const CauseInfo& InfoOf(Cause cause) { return kCauseInfo[Index(cause)]
 // The cause called `name` (CauseInfo::name); nullopt when none is.
 std::optional<Cause> CauseByName(std::string_view name);
 
+// The idle time in gaps shorter than --min-gap, by the paper's thresholds on the device's compute
+// utilization U and peak memory M of its total: U <= 50% and M > 80% is insufficient_memory, U <=
+// 50% and M <= 50% small_batch, anything else (or memory unknown) launch_bound. Here and not in
+// the analysis: the HTML strip places a device's short gaps by the same rule (a DeviceReport's
+// figures).
+Cause ShortGapCause(double compute_util, int64_t peak_memory, uint64_t total_memory);
+
 }  // namespace idlescope

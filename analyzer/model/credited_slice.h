@@ -38,12 +38,18 @@ struct CreditedSlice {
   // copy turned out to be a checkpoint snapshot.
   bool correction = false;
   Cause replaces = Cause::kUnknown;
+  // `when` lies in a gap shorter than min_gap (SliceObserver::OnShortGap saw the gap before).
+  bool in_short_gap = false;
 };
 
 class SliceObserver {
  public:
   virtual ~SliceObserver() = default;
   virtual void OnSlice(const CreditedSlice& slice) = 0;
+  // A gap of `device` shorter than min_gap closed. Its time is the device's short-gap cause
+  // (ShortGapCause, decided from the device's figures when the job ends), except the slices of it
+  // that blocking host work explains: those come next, as OnSlice with in_short_gap.
+  virtual void OnShortGap(uint32_t /*device*/, Interval /*gap*/) {}
 };
 
 }  // namespace idlescope

@@ -60,10 +60,12 @@ std::string HtmlPageEnd(std::string_view scripts) {
   return Cat("</main>\n<div id=\"tip\"></div>\n", scripts, "</body>\n</html>\n");
 }
 
-std::string HtmlBar(double fraction, std::string_view color, int width_px) {
-  double px = std::clamp(fraction, 0.0, 1.0) * width_px;
-  return absl::StrFormat("<span class=\"bar\" style=\"width:%.1fpx;background:%s\"></span>",
-                         std::max(px, fraction > 0 ? 1.0 : 0.0), color);
+std::string HtmlBar(double fraction, std::string_view color) {
+  double percent = std::clamp(fraction, 0.0, 1.0) * 100;
+  // A sliver still shows: at least one pixel.
+  return absl::StrFormat(
+      "<span class=\"bar\" style=\"width:%.1f%%;min-width:%dpx;background:%s\"></span>", percent,
+      fraction > 0 ? 1 : 0, color);
 }
 
 }  // namespace idlescope

@@ -25,7 +25,9 @@ std::string HtmlPageEnd(std::string_view scripts);
 constexpr std::string_view CauseColor(Cause cause) { return InfoOf(cause).color; }
 inline constexpr std::string_view kBusyColor = "#9cc5a1";
 
-// A horizontal bar chart row: a bar of `fraction` of `width_px` in `color`.
-std::string HtmlBar(double fraction, std::string_view color, int width_px);
+// A horizontal bar chart row: a bar of `fraction` of its cell's width in `color` (the cell's
+// class is "barcell": a share of the table's width, so that a narrow window has no fixed-width
+// bar to scroll to).
+std::string HtmlBar(double fraction, std::string_view color);
 
 }  // namespace idlescope

@@ -24,8 +24,7 @@ namespace {
 // The strip's shares, one character per bucket and state (html/strips.js decodes them).
 constexpr std::string_view kLevels =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
-constexpr int kTopLevel = 63;
-static_assert(kLevels.size() == kTopLevel + 1);
+static_assert(kLevels.size() == kTopStripLevel + 1);
 
 std::string DeviceLabel(const DeviceReport& d) {
   return d.rank >= 0 ? Cat("rank ", d.rank, " \xc2\xb7 ", d.id) : d.id;
@@ -82,7 +81,8 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
     j.String("color", color);
     j.EndObject();
   };
-  state(Cat("busy (kernels; gaps < ", Seconds(r.min_gap), ")"), kBusyColor);
+  // Gaps shorter than min_gap are their short-gap cause's on the strip, not busy time.
+  state("busy (kernels)", kBusyColor);
   for (Cause c : kAllCauses) state(InfoOf(c).name, CauseColor(c));
   j.EndArray();
   j.Key("rows");
@@ -103,17 +103,20 @@ std::string StripData(const JobReport& r, const JobStrips& strips) {
     j.Key("levels");
     j.BeginObject();
     const DeviceStrip& s = *it->second;
+    // The short gaps' time goes to the cause the report gave it (as in DeviceReports).
+    const int short_cause = Index(ShortGapCause(d.compute_util, d.peak_memory, d.total_memory));
+    std::vector<Ns> idle(strips.buckets, 0);
     for (int c = 0; c < kCauseCount; ++c) {
+      for (size_t b = 0; b < strips.buckets; ++b) {
+        idle[b] = b < s.idle.size() ? s.idle[b][c] : 0;
+        if (c == short_cause && b < s.short_gap.size()) idle[b] += s.short_gap[b];
+      }
       std::string levels(strips.buckets, kLevels[0]);
       bool any = false;
-      for (size_t b = 0; b < strips.buckets && b < s.idle.size(); ++b) {
-        Ns width = std::min<Ns>(strips.bucket_ns, r.span - static_cast<Ns>(b) * strips.bucket_ns);
-        if (width <= 0 || s.idle[b][c] <= 0) continue;
-        double share = static_cast<double>(s.idle[b][c]) / static_cast<double>(width);
-        int level = std::clamp(static_cast<int>(std::lround(share * kTopLevel)), 0, kTopLevel);
-        // A sliver of idle time still shows: at least the lowest visible level.
-        levels[b] = kLevels[std::max(level, 1)];
-        any = true;
+      std::vector<int> level = ShareLevels(idle, strips.bucket_ns, r.span);
+      for (size_t b = 0; b < strips.buckets; ++b) {
+        levels[b] = kLevels[level[b]];
+        any = any || level[b] > 0;
       }
       if (any) j.String(Cat(1 + c), levels);
     }
@@ -155,13 +158,14 @@ void Summary(const JobReport& r, std::string& out) {
         "</p>\n<div class=\"cards\">\n");
   out += Card(Percent(r.compute_util), "compute utilization (the paper's U)");
   out += Card(Percent(r.kernel_active_util), "kernel active (nvidia-smi \"GPU util\")");
-  out += Card(Seconds(r.idle_ns), Cat("idle GPU time of ", Seconds(r.gpu_time)));
+  // GPU time is device-seconds (the span times the devices): GPU-s, never the job's seconds.
+  out += Card(GpuSeconds(r.idle_ns), Cat("idle GPU time of ", GpuSeconds(r.gpu_time)));
   if (!r.causes.empty()) {
     const CauseReport& top = r.causes.front();
-    out += Card(Seconds(top.ns), Cat("largest cause: ", InfoOf(top.cause).name));
+    out += Card(GpuSeconds(top.ns), Cat("largest cause: ", InfoOf(top.cause).name));
     Ns saving = 0;
     for (const CauseReport& c : r.causes) saving += c.saving_ns;
-    out += Card(Seconds(saving), "estimated saving of all fixes");
+    out += Card(GpuSeconds(saving), "estimated saving of all fixes");
   }
   CatTo(&out, "</div>\n<p class=\"sub\" style=\"margin-top:8px\">",
         HtmlEscape(kUtilizationExplanation), "</p>\n");
@@ -170,7 +174,7 @@ void Summary(const JobReport& r, std::string& out) {
 void Timeline(const JobReport& r, std::string& out) {
   out += "<h2 id=\"timeline\">Timeline</h2>\n<div class=\"legend\">";
   CatTo(&out, "<span><span class=\"swatch\" style=\"background:", kBusyColor,
-        "\"></span>busy (kernels, and gaps under ", HtmlEscape(Seconds(r.min_gap)), ")</span>");
+        "\"></span>busy (kernels)</span>");
   std::vector<bool> shown(kCauseCount, false);
   for (const CauseReport& c : r.causes) shown[Index(c.cause)] = true;
   for (int c = 0; c < kCauseCount; ++c) {
@@ -190,22 +194,23 @@ void Timeline(const JobReport& r, std::string& out) {
 
 void CauseChart(const JobReport& r, std::string& out) {
   CatTo(&out, "<h2 id=\"causes\">Idle GPU time by cause</h2>\n<p class=\"sub\">GPU time ",
-        Seconds(r.gpu_time), " (job span x devices), idle ", Seconds(r.idle_ns),
-        "</p>\n<table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
+        GpuSeconds(r.gpu_time), " (job span x devices), idle ", GpuSeconds(r.idle_ns),
+        "</p>\n<div class=\"scroll\"><table>\n<tr><th>cause</th><th></th><th class=\"n\">idle</th>"
         "<th class=\"n\">share</th><th class=\"n\">est. saving</th><th class=\"n\">job "
         "sooner</th><th>paper category</th></tr>\n");
   Ns largest = r.causes.empty() ? 1 : std::max<Ns>(1, r.causes.front().ns);
   for (const CauseReport& c : r.causes) {
     const CauseInfo& info = InfoOf(c.cause);
-    CatTo(
-        &out, "<tr><td><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
-        "\"></span><a href=\"#cause-", info.name, "\">", info.name, "</a></td><td>",
-        HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause), 320),
-        "</td><td class=\"n\">", Seconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
-        "</td><td class=\"n\">", Seconds(c.saving_ns), "</td><td class=\"n\">",
-        Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
+    CatTo(&out,
+          "<tr><td class=\"cause\"><span class=\"swatch\" style=\"background:", CauseColor(c.cause),
+          "\"></span><a href=\"#cause-", info.name, "\">", info.name,
+          "</a></td><td class=\"barcell\">",
+          HtmlBar(static_cast<double>(c.ns) / static_cast<double>(largest), CauseColor(c.cause)),
+          "</td><td class=\"n\">", GpuSeconds(c.ns), "</td><td class=\"n\">", Percent(c.share),
+          "</td><td class=\"n\">", GpuSeconds(c.saving_ns), "</td><td class=\"n\">",
+          Seconds(c.job_saving_ns), "</td><td>", HtmlEscape(info.paper_category), "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 std::string StackHtml(StackId id, const ReportSymbols& symbols) {
@@ -241,9 +246,9 @@ void EvidenceRows(std::string_view kind, const std::vector<EvidenceItem>& items,
                            ? StackHtml(e.id, r.symbols)
                            : Cat("<span class=\"mono\">", HtmlEscape(EvidenceLabel(e, r.symbols)),
                                  e.kind == EvidenceKind::kDirectory ? "/" : "", "</span>");
-    CatTo(&out, "<tr><td>", kind, "</td><td class=\"n\">", Seconds(e.ns), "</td><td class=\"n\">",
-          e.bytes > 0 ? Cat(e.bytes) : "", "</td><td class=\"n\">", e.count > 0 ? Cat(e.count) : "",
-          "</td><td>", what, "</td></tr>\n");
+    CatTo(&out, "<tr><td>", kind, "</td><td class=\"n\">", GpuSeconds(e.ns),
+          "</td><td class=\"n\">", e.bytes > 0 ? Cat(e.bytes) : "", "</td><td class=\"n\">",
+          e.count > 0 ? Cat(e.count) : "", "</td><td>", what, "</td></tr>\n");
   }
 }
 
@@ -255,7 +260,7 @@ void Findings(const JobReport& r, std::string& out) {
     const CauseInfo& info = InfoOf(c.cause);
     CatTo(&out, "<div class=\"finding\" id=\"cause-", info.name,
           "\" style=\"border-left-color:", CauseColor(c.cause), "\">\n<h3>", ++n, ". ", info.name,
-          ": ", Seconds(c.ns), " idle (", Percent(c.share),
+          ": ", GpuSeconds(c.ns), " idle (", Percent(c.share),
           " of GPU time)</h3>\n<div class=\"meta\">paper category: ",
           HtmlEscape(info.paper_category), " (dimension: ", info.dimension, ")</div>\n");
     if (!c.findings.empty()) {
@@ -267,15 +272,16 @@ void Findings(const JobReport& r, std::string& out) {
     }
     if (!c.stacks.empty() || !c.objects.empty() || !c.directories.empty()) {
       out +=
-          "<table class=\"ev\"><tr><th>evidence</th><th class=\"n\">idle</th><th "
+          "<div class=\"scroll\"><table class=\"ev\"><tr><th>evidence</th><th "
+          "class=\"n\">idle</th><th "
           "class=\"n\">bytes</th><th class=\"n\">calls</th><th>what</th></tr>\n";
       EvidenceRows("stack", c.stacks, r, out);
       EvidenceRows("object", c.objects, r, out);
       EvidenceRows("directory", c.directories, r, out);
-      out += "</table>\n";
+      out += "</table></div>\n";
     }
     CatTo(&out, "<div class=\"fix\"><b>fix:</b> ", HtmlEscape(info.fix),
-          "<br><b>estimated saving:</b> ", Seconds(c.saving_ns), " of GPU time, the job ",
+          "<br><b>estimated saving:</b> ", GpuSeconds(c.saving_ns), " of GPU time, the job ",
           Seconds(c.job_saving_ns), " sooner (", HtmlEscape(SavingBasisText(c.cause, c.basis)),
           ")</div>\n</div>\n");
   }
@@ -283,9 +289,10 @@ void Findings(const JobReport& r, std::string& out) {
 
 void Gaps(const JobReport& r, std::string& out) {
   if (r.top_gaps.empty()) return;
-  CatTo(&out, "<h2 id=\"gaps\">Longest idle gaps (&ge; ", Seconds(r.min_gap),
-        ")</h2>\n<table>\n<tr><th>#</th><th>device</th><th class=\"n\">at</th>"
-        "<th class=\"n\">length</th><th>kind</th><th>causes</th><th>evidence</th></tr>\n");
+  CatTo(
+      &out, "<h2 id=\"gaps\">Longest idle gaps (&ge; ", Seconds(r.min_gap),
+      ")</h2>\n<div class=\"scroll\"><table>\n<tr><th>#</th><th>device</th><th class=\"n\">at</th>"
+      "<th class=\"n\">length</th><th>kind</th><th>causes</th><th>evidence</th></tr>\n");
   for (size_t i = 0; i < r.top_gaps.size(); ++i) {
     const GapReport& g = r.top_gaps[i];
     std::vector<std::string> causes;
@@ -300,13 +307,14 @@ void Gaps(const JobReport& r, std::string& out) {
           absl::StrJoin(causes, "<br>"), "</td><td class=\"mono\">",
           g.has_evidence ? HtmlEscape(GapEvidenceText(g.evidence, r.symbols)) : "", "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 void Devices(const JobReport& r, std::string& out) {
   if (r.devices.empty()) return;
   out +=
-      "<h2 id=\"devices\">Devices and ranks</h2>\n<table>\n<tr><th>rank</th><th>device</th>"
+      "<h2 id=\"devices\">Devices and ranks</h2>\n<div "
+      "class=\"scroll\"><table>\n<tr><th>rank</th><th>device</th>"
       "<th>name</th><th class=\"n\">compute</th><th class=\"n\">kernel active</th>"
       "<th class=\"n\">comm</th><th class=\"n\">transfer</th><th class=\"n\">idle</th>"
       "<th>largest idle cause</th><th class=\"n\">kernels</th><th class=\"n\">peak mem "
@@ -331,7 +339,7 @@ void Devices(const JobReport& r, std::string& out) {
                               : "",
           "</td><td class=\"n\">", d.kernels, "</td><td class=\"n\">", memory, "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
 }
 
 // Multi-rank jobs: the collectives per communicator and operation, and the ones waited at
@@ -341,7 +349,8 @@ void Collectives(const JobReport& r, std::string& out) {
   out +=
       "<h2 id=\"collectives\">Collectives</h2>\n<p class=\"sub\">per communicator and operation; "
       "transfer: the shortest of the ranks' kernels, which waited for nobody; bus bandwidth as "
-      "nccl-tests defines it</p>\n<table>\n<tr><th>communicator</th><th>op</th>"
+      "nccl-tests defines it</p>\n<div "
+      "class=\"scroll\"><table>\n<tr><th>communicator</th><th>op</th>"
       "<th class=\"n\">ranks</th><th class=\"n\">collectives</th><th class=\"n\">size</th>"
       "<th class=\"n\">transfer</th><th class=\"n\">algbw</th><th class=\"n\">busbw</th>"
       "<th class=\"n\">waited</th><th>last most often</th></tr>\n";
@@ -359,11 +368,12 @@ void Collectives(const JobReport& r, std::string& out) {
               : "-",
           "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   for (const CollectiveDetail& d : r.slowest_collectives) {
     CatTo(&out, "<details><summary>", NcclOpName(d.op), " #", d.seq, ", ", DataSize(d.size_bytes),
           ": the ranks waited ", Seconds(d.waited_ns), " for rank ", d.last_rank,
-          "</summary>\n<table>\n<tr><th class=\"n\">rank</th><th class=\"n\">called at</th>"
+          "</summary>\n<div class=\"scroll\"><table>\n<tr><th class=\"n\">rank</th><th "
+          "class=\"n\">called at</th>"
           "<th class=\"n\">kernel at</th><th class=\"n\">kernel</th><th class=\"n\">waited"
           "</th></tr>\n");
     for (const CollectiveDetail::Rank& rank : d.ranks) {
@@ -373,7 +383,7 @@ void Collectives(const JobReport& r, std::string& out) {
             "</td><td class=\"n\">", rank.kernel_start >= 0 ? AutoTime(rank.kernel_ns) : "-",
             "</td><td class=\"n\">", Seconds(rank.waited_ns), "</td></tr>\n");
     }
-    out += "</table>\n</details>\n";
+    out += "</table></div>\n</details>\n";
   }
 }
 
@@ -382,7 +392,8 @@ void HostActivitySection(const JobReport& r, std::string& out) {
   if (host.groups.empty()) return;
   out +=
       "<h2 id=\"host\">Host activity</h2>\n<p class=\"sub\">time blocked in traced calls, all "
-      "threads</p>\n<table>\n<tr><th>kind</th><th class=\"n\">blocked</th><th "
+      "threads</p>\n<div class=\"scroll\"><table>\n<tr><th>kind</th><th "
+      "class=\"n\">blocked</th><th "
       "class=\"n\">calls</th><th class=\"n\">bytes</th><th class=\"n\">main thread</th><th>heaviest"
       "</th></tr>\n";
   for (const HostActivityGroup& g : host.groups) {
@@ -396,7 +407,7 @@ void HostActivitySection(const JobReport& r, std::string& out) {
           "</td><td class=\"n\">", Seconds(g.main_thread_ns), "</td><td class=\"mono\">",
           absl::StrJoin(items, "<br>"), "</td></tr>\n");
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   if (!host.workers.empty()) {
     absl::StrAppendFormat(&out,
                           "<p class=\"sub\">%d worker processes (fork()ed children), %d of "
@@ -415,7 +426,8 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
   }
   CatTo(&out, "<h2 id=\"files\">Trace files</h2>\n<details><summary>", r.files.size(), " file",
         r.files.size() == 1 ? "" : "s", ", ", r.events, " host events, ", r.gpu_activities,
-        " GPU activities</summary>\n<table>\n<tr><th>file</th><th class=\"n\">pid</th>"
+        " GPU activities</summary>\n<div class=\"scroll\"><table>\n<tr><th>file</th><th "
+        "class=\"n\">pid</th>"
         "<th class=\"n\">rank</th><th>host</th><th class=\"n\">events</th>"
         "<th class=\"n\">GPU activities</th><th>footer</th></tr>\n");
   for (const FileReport& f : r.files) {
@@ -424,7 +436,7 @@ void WarningsAndFiles(const JobReport& r, std::string& out) {
           "</td><td class=\"n\">", f.events, "</td><td class=\"n\">", f.gpu_activities, "</td><td>",
           f.footer ? "yes" : "no", "</td></tr>\n");
   }
-  out += "</table>\n</details>\n";
+  out += "</table></div>\n</details>\n";
 }
 
 // The page's export: the strips watch the read (the processes' starts give the job's start, the

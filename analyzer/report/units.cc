@@ -21,6 +21,10 @@ std::string EnumLabel(const std::string& proto_name, std::string_view prefix) {
 
 std::string Seconds(int64_t ns) { return absl::StrFormat("%.3f s", static_cast<double>(ns) / 1e9); }
 
+std::string GpuSeconds(int64_t ns) {
+  return absl::StrFormat("%.3f GPU-s", static_cast<double>(ns) / 1e9);
+}
+
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", fraction * 100); }
 
 std::string GiB(int64_t bytes) {

@@ -13,6 +13,9 @@ namespace idlescope {
 
 // 0.123456789 s as "0.123 s" (the report's unit: every time of `idlescope report` is in it).
 std::string Seconds(int64_t ns);
+// GPU time (device-seconds, summed over devices: idle time, savings) as "4.467 GPU-s", so that a
+// page does not read it as the job's wall time ("4.467 s" saved of a 2.652 s job).
+std::string GpuSeconds(int64_t ns);
 // 0.1234 as "12.3%".
 std::string Percent(double fraction);
 // Bytes as GiB with one decimal, no unit: "79.6".

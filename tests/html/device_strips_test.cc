@@ -90,5 +90,81 @@ TEST(DeviceStripsTest, AQuietEndWidensTheBucketsAtFinish) {
   EXPECT_EQ(Total(s.devices[0], Cause::kStartup), 2 * kMs);
 }
 
+TEST(DeviceStripsTest, ShortGapsLandInTheirBucketsLessTheSlicesThatExplainThem) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  // Two short gaps of 0.4 ms across bucket 0 and 1; host work explains 0.1 ms of the second.
+  r.OnShortGap(0, {kMs / 2, kMs / 2 + 400'000});
+  r.OnShortGap(0, {kMs - 200'000, kMs + 200'000});
+  r.OnSlice({.device = 0,
+             .when = {kMs, kMs + 100'000},
+             .cause = Cause::kDataLoading,
+             .in_short_gap = true});
+  JobStrips s = r.Finish(3 * kMs, Ids({"h/a"}));
+  ASSERT_EQ(s.devices.size(), 1u);
+  const DeviceStrip& d = s.devices[0];
+  ASSERT_EQ(d.short_gap.size(), 3u);
+  EXPECT_EQ(d.short_gap[0], 400'000 + 200'000);
+  EXPECT_EQ(d.short_gap[1], 200'000 - 100'000);
+  EXPECT_EQ(d.short_gap[2], 0);
+  EXPECT_EQ(d.idle[1][Index(Cause::kDataLoading)], 100'000);
+  EXPECT_EQ(Total(d, Cause::kDataLoading), 100'000);
+}
+
+TEST(DeviceStripsTest, WideningAndFinishKeepEveryShortGapNanosecond) {
+  DeviceStripRecorder r;
+  r.AddProcess(0, StartingAt(0));
+  // A 50 us launch gap every 0.2 ms for 10 s: the buckets widen, the short-gap time stays.
+  const Ns span = 10'000 * kMs;
+  Ns gaps = 0;
+  for (Ns t = 0; t + 50'000 <= span; t += 200'000) {
+    r.OnShortGap(0, {t, t + 50'000});
+    gaps += 50'000;
+  }
+  JobStrips s = r.Finish(span, Ids({"h/a"}));
+  EXPECT_LE(s.buckets, kMaxBuckets);
+  Ns sum = 0;
+  for (size_t i = 0; i < s.buckets; ++i) {
+    sum += s.devices[0].short_gap[i];
+    // A quarter of every full bucket is launch gaps.
+    if ((static_cast<Ns>(i) + 1) * s.bucket_ns <= span) {
+      EXPECT_EQ(s.devices[0].short_gap[i], s.bucket_ns / 4) << "bucket " << i;
+    }
+  }
+  EXPECT_EQ(sum, gaps);
+}
+
+TEST(DeviceStripsTest, ShareLevelsAreTheBucketsSharesOverTheLastBucketsWidth) {
+  // Buckets of 1 ms over a 2.5 ms job: the last is 0.5 ms wide.
+  std::vector<Ns> idle = {kMs, kMs / 2, kMs / 4};
+  std::vector<int> levels = ShareLevels(idle, kMs, 5 * kMs / 2);
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0], kTopStripLevel);
+  EXPECT_EQ(levels[1], 32);  // 31.5 rounded up, the carry -0.5 ...
+  EXPECT_EQ(levels[2], 31);  // ... takes the next one's 31.5 down
+}
+
+TEST(DeviceStripsTest, ShareLevelsKeepAThinCausesTotalNeitherLostNorInflated) {
+  // 0.3% of every bucket: far under one level (1/63) in each, 1.89 levels per 10 buckets.
+  std::vector<Ns> idle(1000, 3 * kMs / 1000);
+  std::vector<int> levels = ShareLevels(idle, kMs, 1000 * kMs);
+  const int sum = std::accumulate(levels.begin(), levels.end(), 0);
+  EXPECT_NEAR(sum, 0.003 * kTopStripLevel * 1000, 0.5);
+  for (int level : levels) EXPECT_LE(level, 1);
+  // The same time in every other bucket only: levels only where the time is.
+  std::vector<Ns> sparse(1000, 0);
+  for (size_t i = 0; i < sparse.size(); i += 2) sparse[i] = 6 * kMs / 1000;
+  levels = ShareLevels(sparse, kMs, 1000 * kMs);
+  EXPECT_NEAR(std::accumulate(levels.begin(), levels.end(), 0), 0.003 * kTopStripLevel * 1000, 0.5);
+  for (size_t i = 1; i < levels.size(); i += 2) EXPECT_EQ(levels[i], 0) << "bucket " << i;
+}
+
+TEST(DeviceStripsTest, ShareLevelsShowASliverInItsLargestBucket) {
+  std::vector<Ns> idle = {0, 1000, 0, 3000, 0};
+  std::vector<int> levels = ShareLevels(idle, kMs, 5 * kMs);
+  EXPECT_EQ(levels, (std::vector<int>{0, 0, 0, 1, 0}));
+  EXPECT_EQ(ShareLevels(std::vector<Ns>(4, 0), kMs, 4 * kMs), std::vector<int>(4, 0));
+}
+
 }  // namespace
 }  // namespace idlescope

@@ -4,11 +4,18 @@
 Three pages:
   example  an example of examples/cuda/ traced on simgpu under `idlescope run` (the README's
            mixed job by default): the page must show the largest cause's name, its seconds and
-           its fix, exactly as `idlescope report --format json` has them;
+           its fix, exactly as `idlescope report --format json` has them; every cause with more
+           than 1% of the idle time must be visible on the strip (its colour on at least 20 of
+           the canvas's pixels), each cause's share of the strip's cause pixels must be its
+           share of the idle time (within 3 points + 20% of it), the card of the estimated saving of all fixes must give it in
+           GPU-seconds (the JSON's savings summed), and at 800 px the page must not scroll
+           sideways (issue 27);
   ranks    a generated job of --ranks ranks (tools/gen_trace): the page must stay under 5 MB and
-           render in under 2 s, and show its largest cause the same way;
+           render in under 2 s, and show its largest cause, its strip and its cards the same
+           way;
   diff     `idlescope diff --format html` of two runs (--before, --after) with a gate that
-           trips: the page must give the verdict, the gate and the cause.
+           trips: the page must give the verdict, the gate and the cause, and not scroll
+           sideways at 800 px.
 render_page.js (puppeteer-core driving /usr/bin/chromium) checks that the page made no network
 request and logged no console error, clicks a gap to check the strip zooms to it, and takes a
 full-page screenshot, kept in --work as a test artifact. The figures are printed.
@@ -34,8 +41,8 @@ def Run(cmd, **kw):
     return proc.stdout
 
 
-def Seconds(ns):
-    return "%.3f s" % (ns / 1e9)
+def GpuSeconds(ns):
+    return "%.3f GPU-s" % (ns / 1e9)
 
 
 def CheckPage(opts, trace, name, extra=()):
@@ -45,14 +52,24 @@ def CheckPage(opts, trace, name, extra=()):
         subprocess.run([opts.idlescope, "report", "--json", trace], stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, text=True, check=True).stdout)
     top = report["causes"][0]
-    expect = [top["cause"], Seconds(int(top["idle_ns"])), top["fix"]]
+    expect = [top["cause"], GpuSeconds(int(top["idle_ns"])), top["fix"]]
     cmd = [opts.node, opts.render, "--chromium", opts.chromium, "--page", page,
-           "--screenshot", os.path.join(opts.work, name + ".png"), "--click-gap"]
+           "--screenshot", os.path.join(opts.work, name + ".png"), "--click-gap", "--narrow",
+           "800"]
     for e in expect:
         cmd += ["--expect", e]
+    # Every cause the overview names with more than 1% of the idle time is on the strip, each
+    # in proportion to its idle time.
+    idle = sum(int(c["idle_ns"]) for c in report["causes"])
+    for c in report["causes"]:
+        share = int(c["idle_ns"]) / idle if idle > 0 else 0
+        cmd += ["--strip-cause", "%s=%.6f" % (c["cause"], share)]
+        print("cause %s: %.1f%% of idle time" % (c["cause"], 100 * share))
+    saving = sum(int(c["saving_ns"]) for c in report["causes"])
+    cmd += ["--card", "estimated saving of all fixes=" + GpuSeconds(saving)]
     Run(cmd + list(extra), env=dict(os.environ, NODE_PATH=opts.node_modules))
     print("%s: largest cause %s %s, page %d bytes" %
-          (name, top["cause"], Seconds(int(top["idle_ns"])), os.path.getsize(page)))
+          (name, top["cause"], GpuSeconds(int(top["idle_ns"])), os.path.getsize(page)))
 
 
 def CheckDiffPage(opts):
@@ -65,7 +82,8 @@ def CheckDiffPage(opts):
     if proc.returncode != 3:
         sys.exit("FAIL: diff with a tripping gate exited %d, expected 3" % proc.returncode)
     Run([opts.node, opts.render, "--chromium", opts.chromium, "--page", page, "--screenshot",
-         os.path.join(opts.work, "diff.png"), "--expect", "gate tripped (exit 3)", "--expect",
+         os.path.join(opts.work, "diff.png"), "--narrow", "800", "--expect",
+         "gate tripped (exit 3)", "--expect",
          "fail-if-cause-grows data_loading:10%", "--expect", "data_loading"],
         env=dict(os.environ, NODE_PATH=opts.node_modules))
 

@@ -100,9 +100,14 @@
       to[x] = Math.max(0, Math.min(span, a + nsPerPx)) / bucketNs;
     }
     const shares = new Float64Array(states.length);
+    const heights = new Int32Array(states.length);
+    const carry = new Float64Array(states.length);
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r];
       const y0 = r * (rowH + rowGap);
+      // Just under half a pixel to start with: a sliver of a state (a level in one bucket) still
+      // gets its pixel, and no state more than half a pixel beyond its share over the row.
+      carry.fill(0.499);
       for (let x = 0; x < W; x++) {
         const ba = from[x];
         const bb = to[x];
@@ -120,15 +125,33 @@
           }
           shares[0] = Math.max(0, 1 - idle);  // state 0: busy
         }
-        // Stack the shares from the bottom of the row, in state order.
-        let cum = 0;
+        // Each state's height in whole pixels, its rounding carried on to the next column
+        // (error diffusion along the row): a cause thinner than a pixel in every column (short
+        // gaps spread over the job) still gets its share of the row's pixels, as dots, and no
+        // state gets more. A state is drawn only in columns with time of it; its carry (within
+        // half a pixel) waits for the next such column.
+        let total = 0;
+        let largest = 0;
         for (let s = 0; s < states.length; s++) {
-          if (shares[s] <= 0) continue;
-          const lo = Math.round(cum * rowH);
-          cum += shares[s];
-          const hi = Math.min(rowH, Math.round(cum * rowH));
+          if (shares[s] <= 0) {
+            heights[s] = 0;
+            continue;
+          }
+          const want = shares[s] * rowH + carry[s];
+          heights[s] = Math.max(0, Math.round(want));
+          carry[s] = want - heights[s];
+          total += heights[s];
+          if (shares[s] > shares[largest]) largest = s;
+        }
+        // The heights fill the row exactly: the largest share takes up the difference.
+        heights[largest] = Math.max(0, heights[largest] + rowH - total);
+        // Stack them from the bottom of the row, in state order.
+        let lo = 0;
+        for (let s = 0; s < states.length && lo < rowH; s++) {
+          const hi = Math.min(rowH, lo + heights[s]);
           const color = rgba[s];
           for (let k = lo; k < hi; k++) px[(y0 + rowH - 1 - k) * W + x] = color;
+          lo = hi;
         }
       }
     }
