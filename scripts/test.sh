@@ -12,7 +12,9 @@
 # The CPython peer suite (tests/cpython) runs its quick selection in step 3 (label cpython, 14
 # modules, under a minute); `scripts/test.sh --full` also runs the full selection (label
 # cpython_full, 23 modules, 3398 tests: about 10 minutes on 2 cores). Label loaded_predictions
-# (the whole prediction table beside two CPU hogs, tests/e2e/CMakeLists.txt) is not run here.
+# (the whole prediction table beside two CPU hogs, tests/e2e/CMakeLists.txt) and label
+# noise_pairs (idlescope diff's gate on 60 single-run pairs, tests/diff/diff_noise.py) are not
+# run here.
 # Build trees: build/, build-asan/, build-tsan/ and build-fuzz/ (reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ echo "formatting ok (${#sources[@]} files)"
 echo "== build (-Werror) and test"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600 -LE "cpython_full|loaded_predictions"
+ctest --test-dir build -j "$jobs" --output-on-failure --timeout 600 -LE "cpython_full|loaded_predictions|noise_pairs"
 if [ "${1:-}" = "--full" ]; then
   echo "== CPython's regression tests, full selection, bare vs traced"
   ctest --test-dir build -L cpython_full --output-on-failure -V
