@@ -370,18 +370,27 @@ IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
   return ManagedSigaction(sig, act, old);
 }
 
+namespace {
+
+// signal(sig, handler) as glibc's does it, through `set`: BSD semantics (SA_RESTART, the signal
+// blocked in its handler); the old handler (sa_handler and sa_sigaction share storage, a union in
+// glibc's struct sigaction), or SIG_ERR.
+sighandler_t SignalThrough(int (*set)(int, const struct sigaction*, struct sigaction*), int sig,
+                           sighandler_t handler) {
+  struct sigaction act, old;
+  memset(&act, 0, sizeof(act));
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  if (set(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+}  // namespace
+
 IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
-  if (IsFatal(sig)) {
-    // glibc's signal(): BSD semantics, as below.
-    struct sigaction act, old;
-    memset(&act, 0, sizeof(act));
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    sigaddset(&act.sa_mask, sig);
-    act.sa_flags = SA_RESTART;
-    if (FatalSigaction(sig, &act, &old) != 0) return SIG_ERR;
-    return old.sa_handler;
-  }
+  if (IsFatal(sig)) return SignalThrough(FatalSigaction, sig, handler);
   if (!IsManaged(sig)) {
     return signals::Signal(sig, handler, Resolve(g_real_signal, "signal"), RealSigaction);
   }
@@ -393,16 +402,7 @@ IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
     }
     return g_real_signal(sig, handler);
   }
-  // glibc's signal() has BSD semantics: SA_RESTART, the signal blocked in its handler.
-  struct sigaction act, old;
-  memset(&act, 0, sizeof(act));
-  act.sa_handler = handler;
-  sigemptyset(&act.sa_mask);
-  sigaddset(&act.sa_mask, sig);
-  act.sa_flags = SA_RESTART;
-  if (ManagedSigaction(sig, &act, &old) != 0) return SIG_ERR;
-  // sa_handler and sa_sigaction share storage (a union in glibc's struct sigaction).
-  return old.sa_handler;
+  return SignalThrough(ManagedSigaction, sig, handler);
 }
 
 // Annotation API for programs and tests: a MARK event (with the caller's stack) and a flush.

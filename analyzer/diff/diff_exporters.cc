@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/report/escape.h"
+#include "analyzer/report/html_page.h"
 #include "analyzer/report/json_writer.h"
 #include "analyzer/report/units.h"
 
@@ -313,6 +314,25 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
 
 }  // namespace
 
+namespace {
+
+// A change with its interval: {measured, change_pct, ci_low_pct, ci_high_pct}.
+void StepChangeJson(JsonWriter& j, std::string_view key, const StepChange& c) {
+  j.Key(key);
+  j.BeginObject();
+  j.Key("measured");
+  j.Bool(c.measured);
+  j.Key("change_pct");
+  j.Fixed(100 * c.change, 2);
+  j.Key("ci_low_pct");
+  j.Fixed(100 * c.low, 2);
+  j.Key("ci_high_pct");
+  j.Fixed(100 * c.high, 2);
+  j.EndObject();
+}
+
+}  // namespace
+
 std::string FormatJsonDiff(const JobDiff& d) {
   JsonWriter j;
   j.BeginObject();
@@ -372,28 +392,8 @@ std::string FormatJsonDiff(const JobDiff& d) {
   j.Key("significant");
   j.Bool(d.step_time.significant());
   j.EndObject();
-  j.Key("wall_runs");
-  j.BeginObject();
-  j.Key("measured");
-  j.Bool(d.wall_runs.measured);
-  j.Key("change_pct");
-  j.Fixed(100 * d.wall_runs.change, 2);
-  j.Key("ci_low_pct");
-  j.Fixed(100 * d.wall_runs.low, 2);
-  j.Key("ci_high_pct");
-  j.Fixed(100 * d.wall_runs.high, 2);
-  j.EndObject();
-  j.Key("mean_step_time");
-  j.BeginObject();
-  j.Key("measured");
-  j.Bool(d.mean_step_time.measured);
-  j.Key("change_pct");
-  j.Fixed(100 * d.mean_step_time.change, 2);
-  j.Key("ci_low_pct");
-  j.Fixed(100 * d.mean_step_time.low, 2);
-  j.Key("ci_high_pct");
-  j.Fixed(100 * d.mean_step_time.high, 2);
-  j.EndObject();
+  StepChangeJson(j, "wall_runs", d.wall_runs);
+  StepChangeJson(j, "mean_step_time", d.mean_step_time);
   j.Key("gates");
   j.BeginArray();
   for (const GateResult& g : d.gates) {
@@ -493,36 +493,8 @@ std::string FormatMarkdownDiff(const JobDiff& d) {
 
 namespace {
 
-std::string Xml(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 allows no control characters but tab, newline and carriage return.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          absl::StrAppendFormat(&out, "\\x%02x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
+// XML text: markup escaped as in HTML, control characters (which XML 1.0 forbids) as \xNN.
+std::string Xml(std::string_view text) { return HtmlEscape(EscapeControls(text)); }
 
 }  // namespace
 
