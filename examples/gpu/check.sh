@@ -91,6 +91,8 @@ run() {
     >"$dir/traced.log" 2>&1 ||
     { rows+=("$name|$expected|run failed (traced, see $dir/traced.log)|no|-"); failures=$((failures+1)); return; }
   t2=$(wall)
+  # What the example wrote (checkpoints of 64 MB and more) is not needed once it ran.
+  rm -rf "$dir/bare.cwd" "$dir/traced.cwd"
   "$idlescope" report "$dir/trace" >"$dir/report.txt" 2>"$dir/report.err"
   "$idlescope" report --json "$dir/trace" >"$dir/report.json" 2>/dev/null
   # The cause table is sorted, largest first. The examples plant a steady-state cause; startup

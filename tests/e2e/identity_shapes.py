@@ -12,6 +12,7 @@ Prints how many shapes the report names right, then fails if any is missed.
 import http.server
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -76,9 +77,17 @@ def Feed(pipe, records, size):
 
 
 def RunShape(opts, mode, extra, env):
-    trace_dir = os.path.join(opts.work, mode + ".trace")
     cwd = os.path.join(opts.work, mode)
     os.makedirs(cwd)
+    try:
+        return RunShapeIn(opts, mode, extra, env, cwd)
+    finally:
+        # The job's own files (a 128 MiB dataset, checkpoints): not needed once it ran.
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def RunShapeIn(opts, mode, extra, env, cwd):
+    trace_dir = os.path.join(opts.work, mode + ".trace")
     if mode == "mapped_dataset":
         # The dataset, prepared before the job (nanoGPT's prepare.py): 2 shards of 64 MiB.
         with open(os.path.join(cwd, "train.bin"), "wb") as f:

@@ -127,6 +127,9 @@ def RunTraced(opts, name, twin, extra_args, env_extra, workdir):
     proc = subprocess.run(cmd, cwd=run_dir, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=opts.run_timeout)
     wall = time.monotonic() - start
+    # The job's own files (checkpoints of 64 MB) are not needed once it ran: a test command runs
+    # dozens of twins, and build machines' disks are not large.
+    shutil.rmtree(run_dir, ignore_errors=True)
     out = proc.stdout
     for line in out.splitlines():
         print("  | " + line)

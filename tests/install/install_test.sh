@@ -80,4 +80,6 @@ done
 # Into a file, then head: a pipe to head could end the report with SIGPIPE (pipefail).
 "$root/bin/idlescope" report "$src/tests/golden/transfer_checkpoint" > "$work/unpacked.txt" 2> /dev/null
 head -3 "$work/unpacked.txt"
+# The installed and unpacked copies (300 MB with their debug files) are not needed any more.
+rm -rf "$work/prefix" "$work/package" "$work/unpacked"
 echo ok
