@@ -277,6 +277,8 @@ void FinalFlushLocked(trace::ExitReason reason, int status) {
 
 void TakeSignalCareOnThisThread() { t_final_of_signal = true; }
 
+bool LockForEnd() { return LockForFlush(g_flush.mu); }
+
 void AnnounceEndOnSignal() { g_flush.ends_on_signal.store(true, std::memory_order_seq_cst); }
 bool EndsOnSignal() { return g_flush.ends_on_signal.load(std::memory_order_acquire); }
 

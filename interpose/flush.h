@@ -48,6 +48,10 @@ void FinalFlushLocked(trace::ExitReason reason, int status);
 // EndsOnSignal in every flush, and frees nothing from then on (LeakFrees, alloc.cc): the process
 // ends right after.
 void TakeSignalCareOnThisThread();
+// After TakeSignalCareOnThisThread, on a program thread that ends a process without a writer
+// thread: the flush lock, waited for at most 100 ms (its holder may be this very thread, stopped
+// by a fatal signal inside a flush). False when it was not had.
+bool LockForEnd();
 
 // The process ends on a signal or _exit, and its final flush was asked for: the thread that asked
 // may be stopped holding any lock of ours or of libc. Every flush from then on (the one under way

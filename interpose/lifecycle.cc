@@ -20,12 +20,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "interpose/hooks/signals.h"
+#include "interpose/own_stack.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
@@ -88,7 +90,7 @@ struct sigaction DefaultAction() {
   return dfl;
 }
 
-void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
+void TerminationSignal(int sig, siginfo_t* info, void* ucontext) {
   int saved = errno;
   struct sigaction program = g_managed[sig].program;
   bool siginfo = (program.sa_flags & SA_SIGINFO) != 0;
@@ -119,12 +121,45 @@ void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
       RealSigaction(sig, &dfl, nullptr);  // a vfork child: the reset is its own
     }
   }
+  ++detail::t_in_program_handler;
   errno = saved;
   if (siginfo) {
     program.sa_sigaction(sig, info, ucontext);
   } else {
     program.sa_handler(sig);
   }
+  --detail::t_in_program_handler;
+}
+
+// The handler's entry. Where the program has the default action, the work (ending the trace) runs
+// on a stack of ours (own_stack.h), mapped at load: the default action needs no stack, and a thread
+// that used up its own must still end as it would bare (with its trace's end). One handler at a
+// time uses that stack; another one meanwhile runs in place. A handler of the program's is called
+// on the thread's stack, as the kernel would have called it.
+struct TerminationCall {
+  int sig;
+  siginfo_t* info;
+  void* ucontext;
+};
+char* g_handler_stack_top = nullptr;
+std::atomic<bool> g_handler_stack_busy{false};
+
+void TerminationOnOwnStack(void* p) {
+  auto* call = static_cast<TerminationCall*>(p);
+  TerminationSignal(call->sig, call->info, call->ucontext);
+}
+
+void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
+  const struct sigaction& program = g_managed[sig].program;
+  const bool dfl = (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
+  if (dfl && g_handler_stack_top != nullptr &&
+      !g_handler_stack_busy.exchange(true, std::memory_order_acquire)) {
+    TerminationCall call{sig, info, ucontext};
+    CallOnStack(&TerminationOnOwnStack, &call, g_handler_stack_top);
+    g_handler_stack_busy.store(false, std::memory_order_release);
+    return;
+  }
+  TerminationSignal(sig, info, ucontext);
 }
 
 int InstallOurs(int sig, const struct sigaction& program) {
@@ -133,7 +168,8 @@ int InstallOurs(int sig, const struct sigaction& program) {
   ours.sa_sigaction = OnTerminationSignal;
   ours.sa_mask = program.sa_mask;
   // The program's flags (SA_RESTART, SA_NODEFER, SA_ONSTACK) keep their meaning; SA_RESETHAND is
-  // emulated above, since the kernel would remove our handler.
+  // emulated above, since the kernel would remove our handler. The work of ours runs on a stack of
+  // ours (writer.cc, FlushHere), so a thread whose own stack is nearly used up still ends right.
   ours.sa_flags = (program.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
   int rc = RealSigaction(sig, &ours, nullptr);
   if (rc == 0) g_managed[sig].ours_installed = true;
@@ -141,6 +177,7 @@ int InstallOurs(int sig, const struct sigaction& program) {
 }
 
 void ManageSignals() {
+  if (kCallsOnOwnStack) g_handler_stack_top = MapOwnStack(size_t{64} << 10);
   for (int sig : {SIGTERM, SIGINT}) {
     struct sigaction current;
     if (RealSigaction(sig, nullptr, &current) != 0) continue;
@@ -296,6 +333,31 @@ __attribute__((constructor)) void OnLoad() {
 __attribute__((destructor)) void OnUnload() { Shutdown(trace::kExitNormal, 0, false); }
 
 }  // namespace
+
+void Detach() {
+  if (!EndDetached()) return;
+  const int saved = errno;
+  // Our handlers of SIGTERM/SIGINT and of the fatal signals leave the kernel's table, the
+  // program's own dispositions go there, and sigaction/signal pass straight through.
+  if (g_signals_managed) {
+    for (int sig : {SIGTERM, SIGINT}) {
+      if (g_managed[sig].ours_installed) RealSigaction(sig, &g_managed[sig].program, nullptr);
+      g_managed[sig].ours_installed = false;
+    }
+    g_signals_managed = false;
+  }
+  if (g_fatal_handlers) {
+    g_fatal_handlers = false;
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+      struct sigaction current;
+      if (RealSigaction(sig, nullptr, &current) != 0 || !IsOurFatalHandler(current)) continue;
+      struct sigaction dfl = DefaultAction();
+      RealSigaction(sig, &dfl, nullptr);
+    }
+  }
+  errno = saved;
+}
+
 }  // namespace idlescope::internal
 
 using namespace idlescope;            // NOLINT

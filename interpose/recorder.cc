@@ -36,8 +36,9 @@ namespace detail {
 std::atomic<bool> g_recorder_active{false};
 std::atomic<uint32_t> g_family_mask{0};
 __thread uint32_t t_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
-__thread bool t_handlers_waiting __attribute__((tls_model("initial-exec"))) = false;
+__thread uint8_t t_after_hook __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<void (*)()> g_record_handlers_in_call{nullptr};
+__thread uint32_t t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace detail
 
 namespace internal {
@@ -48,6 +49,8 @@ namespace {
 struct ProcessLife {
   std::atomic<bool> initialized{false};
   std::atomic<bool> shutdown_started{false};
+  // Tracing stopped while the process goes on (Detach): nothing of ours runs in it any more.
+  std::atomic<bool> detached{false};
   // Program threads alive (the main thread, and those created through the pthread_create hook).
   std::atomic<int32_t> program_threads{1};
   pthread_key_t thread_end_key = 0;  // its destructor runs at the end of each program thread
@@ -147,9 +150,12 @@ void ForkChild() {
   g_life.ResetInChild();
   if (trace_child) {
     ++detail::t_hook_depth;
-    bool started = writer::Start();  // the child's writer creates the child's file
+    const bool created = trace_file::Create();  // the child's own file; threadless, as at start
+    if (created) {
+      detail::g_recorder_active.store(true, std::memory_order_relaxed);
+      writer::FileCreated();
+    }
     --detail::t_hook_depth;
-    if (started) detail::g_recorder_active.store(true, std::memory_order_relaxed);
   }
   pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
@@ -219,11 +225,22 @@ int RealPthreadCreate(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)
   return f(thread, attr, fn, arg);
 }
 
-bool InTracedProcess() { return static_cast<uint32_t>(getpid()) == trace_file::Pid(); }
+bool InTracedProcess() {
+  return !g_life.detached.load(std::memory_order_relaxed) &&
+         static_cast<uint32_t>(getpid()) == trace_file::Pid();
+}
 
 void SetExitStatus(int status) {
   g_life.exit_status = status;
   g_life.exit_status_set = true;
+}
+
+void AfterHook() {
+  const uint8_t what = detail::t_after_hook;
+  if (what & detail::kAfterHookHandlers) {
+    detail::g_record_handlers_in_call.load(std::memory_order_relaxed)();
+  }
+  if (what & detail::kAfterHookFlush) writer::MaybeFlushHere();
 }
 
 void Init() {
@@ -251,16 +268,16 @@ void Init() {
   detail::g_family_mask.store(config->family_mask, std::memory_order_relaxed);
   stacks::Init(config->stack_depth);
   python::Init(config->python_stacks && config->stack_depth > 0);
-  writer::Init(config->flush_ms);
+  writer::Init(config->flush_ms, config->writer_at_start);
   sampler::Init(config->sample_hz);
-  // The writer creates the file and ends the start (StartupDone) once it tried; if it cannot, it
-  // turns the recorder off itself.
-  if (writer::Start()) {
+  // The file is made here, by the starting thread; a writer thread comes later, if ever (writer.h).
+  if (trace_file::Create()) {
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     detail::g_recorder_active.store(true, std::memory_order_release);
-  } else {
-    StartupDone();
+    writer::FileCreated();
   }
+  // Messages may go to the program's stderr until the file was tried (config.cc).
+  StartupDone();
   ConstructorDone();
   --detail::t_hook_depth;
   errno = saved_errno;
@@ -284,6 +301,29 @@ void Shutdown(trace::ExitReason reason, int status, bool from_signal, uint32_t s
   }
   if (handed_over) writer::WaitTraceEnded(from_signal ? 3 : 10);
   errno = saved_errno;
+}
+
+bool EndDetached() {
+  if (!g_life.initialized.load() || !InTracedProcess() || !RecorderActive()) return false;
+  const int saved_errno = errno;
+  bool handed_over = false;
+  {
+    TerminationSignalsBlocked blocked;
+    if (!g_life.shutdown_started.exchange(true)) {
+      RecordNotice(NoticeSeverity::kWarning, "seccomp",
+                   "the process entered seccomp: tracing stopped here, the process went on",
+                   /*print=*/false);
+      ++detail::t_hook_depth;
+      detail::g_recorder_active.store(false, std::memory_order_relaxed);
+      handed_over = writer::EndTrace(trace::kExitDetached, 0, /*from_signal=*/false,
+                                     /*signal_care=*/false, nullptr);
+      --detail::t_hook_depth;
+    }
+  }
+  if (handed_over) writer::WaitTraceEnded(10);
+  g_life.detached.store(true, std::memory_order_relaxed);
+  errno = saved_errno;
+  return true;
 }
 
 void CountNewThread() { g_life.program_threads.fetch_add(1, std::memory_order_relaxed); }

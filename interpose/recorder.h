@@ -222,21 +222,32 @@ inline bool FamilyEnabled(Family family) {
 // calls made by the recorder itself (writer thread, interning, stack capture) and hooks nested
 // inside another hook are not recorded.
 namespace detail {
-// A handler of the program's ran inside a hook on this thread: the outermost guard records it once
-// the hook is done with the recorder's state, through the function the signal hooks
-// (interpose/hooks/signals.cc) set before they set the flag. A pointer, not a call: the recorder
-// is built and tested without any hook family.
-extern __thread bool t_handlers_waiting __attribute__((tls_model("initial-exec")));
+// What the outermost guard does once the hook is done with the recorder's state (AfterHook):
+// - kAfterHookHandlers: a handler of the program's ran inside a hook on this thread; it is recorded
+//   through the function the signal hooks (interpose/hooks/signals.cc) set before they set the
+//   flag. A pointer, not a call: the recorder is built and tested without any hook family.
+// - kAfterHookFlush: a flush is due and no writer thread runs: this thread flushes
+//   (writer.h, "Threadless processes").
+constexpr uint8_t kAfterHookHandlers = 1;
+constexpr uint8_t kAfterHookFlush = 2;
+extern __thread uint8_t t_after_hook __attribute__((tls_model("initial-exec")));
 extern std::atomic<void (*)()> g_record_handlers_in_call;
+// Handlers of the program's that our signal handlers are running on this thread (signals.cc,
+// lifecycle.cc): no flush starts inside one.
+extern __thread uint32_t t_in_program_handler __attribute__((tls_model("initial-exec")));
 }  // namespace detail
+
+namespace internal {
+void AfterHook();
+}  // namespace internal
 
 class HookGuard {
  public:
   explicit HookGuard(Family family)
       : active_(detail::t_hook_depth++ == 0 && RecorderActive() && FamilyEnabled(family)) {}
   ~HookGuard() {
-    if (--detail::t_hook_depth == 0 && __builtin_expect(detail::t_handlers_waiting, 0)) {
-      detail::g_record_handlers_in_call.load(std::memory_order_relaxed)();
+    if (--detail::t_hook_depth == 0 && __builtin_expect(detail::t_after_hook != 0, 0)) {
+      internal::AfterHook();
     }
   }
   HookGuard(const HookGuard&) = delete;

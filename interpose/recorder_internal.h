@@ -24,6 +24,7 @@ struct Config {
   uint32_t stack_depth = 24;          // IDLESCOPE_STACK_DEPTH, 0 = off
   bool python_stacks = true;          // IDLESCOPE_PYTHON_STACKS=0: no Python frames in stacks
   uint32_t sample_hz = 200;           // IDLESCOPE_SAMPLE_HZ, 0 = no thread sampler
+  bool writer_at_start = false;       // IDLESCOPE_WRITER=thread: the writer thread from the start
   uint32_t family_mask = 0;           // IDLESCOPE_ENABLE / IDLESCOPE_DISABLE
   bool quiet = false;                 // IDLESCOPE_QUIET: no stderr messages
   std::vector<std::string> families;  // names of the enabled families, for the header
@@ -96,6 +97,15 @@ void Init();
 void Shutdown(trace::ExitReason reason, int status, bool from_signal, uint32_t stack = 0);
 // Flushes without ending the trace (end of main, exit() before atexit handlers, signals).
 void FlushSoon();
+// The program is about to enter seccomp (the prctl and syscall hooks): from then on any system call
+// of ours may be forbidden (strict mode allows read, write, _exit and sigreturn; a filter, what it
+// lists). What was recorded goes out now, the file ends with EXIT_DETACHED, the program's signal
+// dispositions go back to the kernel as it set them, and nothing of ours runs in the process any
+// more (InTracedProcess is false; the hooks fall through). lifecycle.cc.
+void Detach();
+// Detach's part in the recorder: the notice, the last flush and the EXIT_DETACHED footer, and
+// InTracedProcess false from then on. False when this process was not being traced.
+bool EndDetached();
 // Exit status to put in the footer when the process ends through exit()/return from main.
 void SetExitStatus(int status);
 // The pid the trace file belongs to; a vfork child (same memory, other pid) must not write.

@@ -280,10 +280,17 @@ using rings::Ring;
 
 void Record(const RawEvent& event) {
   if (event.type < 32 && (detail::kDeviceWorkTypes >> event.type & 1u) != 0) {
-    if (__builtin_expect(detail::t_launch_device == 0, 0) && sampler::AddThisThread()) {
-      writer::Wake();
+    if (__builtin_expect(detail::t_launch_device == 0, 0)) {
+      // The first device work of this thread: the process gets its writer thread (writer.h), and
+      // the thread its sampling.
+      writer::StartThread();
+      if (sampler::AddThisThread()) writer::Wake();
     }
     detail::t_launch_device = event.u.cuda.device + 1;
+  }
+  // Threadless: a flush is due (this thread flushes at the end of its hook).
+  if (__builtin_expect(event.ts >= writer::g_next_flush_ns.load(std::memory_order_relaxed), 0)) {
+    detail::t_after_hook |= detail::kAfterHookFlush;
   }
   Ring* r = rings::ThreadRing();
   if (__builtin_expect(r == nullptr, 0)) return;

@@ -31,7 +31,13 @@ enum PacketField : uint32_t {
 };
 
 enum Origin : uint32_t { kOriginPreload = 1, kOriginFork = 2, kOriginInjection = 3 };
-enum ExitReason : uint32_t { kExitNormal = 1, kExitUnderscore = 2, kExitSignal = 3, kExitExec = 4 };
+enum ExitReason : uint32_t {
+  kExitNormal = 1,
+  kExitUnderscore = 2,
+  kExitSignal = 3,
+  kExitExec = 4,
+  kExitDetached = 5,
+};
 
 struct ClockSnapshot {
   uint64_t monotonic_ns = 0;

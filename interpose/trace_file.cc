@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,6 +47,7 @@ struct TraceFile {
   trace::Origin origin = trace::kOriginPreload;
   int program_fd = -1;  // the file in the program's table (shared-table fallback), or -1
   int writer_fd = -1;   // the same file in the writer's own table (TakeOwnFdTable), or -1
+  int flush_fd = -1;    // threadless: the file, opened by the flushing thread for one flush
   dev_t dev = 0;
   ino_t ino = 0;
   uint64_t bytes = 0;
@@ -123,6 +125,19 @@ void StopTracing(const std::string& why) {
   }
 }
 
+// The file Create made, opened again (O_APPEND), checked to be that file: a descriptor, or -1 with
+// errno set.
+int OpenAgain() {
+  int fd = open(g_file.path->c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != g_file.dev || st.st_ino != g_file.ino)) {
+    CloseOwnFd(fd);
+    fd = -1;
+    errno = ESTALE;
+  }
+  return fd;
+}
+
 // Shared-table fallback: the program closed (or replaced) our fd. Reopen the file (never through a
 // symlink, and only if it is still the same file) in append mode and go on, or stop.
 bool RecoverFd() {
@@ -130,13 +145,7 @@ bool RecoverFd() {
     return false;
   }
   const std::string& path = *g_file.path;
-  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-  struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != g_file.dev || st.st_ino != g_file.ino)) {
-    CloseOwnFd(fd);
-    fd = -1;
-    errno = ESTALE;
-  }
+  int fd = OpenAgain();
   if (fd < 0) {
     StopTracing("the program closed the trace file descriptor and " + path +
                 " cannot be reopened (" + strerror(errno) + "); tracing stopped");
@@ -152,8 +161,38 @@ bool RecoverFd() {
   return true;
 }
 
+// A write of ours on a program thread (the writer blocks every signal): a file that reaches
+// RLIMIT_FSIZE makes the kernel send SIGXFSZ to the writing thread, whose default action would
+// kill the program for our write. Held pending meanwhile, and taken back if our write raised it.
+class XfszHeld {
+ public:
+  XfszHeld() {
+    sigemptyset(&xfsz_);
+    sigaddset(&xfsz_, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz_, &saved_);
+    sigset_t pending;
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  }
+  ~XfszHeld() {
+    sigset_t pending;
+    if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+      const timespec now{0, 0};
+      sigtimedwait(&xfsz_, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  XfszHeld(const XfszHeld&) = delete;
+  XfszHeld& operator=(const XfszHeld&) = delete;
+
+ private:
+  sigset_t xfsz_, saved_;
+  bool was_pending_ = false;
+};
+
 // write(2) until done; false (errno set) on an error other than EINTR.
 bool WriteFully(int fd, const uint8_t* p, size_t n) {
+  std::optional<XfszHeld> held;
+  if (!detail::t_own_fd_table) held.emplace();
   while (n > 0) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
@@ -165,6 +204,29 @@ bool WriteFully(int fd, const uint8_t* p, size_t n) {
   }
   return true;
 }
+
+// A thread without a descriptor of the file (a process without a writer thread): the one opened
+// for this flush (BeginWrites), or the file opened for this write and closed again.
+bool WriteTransient(const uint8_t* p, size_t n) {
+  const std::string& path = *g_file.path;
+  int fd = g_file.flush_fd >= 0 ? g_file.flush_fd : OpenAgain();
+  if (fd < 0) {
+    StopTracing("cannot open " + path + " (" + strerror(errno) + "); tracing stopped");
+    return false;
+  }
+  bool written = WriteFully(fd, p, n);
+  int err = errno;
+  if (fd != g_file.flush_fd) CloseOwnFd(fd);
+  if (!written) {
+    StopTracing("cannot write " + path + ": " + strerror(err) + "; tracing stopped");
+    return false;
+  }
+  g_file.bytes += n;
+  return true;
+}
+
+// No descriptor of the file anywhere: a process without a writer thread.
+bool NoDescriptor() { return g_file.program_fd < 0 && g_file.writer_fd < 0; }
 
 bool WriteAll(const uint8_t* p, size_t n) {
   if (!WriteFully(TraceFd(), p, n)) {
@@ -285,8 +347,9 @@ trace::Header BuildHeader() {
   if (redact::Paths()) h.config.redacted.push_back("paths");
   if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
   h.config.python_version = python::Version();
-  // The sampler runs only on a writer with a descriptor table of its own (sampler.h).
-  h.config.sample_hz = detail::t_own_fd_table ? config.sample_hz : 0;
+  // The sampler runs on the writer thread, once one runs with a descriptor table of its own
+  // (sampler.h).
+  h.config.sample_hz = config.sample_hz;
   return h;
 }
 
@@ -403,9 +466,9 @@ void TakeOwnFdTable() {
   if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) detail::t_own_fd_table = true;
 }
 
-// On the writer thread, after TakeOwnFdTable (the descriptor goes into the writer's own table).
-bool Open() {
-  // Absolute, so that reopening the file (RecoverFd) still finds it after the program's chdir().
+// On the starting thread (Init, or a forked child's atfork handler).
+bool Create() {
+  // Absolute, so that reopening the file still finds it after the program's chdir().
   std::string& dir = *g_file.out_dir;
   if (dir[0] != '/') {
     char cwd[PATH_MAX];
@@ -432,17 +495,53 @@ bool Open() {
     return false;
   }
   *g_file.path = path;
-  AdoptFd(fd);
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    g_file.dev = st.st_dev;
+    g_file.ino = st.st_ino;
+  }
+  CloseOwnFd(fd);
+  SetProgramFd(-1);
+  g_file.writer_fd = -1;
   g_file.bytes = header.size();
   g_file.closed = false;
   g_file.lost_said = false;
   return true;
 }
 
+// On the writer thread, after TakeOwnFdTable (the descriptor goes into the writer's own table, or,
+// where it has none, into the program's, moved high).
+bool AdoptForWriter() {
+  if (g_file.path->empty()) return false;
+  if (!NoDescriptor()) return true;
+  int fd = OpenAgain();
+  if (fd < 0) {
+    StopTracing("cannot open " + *g_file.path + " (" + strerror(errno) + "); tracing stopped");
+    return false;
+  }
+  AdoptFd(fd);
+  return true;
+}
+
 bool Closed() { return g_file.closed; }
+
+WritesBegin BeginWrites() {
+  if (g_file.closed || !NoDescriptor() || g_file.flush_fd >= 0) return WritesBegin::kReady;
+  g_file.flush_fd = OpenAgain();
+  if (g_file.flush_fd >= 0) return WritesBegin::kReady;
+  if (errno == EMFILE || errno == ENFILE) return WritesBegin::kNoDescriptor;
+  StopTracing("cannot open " + *g_file.path + " (" + strerror(errno) + "); tracing stopped");
+  return WritesBegin::kReady;
+}
+
+void EndWrites() {
+  if (g_file.flush_fd >= 0) CloseOwnFd(g_file.flush_fd);
+  g_file.flush_fd = -1;
+}
 
 bool Write(const wire::Buffer& b) {
   if (g_file.closed || b.empty()) return !g_file.closed;
+  if (NoDescriptor()) return WriteTransient(b.data(), b.size());
   if (!FdStillOurs()) {
     if (!RecoverFd()) return false;
     trace::Notice n{NowNs(), static_cast<uint32_t>(NoticeSeverity::kWarning), "trace_fd_closed",
@@ -466,11 +565,14 @@ void WriteFooter(trace::Footer footer) {
 }
 
 void RemoveFooter() {
-  int fd = TraceFd();
-  if (g_file.closed && fd >= 0 && !g_file.lost_said && ftruncate(fd, g_file.footer_at) == 0) {
+  if (!g_file.closed || g_file.lost_said) return;
+  const bool transient = NoDescriptor();
+  int fd = transient ? open(g_file.path->c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW) : TraceFd();
+  if (fd >= 0 && ftruncate(fd, g_file.footer_at) == 0) {
     g_file.bytes = g_file.footer_at;
     g_file.closed = false;
   }
+  if (transient && fd >= 0) CloseOwnFd(fd);
 }
 
 void MoveProgramFdAwayFrom(int fd) {
@@ -488,6 +590,7 @@ void ResetInChild() {
   if (g_file.program_fd >= 0) CloseOwnFd(g_file.program_fd);  // the parent's file stays its own
   SetProgramFd(-1);
   g_file.writer_fd = -1;  // the parent writer's table is not the child's
+  g_file.flush_fd = -1;   // none: the fork handlers hold the flush lock
 }
 
 }  // namespace trace_file

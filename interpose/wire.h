@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "interpose/care_heap.h"
+
 namespace idlescope::wire {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
@@ -39,14 +41,15 @@ inline uint8_t* WriteVarint(uint64_t v, uint8_t* p) {
   return p;
 }
 
-// A growable byte buffer (malloc'd, never through a hook: malloc is not intercepted by idlescope)
-// with nested length-delimited messages. A nested message reserves the 5 bytes a 32-bit length
+// A growable byte buffer (malloc'd, never through a hook: malloc is not intercepted by idlescope;
+// from the care heap in a final flush that may not call malloc, care_heap.h) with nested
+// length-delimited messages. A nested message reserves the 5 bytes a 32-bit length
 // can take and, when it ends, moves its body down to follow a minimal varint: libprotobuf writes
 // minimal lengths, and byte equality with it is part of the contract.
 class Buffer {
  public:
   Buffer() = default;
-  ~Buffer() { std::free(data_); }
+  ~Buffer() { care_heap::Free(data_); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
@@ -66,7 +69,7 @@ class Buffer {
     if (size_ + extra <= capacity_) return;
     size_t cap = capacity_ ? capacity_ * 2 : 4096;
     while (cap < size_ + extra) cap *= 2;
-    void* p = std::realloc(data_, cap);
+    void* p = care_heap::Reallocate(data_, size_, cap);
     if (p == nullptr) std::abort();  // out of memory in the writer: nothing sane to do
     data_ = static_cast<uint8_t*>(p);
     capacity_ = cap;

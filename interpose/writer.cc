@@ -15,7 +15,9 @@
 #include <new>
 #include <type_traits>
 
+#include "interpose/care_heap.h"
 #include "interpose/flush.h"
+#include "interpose/own_stack.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
 #include "interpose/sampler.h"
@@ -23,11 +25,16 @@
 
 namespace idlescope {
 namespace writer {
+
+std::atomic<uint64_t> g_next_flush_ns{UINT64_MAX};
+
 namespace {
 
 // Never destroyed: the process may end while the thread runs.
 struct Writer {
   uint32_t flush_ms = 500;
+  bool thread_at_start = false;            // IDLESCOPE_WRITER=thread
+  std::atomic<bool> start_claimed{false};  // StartThread was called (once per process)
   pthread_t thread = 0;
   std::atomic<uint32_t> wake_word{0};  // futex word: bumped by Wake
   std::atomic<bool> running{false};    // the thread runs and has not given up on the file
@@ -63,6 +70,36 @@ void WaitWhile(std::atomic<uint32_t>* word, uint32_t value, uint64_t deadline_ns
 void MarkFinalDone() {
   g_writer.final_done.store(1, std::memory_order_release);
   Futex(&g_writer.final_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
+}
+
+// Flushes on a program thread. In a threadless process (and the shared-table fallback) a program
+// thread runs the flush, under the flush lock. On a stack of ours (own_stack.h): a flush takes tens
+// of KB, and the thread's own stack may be small or nearly used up. With cancellation off:
+// write(2) is a cancellation point, and our frames have no cleanup (-fno-exceptions), so a thread
+// cancelled there would leave the flush lock taken.
+
+constexpr size_t kFlushStackBytes = size_t{512} << 10;
+char* g_flush_stack_top = nullptr;  // mapped at the first such flush (under the flush lock)
+
+template <typename F>
+void CallThunk(void* f) {
+  (*static_cast<F*>(f))();
+}
+
+// Under the flush lock, on a program thread: f().
+template <typename F>
+void FlushHere(F f) {
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  if (kCallsOnOwnStack && g_flush_stack_top == nullptr) {
+    g_flush_stack_top = MapOwnStack(kFlushStackBytes);
+  }
+  if (g_flush_stack_top != nullptr) {
+    CallOnStack(&CallThunk<F>, &f, g_flush_stack_top);
+  } else {
+    f();
+  }
+  pthread_setcancelstate(cancel_state, nullptr);
 }
 
 void DoJobLocked(Job job) {
@@ -124,15 +161,17 @@ void* WriterMain(void*) {
   trace_file::TakeOwnFdTable();
   // The sampler opens files: only in a table of our own.
   if (detail::t_own_fd_table) sampler::StartOnWriter(static_cast<uint32_t>(syscall(SYS_gettid)));
+  // From now on the program threads leave the flushes to this thread.
+  g_next_flush_ns.store(UINT64_MAX, std::memory_order_relaxed);
   bool opened;
   {
     std::lock_guard<std::mutex> lock(flush::Mutex());
-    opened = trace_file::Open();
+    opened = trace_file::AdoptForWriter();
   }
   if (!opened) {
     // No file: the hooks stop recording, and nothing waits for a writer. A program thread that
-    // already waits (one that flushed or ended before this thread first ran: a short program on
-    // a busy machine) has nothing to wait for: its job is withdrawn, and it is woken.
+    // already waits (one that flushed or ended before this thread first ran: a busy machine) has
+    // nothing to wait for: its job is withdrawn, and it is woken.
     detail::g_recorder_active.store(false, std::memory_order_relaxed);
     g_writer.running.store(false, std::memory_order_seq_cst);
     g_writer.job.store(0, std::memory_order_release);
@@ -140,9 +179,6 @@ void* WriterMain(void*) {
     Futex(&g_writer.jobs_done, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr);
     MarkFinalDone();
   }
-  // The constructor does not wait for this thread: its start, the time messages may still go to
-  // the program's stderr (config.cc, StderrForMessage), lasts until the file was tried.
-  internal::StartupDone();
   if (!opened) return nullptr;
   const uint64_t flush_ns = uint64_t{g_writer.flush_ms} * 1'000'000;
   uint64_t next_flush = NowNs() + flush_ns;
@@ -194,15 +230,27 @@ void* WriterMain(void*) {
   return nullptr;
 }
 
-}  // namespace
-
-void Init(uint32_t flush_ms) { g_writer.flush_ms = flush_ms; }
+// The handler of a signal may be running on this thread: a program's handler we call
+// (signals.cc and lifecycle.cc count them), one on an alternate signal stack (crash handlers, such
+// as CPython's faulthandler), or one that blocks a fatal signal while it runs. A flush there could
+// wait for a lock of libc's that the interrupted code holds (malloc's).
+bool MayBeInSignalHandler() {
+  if (detail::t_in_program_handler != 0) return true;
+  stack_t ss;
+  if (syscall(SYS_sigaltstack, nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) != 0) return true;
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &blocked, _NSIG / 8) != 0) return true;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    if (sigismember(&blocked, sig)) return true;
+  }
+  return false;
+}
 
 // Starts the writer thread without waiting for it: the program runs on at once. Until the new
 // thread has its own descriptor table (TakeOwnFdTable, its first action) and the trace file, the
-// program's reads and writes pay for a shared table and its events wait in the rings; waiting
-// cost every process a thread handoff at start, milliseconds on a loaded machine
-// (docs/architecture.md, "Process life").
+// program's events wait in the rings; waiting would cost the calling thread a thread handoff,
+// milliseconds on a loaded machine (docs/architecture.md, "Process life").
 bool Start() {
   // Block every signal in the writer (it inherits the creating thread's mask): a process-directed
   // signal must go to a program thread, never to ours.
@@ -219,7 +267,7 @@ bool Start() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
     g_writer.running.store(false, std::memory_order_release);
-    internal::Say("cannot start the writer thread; not tracing");
+    internal::Say("cannot start the writer thread; the process flushes its own events");
     return false;
   }
   g_writer.started.store(true, std::memory_order_release);  // joinable (Stop)
@@ -227,9 +275,85 @@ bool Start() {
   return true;
 }
 
-void Wake() {
+void WakeThread() {
   g_writer.wake_word.fetch_add(1, std::memory_order_release);
   Futex(&g_writer.wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr);
+}
+
+// A process without a writer thread ends on this thread, from a signal handler or _exit: the
+// flush allocates from the care heap, frees nothing, and gives up on the flush lock after a
+// bounded wait (this thread may be a flush's, stopped by a fatal signal in it).
+void EndWithCare(trace::ExitReason reason, int status) {
+  care_heap::Enter();
+  flush::TakeSignalCareOnThisThread();
+  flush::AnnounceEndOnSignal();
+  if (!flush::LockForEnd()) return;
+  // No descriptor to be had: nothing can be written (no thread can be started here).
+  if (trace_file::BeginWrites() == trace_file::WritesBegin::kReady) {
+    FlushHere([=] { flush::FinalFlushLocked(reason, status); });
+    trace_file::EndWrites();
+  }
+  flush::Mutex().unlock();
+}
+
+}  // namespace
+
+void Init(uint32_t flush_ms, bool thread_at_start) {
+  g_writer.flush_ms = flush_ms;
+  g_writer.thread_at_start = thread_at_start;
+}
+
+void FileCreated() {
+  g_next_flush_ns.store(NowNs() + uint64_t{g_writer.flush_ms} * 1'000'000,
+                        std::memory_order_relaxed);
+  if (g_writer.thread_at_start) StartThread();
+}
+
+bool StartThread() {
+  if (g_writer.start_claimed.exchange(true, std::memory_order_acq_rel)) {
+    return g_writer.running.load(std::memory_order_acquire);
+  }
+  return Start();
+}
+
+void Wake() {
+  if (g_writer.running.load(std::memory_order_acquire)) {
+    WakeThread();
+  } else {
+    detail::t_after_hook |= detail::kAfterHookFlush;
+  }
+}
+
+void MaybeFlushHere() {
+  detail::t_after_hook &= static_cast<uint8_t>(~detail::kAfterHookFlush);
+  if (g_writer.running.load(std::memory_order_acquire)) {
+    WakeThread();
+    return;
+  }
+  if (!RecorderActive() || !internal::InTracedProcess()) return;
+  const int saved = errno;
+  ++detail::t_hook_depth;
+  if (!MayBeInSignalHandler()) {
+    internal::TerminationSignalsBlocked blocked;
+    // Another thread flushing has it all in hand.
+    if (flush::Mutex().try_lock()) {
+      bool no_descriptor = false;
+      if (!g_writer.running.load(std::memory_order_acquire)) {
+        no_descriptor = trace_file::BeginWrites() == trace_file::WritesBegin::kNoDescriptor;
+        if (!no_descriptor) {
+          FlushHere([] { flush::FlushLocked(); });
+          trace_file::EndWrites();
+          g_next_flush_ns.store(NowNs() + uint64_t{g_writer.flush_ms} * 1'000'000,
+                                std::memory_order_relaxed);
+        }
+      }
+      flush::Mutex().unlock();
+      // Every descriptor the program may have is taken: the writer thread flushes from now on.
+      if (no_descriptor && StartThread()) WakeThread();
+    }
+  }
+  --detail::t_hook_depth;
+  errno = saved;
 }
 
 void RunJob(Job job) {
@@ -237,14 +361,22 @@ void RunJob(Job job) {
   // (then no file is open, or none this thread can reach: trace_file::Write finds out).
   if (detail::g_program_trace_fd.load(std::memory_order_relaxed) >= 0 ||
       !g_writer.running.load(std::memory_order_acquire)) {
-    flush::ProgramThreadLock lock;
-    DoJobLocked(job);
-    return;
+    bool no_descriptor = false;
+    {
+      flush::ProgramThreadLock lock;
+      no_descriptor = trace_file::BeginWrites() == trace_file::WritesBegin::kNoDescriptor;
+      if (!no_descriptor) {
+        FlushHere([=] { DoJobLocked(job); });
+        trace_file::EndWrites();
+      }
+    }
+    // Every descriptor the program may have is taken: the job goes to a writer thread.
+    if (!no_descriptor || !StartThread()) return;
   }
   std::lock_guard<std::mutex> lock(g_writer.job_mu);
   uint32_t done = g_writer.jobs_done.load(std::memory_order_acquire);
   g_writer.job.store(static_cast<uint32_t>(job), std::memory_order_release);
-  Wake();
+  WakeThread();
   uint64_t deadline = NowNs() + 10'000'000'000ull;
   while (g_writer.jobs_done.load(std::memory_order_acquire) == done) {
     if (NowNs() >= deadline || !g_writer.running.load(std::memory_order_acquire)) {
@@ -258,21 +390,35 @@ void RunJob(Job job) {
 
 bool EndTrace(trace::ExitReason reason, int status, bool from_signal, bool signal_care,
               void (*participant_flush)()) {
-  if (g_writer.running.load(std::memory_order_seq_cst)) {
+  auto hand_over = [&] {
     g_writer.final_status = status;
     g_writer.final_signal_care = signal_care;
     g_writer.final_participant_flush = participant_flush;
     if (signal_care) flush::AnnounceEndOnSignal();
     g_writer.final_request.store(1 + reason, std::memory_order_seq_cst);
-    Wake();
+    WakeThread();
     return true;
+  };
+  if (g_writer.running.load(std::memory_order_seq_cst)) return hand_over();
+  // _exit takes care only where it may be called from a handler (it is how most worker processes
+  // end, outside any).
+  if (from_signal || (signal_care && MayBeInSignalHandler())) {
+    EndWithCare(reason, status);
+  } else {
+    bool no_descriptor = false;
+    {
+      flush::ProgramThreadLock lock;
+      no_descriptor = trace_file::BeginWrites() == trace_file::WritesBegin::kNoDescriptor;
+      if (!no_descriptor) {
+        FlushHere([=] { flush::FinalFlushLocked(reason, status); });
+        trace_file::EndWrites();
+      }
+    }
+    // Every descriptor the program may have is taken: the writer thread, with a table of its own,
+    // writes the end.
+    if (no_descriptor && StartThread()) return hand_over();
   }
-  if (!from_signal) {
-    flush::ProgramThreadLock lock;
-    flush::FinalFlushLocked(reason, status);
-  }
-  // Done, or nothing more can be written (a signal handler without a writer): a second ending
-  // need not wait.
+  // Done: a second ending need not wait.
   MarkFinalDone();
   return false;
 }
@@ -287,13 +433,15 @@ void WaitTraceEnded(uint64_t seconds) {
 void Stop() {
   if (g_writer.started.exchange(false)) {
     g_writer.stop.store(true, std::memory_order_release);
-    Wake();
+    WakeThread();
     pthread_join(g_writer.thread, nullptr);
   }
 }
 
 void ResetInChild() {
   g_writer.running.store(false, std::memory_order_relaxed);
+  g_writer.start_claimed.store(false, std::memory_order_relaxed);
+  g_next_flush_ns.store(UINT64_MAX, std::memory_order_relaxed);
   g_writer.stop.store(false);
   g_writer.started.store(false);  // the parent's writer is not the child's to join
   g_writer.final_request.store(0);
@@ -307,9 +455,7 @@ void ResetInChild() {
 }  // namespace writer
 
 namespace internal {
-void FlushSoon() {
-  if (writer::g_writer.running.load(std::memory_order_acquire)) writer::Wake();
-}
+void FlushSoon() { writer::Wake(); }
 }  // namespace internal
 
 }  // namespace idlescope

@@ -14,6 +14,7 @@ std::string ProcessEndHow(const ProcessEnd& end) {
     return abbrev != nullptr ? absl::StrCat("SIG", abbrev)
                              : absl::StrFormat("signal %d", end.status);
   }
+  if (end.reason == EXIT_DETACHED) return "untraced after seccomp";
   if (end.footer()) return absl::StrFormat("exit status %d", end.status);
   return "no trace end";
 }

@@ -181,7 +181,7 @@ __attribute__((noinline)) void NoteHandler(int sig, uint32_t name, uint64_t t0, 
     t_stash[kStash - 1].t1 += t1 - t0;
   }
   detail::g_record_handlers_in_call.store(&RecordHandlersInCall, std::memory_order_relaxed);
-  detail::t_handlers_waiting = true;
+  detail::t_after_hook |= detail::kAfterHookHandlers;
 }
 
 void Trampoline(int sig, siginfo_t* info, void* ucontext) {
@@ -216,6 +216,7 @@ void Trampoline(int sig, siginfo_t* info, void* ucontext) {
     return;
   }
   const uint64_t t0 = NowNs();
+  ++detail::t_in_program_handler;
   errno = saved;
   if ((program.action.sa_flags & SA_SIGINFO) != 0) {
     program.action.sa_sigaction(sig, info, ucontext);
@@ -223,6 +224,7 @@ void Trampoline(int sig, siginfo_t* info, void* ucontext) {
     program.action.sa_handler(sig);
   }
   const int after = errno;  // the handler's errno is the program's business: kept as it left it
+  --detail::t_in_program_handler;
   const uint64_t t1 = NowNs();
   if (t1 - t0 >= kHandlerRecordNs) NoteHandler(sig, program.name, t0, t1);
   errno = after;
@@ -306,7 +308,7 @@ sighandler_t Signal(int sig, sighandler_t handler, sighandler_t (*real_signal)(i
 }
 
 void RecordHandlersInCall() {
-  detail::t_handlers_waiting = false;
+  detail::t_after_hook &= static_cast<uint8_t>(~detail::kAfterHookHandlers);
   HookGuard guard(Family::kProc);
   const uint32_t n = signals::t_stashed;
   if (!guard.active() || n == 0) {

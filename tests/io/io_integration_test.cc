@@ -347,8 +347,10 @@ TEST_F(IoTraceTest, FdNumberReusedByAnotherThreadStartsANewBurst) {
 
 // The writer thread's descriptor table is its own and holds only the trace file: the program's
 // pipes are not kept open by it (the reader of a closed stdout sees EOF while the program runs).
+// The program issues no device work: IDLESCOPE_WRITER=thread gives it the writer all the same.
 TEST_F(IoTraceTest, WriterHoldsNoDescriptorOfTheProgram) {
-  TracedChild child = StartTraced({Program("writer_fd_table"), "close-stdout"}, out_);
+  TracedChild child =
+      StartTraced({Program("writer_fd_table"), "close-stdout"}, out_, {"IDLESCOPE_WRITER=thread"});
   ASSERT_GT(child.pid, 0);
   auto start = std::chrono::steady_clock::now();
   std::string out = ReadAll(child.out);  // EOF when the program closes stdout (it then sleeps 3 s)
@@ -381,6 +383,30 @@ TEST_F(IoTraceTest, WriterHoldsNoDescriptorOfTheProgram) {
   EXPECT_EQ(targets[0].rfind(out_ + "/", 0), 0u) << targets[0];
   EXPECT_EQ(Wait(child.pid), 0);
   ReadAll(child.err);
+}
+
+// Without device work (IDLESCOPE_WRITER=auto, the default) the process has no thread of ours and
+// no descriptor of ours while it runs, and its trace is complete all the same.
+TEST_F(IoTraceTest, ThreadlessProcessHasOnlyItsOwnThreadsAndDescriptors) {
+  TracedChild child = StartTraced({Program("writer_fd_table"), "close-stdout"}, out_);
+  ASSERT_GT(child.pid, 0);
+  EXPECT_EQ(ReadAll(child.out), "closing\n");
+  // While it sleeps (3 s): its one thread, and no descriptor of the output directory.
+  std::string proc = "/proc/" + std::to_string(child.pid);
+  int threads = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator(proc + "/task")) {
+    ++threads;
+  }
+  EXPECT_EQ(threads, 1);
+  for (const auto& fd : std::filesystem::directory_iterator(proc + "/fd")) {
+    std::string target = std::filesystem::read_symlink(fd.path()).string();
+    EXPECT_NE(target.rfind(out_ + "/", 0), 0u) << target;
+  }
+  EXPECT_EQ(Wait(child.pid), 0);
+  ReadAll(child.err);
+  auto files = ReadTraceDir(out_);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(files[0].has_footer);
 }
 
 TEST_F(IoTraceTest, LoopbackDownloadIsConnectAndRecvBytes) {
