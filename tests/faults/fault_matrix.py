@@ -38,7 +38,7 @@ import time
 # The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
 # entry when its fix has merged: its checks then report XPASS.
 KNOWN = {
-    r"shard_files/(swapped-trace|.*-bit-flips)": "shard-files-trusted",
+    r"shard_files/(swapped-trace.*|other-plan-summary|.*-bit-flips)": "shard-files-trusted",
 }
 
 
@@ -773,8 +773,13 @@ def gen_job(m, tag, args):
 
 
 def cli(m, args, timeout=120, **kwargs):
-    """Runs idlescope ARGS: (status, stdout, stderr), status -N for signal N."""
-    p = subprocess.run([m.paths.idlescope] + args, capture_output=True, timeout=timeout, **kwargs)
+    """Runs idlescope ARGS: (status, stdout, stderr), status -N for signal N; one that runs past
+    `timeout` is killed (-SIGKILL, and stderr says so)."""
+    try:
+        p = subprocess.run([m.paths.idlescope] + args, capture_output=True, timeout=timeout,
+                           **kwargs)
+    except subprocess.TimeoutExpired:
+        return -signal.SIGKILL, b"", b"(killed: still running after %d s)" % timeout
     return p.returncode, p.stdout, p.stderr
 
 
@@ -1028,12 +1033,16 @@ def names_escaped(m):
                                                                     raw[:1]))
 
 
-def shard_steps(m, job, work, plan=None, shards=0):
-    """index and plan (unless `plan`, of `shards` shards, is given), map every shard, merge:
-    (status, report, stderr) of the first step that failed, else of the merge."""
+def shard_steps(m, job, work, plan=None, shards=0, index=None):
+    """index (unless `index` is given) and plan (unless `plan`, of `shards` shards, is given), map
+    every shard, merge: (status, report, stderr) of the first step that failed, else of the
+    merge."""
     if plan is None:
-        index, plan = os.path.join(work, "index"), os.path.join(work, "plan")
-        for args in (["index", "-o", index, job], ["plan", "-o", plan, index]):
+        steps = [["plan", "-o", os.path.join(work, "plan"), index or os.path.join(work, "index")]]
+        if index is None:
+            steps.insert(0, ["index", "-o", os.path.join(work, "index"), job])
+        plan = os.path.join(work, "plan")
+        for args in steps:
             status, out, err = cli(m, args)
             if status != 0:
                 return status, out, err
@@ -1054,11 +1063,16 @@ def flip_bit(data, bit):
     return bytes(flipped)
 
 
+SHARD_FILE_FLIPS = 64  # single bit flips tried in each index, plan and summary
+
+
 @case
 def shard_files(m):
-    """Plans and summaries handed over between machines: a trace file swapped between `plan` and
-    `map`, and single bit flips in a plan or a summary, are a one-line error (or, for a flip that
-    changes nothing the report reads, the same report); never another report with exit 0."""
+    """Indexes, plans and summaries handed over between machines: a trace file swapped between
+    `plan` and `map` (also with the time of the file it replaces, so that only its content
+    tells), a summary of another job's plan, and single bit flips in an index, a plan or a
+    summary, are a one-line error (or, for a flip that changes nothing the report reads, the
+    same report); never another report with exit 0."""
     args = ["--ranks", "3", "--events", "30000", "--causes", "nccl,dataload,checkpoint,straggler"]
     job = gen_job(m, "shards", args + ["--seed", "1"])
     other = gen_job(m, "shards-other", args + ["--seed", "2"])
@@ -1068,9 +1082,11 @@ def shard_files(m):
         return
     status, report, err = cli(m, ["report", "-q", job])
     m.check("shard_files/same-as-report", report == expected, "the steps' report differs")
-    plan = os.path.join(work, "plan")
+    plan, index = os.path.join(work, "plan"), os.path.join(work, "index")
     with open(plan, "rb") as f:
         plan_bytes = f.read()
+    with open(index, "rb") as f:
+        index_bytes = f.read()
     shards = len([f for f in os.listdir(work) if f.startswith("summary-")])
 
     # Another job's file in place of one of this job's, between plan and map.
@@ -1082,16 +1098,33 @@ def shard_files(m):
     cli(m, ["index", "-o", index, swapped])
     cli(m, ["plan", "-o", swap_plan, index])
     victim = sorted(os.listdir(other))[1]
+    planned = os.stat(os.path.join(swapped, victim))
     shutil.copy2(os.path.join(other, victim), os.path.join(swapped, victim))
     status, out, err = shard_steps(m, swapped, swap_work, plan=swap_plan, shards=shards)
     m.check("shard_files/swapped-trace", one_line_error(status, err),
             "%s%s" % (describe_end(status, err),
                       "; a report of two jobs" if status == 0 else ""))
+    os.utime(os.path.join(swapped, victim), ns=(planned.st_atime_ns, planned.st_mtime_ns))
+    swapped_size = os.path.getsize(os.path.join(swapped, victim))
+    status, out, err = shard_steps(m, swapped, swap_work, plan=swap_plan, shards=shards)
+    m.check("shard_files/swapped-trace-same-time", one_line_error(status, err),
+            "%s (sizes %d and %d)%s" % (describe_end(status, err), planned.st_size, swapped_size,
+                                        "; a report of two jobs" if status == 0 else ""))
+
+    # A summary of the other job's plan among this plan's summaries.
+    other_work = m.new_dir("shard-steps-other")
+    status, _, err = shard_steps(m, other, other_work)
+    if m.check("shard_files/other-steps", status == 0, describe_end(status, err)):
+        summaries = [os.path.join(work, "summary-%d" % s) for s in range(shards)]
+        summaries[1] = os.path.join(other_work, "summary-1")
+        status, out, err = cli(m, ["merge", plan] + summaries)
+        m.check("shard_files/other-plan-summary", one_line_error(status, err),
+                describe_end(status, err) + ("; a report of two jobs" if status == 0 else ""))
 
     def flips(what, path, original, run):
         outcomes = {"error": 0, "same": 0, "different": 0, "bad-error": 0}
         examples = []
-        for i in range(40):
+        for i in range(SHARD_FILE_FLIPS):
             bit = m.rng.randrange(len(original) * 8)
             with open(path, "wb") as f:
                 f.write(flip_bit(original, bit))
@@ -1107,13 +1140,16 @@ def shard_files(m):
             f.write(original)
         m.check("shard_files/%s-bit-flips" % what,
                 outcomes["different"] == 0 and outcomes["bad-error"] == 0,
-                "of 40 single bit flips: %d one-line errors, %d the same report, %d another "
+                "of %d single bit flips: %d one-line errors, %d the same report, %d another "
                 "report with exit 0, %d other ends (%s)" % (
-                    outcomes["error"], outcomes["same"], outcomes["different"],
+                    SHARD_FILE_FLIPS, outcomes["error"], outcomes["same"], outcomes["different"],
                     outcomes["bad-error"], "; ".join(examples)))
 
     flip_work = m.new_dir("shard-steps-flipped")
-    flipped_plan = os.path.join(flip_work, "plan")
+    flipped_index = os.path.join(flip_work, "flipped-index")
+    flips("index", flipped_index, index_bytes,
+          lambda: shard_steps(m, job, flip_work, index=flipped_index))
+    flipped_plan = os.path.join(flip_work, "flipped-plan")
     flips("plan", flipped_plan, plan_bytes,
           lambda: shard_steps(m, job, flip_work, plan=flipped_plan, shards=shards))
     summaries = [os.path.join(work, "summary-%d" % s) for s in range(shards)]
