@@ -38,7 +38,6 @@ import time
 # The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
 # entry when its fix has merged: its checks then report XPASS.
 KNOWN = {
-    r"shard_files/(swapped-trace.*|other-plan-summary|.*-bit-flips)": "shard-files-trusted",
 }
 
 
