@@ -1209,19 +1209,34 @@ def dask_workers_killed(m):
                     b"Traceback" not in p.stderr, detail)
 
 
+# Every signal whose default action ends the process and that a program can catch: the CLI's
+# handler (analyzer/cli/temporary_paths.h) must remove its temporary paths on each.
+CLI_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1,
+               signal.SIGUSR2, signal.SIGALRM, signal.SIGABRT, signal.SIGSTKFLT, signal.SIGXCPU,
+               signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGRTMIN,
+               signal.SIGRTMAX]
+
+
 @case
 def cli_signals(m):
-    """A signal that ends `idlescope report` (SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2,
-    SIGALRM) while its shards are mapped: the shards' directory under TMPDIR is removed, and the
-    report dies of that signal (as a shell and a scheduler expect)."""
+    """A signal that ends `idlescope report` (every one in CLI_SIGNALS) while its shards are
+    mapped, or (SIGTERM, SIGQUIT, SIGUSR1) while its zstd-compressed traces are decompressed into
+    TMPDIR: the shards' directory and the copies' under TMPDIR are removed, and the report dies of
+    that signal (as a shell and a scheduler expect)."""
     job = gen_job(m, "signals", ["--ranks", "8", "--events", "8000000"])
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1,
-                signal.SIGUSR2, signal.SIGALRM):
-        name = "cli_signals/" + sig.name
-        tmp = m.new_dir("tmpdir-" + sig.name)
+    compressed = m.new_dir("job-signals-zst")
+    for entry in sorted(os.listdir(job)):
+        subprocess.run(["zstd", "-q", "-1", os.path.join(job, entry), "-o",
+                        os.path.join(compressed, entry + ".zst")], check=True)
+    runs = [(sig.name, sig, job) for sig in CLI_SIGNALS]
+    runs += [("zstd/" + sig.name, sig, compressed)
+             for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGUSR1)]
+    for label, sig, inputs in runs:
+        name = "cli_signals/" + label
+        tmp = m.new_dir("tmpdir-" + label.replace("/", "-"))
         env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")}
         env["TMPDIR"] = tmp
-        p = subprocess.Popen([m.paths.idlescope, "report", "-q", "--jobs", "1", job], env=env,
+        p = subprocess.Popen([m.paths.idlescope, "report", "-q", "--jobs", "1", inputs], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
         deadline = time.monotonic() + 60
