@@ -1171,12 +1171,21 @@ fi
 exec %(idlescope)s "$@"
 """
 
+DASK_CHANGER = """#!/bin/sh
+# idlescope for the Dask workers, except that the first map copies another job's file over one
+# of this job's first (the job's files rewritten under the analysis, after they were indexed).
+if [ "$1" = map ] && mkdir "%(marks)s/changed" 2>/dev/null; then cp "%(other)s" "%(victim)s"; fi
+exec %(idlescope)s "$@"
+"""
+
 
 @case
 def dask_workers_killed(m):
     """tools/dask_report.py on a LocalCluster of 2 workers whose map tasks kill their worker: the
     first map (one worker killed once) or the first 2 (both workers killed once): the report of
-    `idlescope report`; every map: one line saying why it cannot go on, never a traceback."""
+    `idlescope report`; every map: one line saying why it cannot go on, never a traceback. And
+    another job's trace file copied over one of the job's after the index: the map's line,
+    passed on."""
     probe = subprocess.run([m.paths.dask_python, "-c", "import distributed"], capture_output=True)
     if not m.check("dask_workers_killed/dask", probe.returncode == 0,
                    "%s cannot import dask.distributed (Debian: python3-distributed)" %
@@ -1208,6 +1217,28 @@ def dask_workers_killed(m):
             m.check("dask_workers_killed/%s/one-line" % name,
                     one_line_error(p.returncode, p.stderr, prefix=b"dask_report.py:") and
                     b"Traceback" not in p.stderr, detail)
+
+    other = gen_job(m, "dask-other", ["--ranks", "4", "--events", "40000", "--seed", "2"])
+    changed = m.new_dir("job-dask-changed")
+    for entry in os.listdir(job):
+        shutil.copy2(os.path.join(job, entry), changed)
+    marks = m.new_dir("dask-marks-changed")
+    wrapper = os.path.join(marks, "idlescope")
+    with open(wrapper, "w") as f:
+        victim = sorted(os.listdir(changed))[1]
+        f.write(DASK_CHANGER % {"marks": marks, "idlescope": m.paths.idlescope,
+                                "victim": os.path.join(changed, victim),
+                                "other": os.path.join(other, victim)})
+    os.chmod(wrapper, 0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")}
+    p = subprocess.run([m.paths.dask_python, m.paths.dask, "--local-workers", "2",
+                        "--idlescope", wrapper, changed], capture_output=True, env=env,
+                       timeout=600, cwd=marks)
+    m.check("dask_workers_killed/trace-changed/one-line",
+            one_line_error(p.returncode, p.stderr, prefix=b"dask_report.py: idlescope map:") and
+            b"changed since it was indexed" in p.stderr,
+            describe_end(p.returncode, p.stderr) +
+            ("; a report of two jobs" if p.returncode == 0 and p.stdout != expected else ""))
 
 
 # Every signal whose default action ends the process and that a program can catch: the CLI's
