@@ -28,6 +28,7 @@
 #include "analyzer/cli/output_file.h"
 #include "analyzer/read/inputs.h"
 #include "analyzer/report/report_exporters.h"
+#include "analyzer/shard/integrity.h"
 #include "analyzer/shard/local.h"
 #include "analyzer/shard/map.h"
 #include "analyzer/shard/merge.h"
@@ -52,12 +53,13 @@ bool ReadFile(std::string_view command, const std::string& path, std::string* by
   return true;
 }
 
-// Reads message `what` of `path` into `out`, or says why not (one line).
+// Reads message `what` of file `path` into `out` (its checksum checked: integrity.h), or says
+// why not (one line).
 bool ReadMessage(std::string_view command, const std::string& path, const char* what,
                  google::protobuf::Message* out) {
   std::string bytes;
   if (!ReadFile(command, path, &bytes)) return false;
-  absl::Status status = ParseShardMessage(bytes, what, out);
+  absl::Status status = ParseShardFile(bytes, what, out);
   if (!status.ok()) {
     PrintError(command, absl::StrCat(path, ": ", status.message()));
     return false;
@@ -69,9 +71,10 @@ bool ReadMessage(std::string_view command, const std::string& path, const char* 
 
 constexpr char kIndexUsage[] =
     "usage: idlescope index [--align] [--listed] -o INDEX DIR|FILE...\n"
-    "  the index of each trace file (header, end, identity, with --align the ends of its\n"
-    "  first collectives, for jobs on several hosts): what `idlescope plan` reads. --listed:\n"
-    "  the files were found in a directory (one that is no trace is skipped, not an error)\n"
+    "  the index of each trace file (header, end, identity: size, time and a hash of its\n"
+    "  content; with --align the ends of its first collectives, for jobs on several hosts):\n"
+    "  what `idlescope plan` reads. --listed: the files were found in a directory (one\n"
+    "  that is no trace is skipped, not an error)\n"
     "       idlescope index --list DIR|FILE...\n"
     "  the trace files the inputs name, one a line, in the order `idlescope report` reads\n"
     "  them: 'listed PATH' (found in a directory) or 'named PATH'\n"
@@ -117,9 +120,9 @@ int IndexCommand(int argc, char** argv) {
   set.set_format(kShardFormat);
   for (TraceInput& input : *paths) {
     input.listed = input.listed || listed;
-    *set.add_files() = IndexFile(input, align);
+    *set.add_files() = IndexFile(input, align, true);
   }
-  return WriteOutput("index", output, set.SerializeAsString()) ? 0 : 1;
+  return WriteOutput("index", output, Sealed(set.SerializeAsString())) ? 0 : 1;
 }
 
 constexpr char kPlanUsage[] =
@@ -170,7 +173,7 @@ int PlanCommand(int argc, char** argv) {
     PrintError("plan", plan.status().message());
     return 1;
   }
-  if (!WriteOutput("plan", output, plan->SerializeAsString())) return 1;
+  if (!WriteOutput("plan", output, Sealed(plan->SerializeAsString()))) return 1;
   WriteStdout(absl::StrCat(plan->shards_size(), "\n"));  // the shards to map: 0 .. N-1
   return 0;
 }
@@ -179,8 +182,9 @@ constexpr char kMapUsage[] =
     "usage: idlescope map -o SUMMARY PLAN SHARD\n"
     "  analyzes shard SHARD (0 .. shards-1) of PLAN (`idlescope plan`) into its summary\n"
     "  -h, --help  this text;  -V, --version  idlescope's version\n"
-    "exit status: 0 written, 1 PLAN or a trace file cannot be read as planned, or SUMMARY\n"
-    "cannot be written (one line says which), 2 usage error\n";
+    "exit status: 0 written, 1 PLAN cannot be read (or is corrupt), a trace file cannot be\n"
+    "read as planned (or is no longer the file indexed), or SUMMARY cannot be written (one\n"
+    "line says which), 2 usage error\n";
 
 constexpr OptionSpec kMapOptions[] = {{kOutputOption, "output", 'o', "SUMMARY"}};
 
@@ -226,10 +230,10 @@ constexpr char kMergeUsage[] =
     "  the job's report from the summaries of every shard of PLAN (`idlescope map`): the\n"
     "  report `idlescope report` prints\n"
     "  -h, --help  this text;  -V, --version  idlescope's version\n"
-    "exit status: 0 written, 1 PLAN or a SUMMARY cannot be read or does not belong to it, or\n"
-    "the report cannot be written (one line says which), 2 usage error, 4 shards must be\n"
-    "mapped (again) first: the plan to go on with is written to PLAN2 and the shards to map\n"
-    "are printed, one a line\n";
+    "exit status: 0 written, 1 PLAN or a SUMMARY cannot be read (or is corrupt) or does not\n"
+    "belong to it, or the report cannot be written (one line says which), 2 usage error,\n"
+    "4 shards must be mapped (again) first: the plan to go on with is written to PLAN2 and\n"
+    "the shards to map are printed, one a line\n";
 
 enum MergeOption : int { kReplanOption = kFirstCommandOption };
 
@@ -289,7 +293,7 @@ int MergeCommand(int argc, char** argv) {
       PrintError("merge", absl::StrCat(why, ": give --replan FILE to go on"));
       return 1;
     }
-    if (!WriteOutput("merge", replan, merged->replan.SerializeAsString())) return 1;
+    if (!WriteOutput("merge", replan, Sealed(merged->replan.SerializeAsString()))) return 1;
     PrintError("merge", why);
     for (uint32_t s : merged->remap) WriteStdout(absl::StrCat(s, "\n"));
     return kRemap;

@@ -100,11 +100,14 @@ absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::st
                                                        size_t jobs) {
   absl::StatusOr<std::vector<TraceInput>> paths = ExpandInputs(inputs);
   if (!paths.ok()) return paths.status();
+  // Not identified (plan.h IndexFile): the shards are mapped right away, by this process, and a
+  // job whose files are still being written is reported on as far as they go.
   std::vector<shard::FileIndex> index(paths->size());
-  ForEachParallel(paths->size(), jobs, [&](size_t i) { index[i] = IndexFile((*paths)[i], false); });
+  ForEachParallel(paths->size(), jobs,
+                  [&](size_t i) { index[i] = IndexFile((*paths)[i], false, false); });
   if (SpansHosts(index)) {
     ForEachParallel(paths->size(), jobs,
-                    [&](size_t i) { index[i] = IndexFile((*paths)[i], true); });
+                    [&](size_t i) { index[i] = IndexFile((*paths)[i], true, false); });
   }
   return index;
 }

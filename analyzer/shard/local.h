@@ -32,7 +32,7 @@ struct ShardedJob {
 };
 
 // The indexes of `inputs` (ExpandInputs), with the collective ends of each file when the job spans
-// hosts; read by `jobs` threads.
+// hosts, without the files' identities; read by `jobs` threads.
 absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::string>& inputs,
                                                        size_t jobs);
 

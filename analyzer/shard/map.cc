@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "analyzer/analysis/job_analysis.h"
+#include "analyzer/shard/integrity.h"
 #include "analyzer/shard/plan.h"
 #include "analyzer/shard/summary.h"
 
@@ -75,6 +76,17 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, Summa
         {.path = f.path(), .process = i, .offset = f.offset(), .start = f.process().start()});
   }
   if (inputs.empty()) return absl::InvalidArgumentError("the shard has no file");
+  // Each file must be the one indexed (integrity.h): its content before it is read, its size and
+  // time once read (a file changed meanwhile).
+  auto check_files = [&](bool content) -> absl::Status {
+    for (const PlannedInput& input : inputs) {
+      const shard::PlannedFile& f = plan.files(static_cast<int>(input.process));
+      if (!f.has_identity()) continue;
+      if (absl::Status s = CheckIdentity(f.path(), f.identity(), content); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = check_files(true); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::OpenPlanned(inputs);
   if (!reader.ok()) return reader.status();
 
@@ -120,12 +132,15 @@ absl::StatusOr<MapStats> MapShard(const shard::Plan& plan, uint32_t index, Summa
     (*reader)->Run(analysis, read);
   }
   analysis.Finish(std::max(analysis.End(), plan.job_end_hint()));
+  if (absl::Status s = check_files(false); !s.ok()) return s;
   JobSymbols symbols = (*reader)->TakeSymbols();
   if (absl::StatusOr<std::vector<std::string>> kept = cross_rank.Finish(); !kept.ok()) {
     return kept.status();
   }
-  absl::Status written = writer.Finish(Summarize(analysis.TakeResults(), cross_rank, symbols, shard,
-                                                 index, plan.options().python_frames()));
+  shard::Summary summary = Summarize(analysis.TakeResults(), cross_rank, symbols, shard, index,
+                                     plan.options().python_frames());
+  summary.set_job(plan.job());
+  absl::Status written = writer.Finish(summary);
   if (!written.ok()) return written;
   MapStats stats;
   stats.read = (*reader)->stats();

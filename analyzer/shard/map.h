@@ -22,8 +22,8 @@ struct MapStats {
 };
 
 // Writes the summary of shard `shard` to `path` (summary_file.h: its cross-rank records as they
-// are made). Errors (one line): no such shard, a file that cannot be read as planned, the summary
-// that cannot be written.
+// are made). Errors (one line): no such shard, a file that cannot be read as planned or is no
+// longer the file indexed (integrity.h), the summary that cannot be written.
 // `tick`, when given, is called every few thousand records with the bytes read and the records
 // handed on since its last call (progress of a long analysis).
 using MapTick = std::function<void(uint64_t bytes, uint64_t records)>;

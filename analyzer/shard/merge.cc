@@ -126,6 +126,13 @@ absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
           "summary of format %u, this idlescope reads format %u", summary.format(), kShardFormat));
     }
     if (absl::Status s = CheckCauses(summary); !s.ok()) return s;
+    // Of this plan, or of the plans its merges made (the same job digest: integrity.h).
+    if (summary.job() != plan.job()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s is the summary of another plan: other trace files or analysis options (job "
+          "%016x, the plan's %016x)",
+          file->path(), summary.job(), plan.job()));
+    }
     auto it = shard_index.find({Sorted(summary.owned()), Sorted(summary.guests())});
     if (it == shard_index.end()) continue;
     if (absl::Status s = CheckSummary(summary, files); !s.ok()) return s;

@@ -43,7 +43,7 @@ struct MergeResult {
 
 // `summaries`: one per shard of `plan` (matched by the processes they own; summaries of shards the
 // plan no longer has are ignored). Errors (one line): a shard without a summary, a summary of
-// another format.
+// another format or of another plan (its job digest: integrity.h).
 absl::StatusOr<MergeResult> MergeSummaries(const shard::Plan& plan,
                                            const std::vector<const SummaryFile*>& summaries);
 

@@ -18,6 +18,7 @@
 #include "analyzer/read/file_end.h"
 #include "analyzer/read/job_reader.h"
 #include "analyzer/read/socket_addresses.h"
+#include "analyzer/shard/integrity.h"
 #include "analyzer/trace/trace_reader.h"
 
 namespace idlescope {
@@ -117,12 +118,25 @@ void PlanShards(const std::vector<ProcessInfo>& infos, shard::Plan& plan) {
 
 }  // namespace
 
-shard::FileIndex IndexFile(const TraceInput& input, bool align) {
+shard::FileIndex IndexFile(const TraceInput& input, bool align, bool identify) {
   shard::FileIndex index;
   index.set_path(input.path);
   index.set_listed(input.listed);
+  // The identity first: whatever changes after it, while the file is indexed or later, a map sees.
+  if (identify) {
+    absl::StatusOr<shard::FileIdentity> identity = IdentifyFile(input.path);
+    if (!identity.ok()) {
+      index.set_why(std::string(identity.status().message()));
+      return index;
+    }
+    *index.mutable_identity() = *identity;
+  }
   struct stat st;
-  if (stat(input.path.c_str(), &st) == 0) index.set_size(static_cast<uint64_t>(st.st_size));
+  if (index.has_identity()) {
+    index.set_size(index.identity().size());
+  } else if (stat(input.path.c_str(), &st) == 0) {
+    index.set_size(static_cast<uint64_t>(st.st_size));
+  }
   absl::StatusOr<std::unique_ptr<TraceFileReader>> reader =
       TraceFileReader::Open(input.path, 64 << 10);
   if (!reader.ok()) {
@@ -251,12 +265,14 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& index,
     p->set_offset(offsets[i]);
     *p->mutable_process() = ToMessage(info);
     for (const std::string& key : f.sockets()) p->add_sockets(key);
+    if (f.has_identity()) *p->mutable_identity() = f.identity();
     plan.set_total_bytes(plan.total_bytes() + f.size());
     infos.push_back(std::move(info));
   }
   plan.set_job_start(job_start);
   plan.set_job_end_hint(end_hint);
   PlanShards(infos, plan);
+  plan.set_job(JobDigest(plan));
   return plan;
 }
 

@@ -26,12 +26,15 @@
 namespace idlescope {
 
 // The format of index, plan and summary messages; a message of another format is refused.
-inline constexpr uint32_t kShardFormat = 1;
+// 2: files end with a checksum, plans carry the files' identities and the job digest
+// (integrity.h).
+inline constexpr uint32_t kShardFormat = 2;
 
 // The index of one trace file: its header, its footer's end, and with `align` the ends of its first
-// collectives (read/clock_alignment.h). A file that is no readable trace is indexed as such
-// (readable false, why).
-shard::FileIndex IndexFile(const TraceInput& input, bool align);
+// collectives (read/clock_alignment.h); with `identify`, first its identity (integrity.h: the
+// whole file is read), which the plan carries and every map checks. A file that is no readable
+// trace is indexed as such (readable false, why).
+shard::FileIndex IndexFile(const TraceInput& input, bool align, bool identify);
 
 // The plan of a job from its files' indexes, in the order the files were named (as
 // ExpandInputs lists them). `reorder_window`: ReadOptions'. Errors (one line): a file named by the

@@ -7,6 +7,9 @@
 // the file is one Summary for `protoc --decode` and for any reader. The merge reads a file's
 // state (every field but the records) up front and the records one batch at a time when the
 // replay reaches them, by offset: its memory is the shards' states and one batch per shard.
+//
+// The file ends with its checksum (integrity.h): the writer hashes every byte it writes, and the
+// reader checks the whole file before it reads the state, and each batch again when it reads it.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "analyzer/shard/integrity.h"
 #include "summary.pb.h"
 
 namespace idlescope {
@@ -39,25 +43,29 @@ class SummaryWriter {
   absl::Status Write(const std::string& bytes);
   std::FILE* file_;
   uint64_t bytes_ = 0;
+  ContentHash hash_;  // of every byte written
 };
 
 class SummaryFile {
  public:
   // Reads the state of the summary at `path` and where its record batches lie. Errors (one line):
-  // cannot read, not a summary, another format.
+  // cannot read, not a summary, corrupt (its checksum), another format.
   static absl::StatusOr<std::unique_ptr<SummaryFile>> Open(const std::string& path);
 
   // Every field but cross_rank (empty there).
   const shard::Summary& state() const { return state_; }
   size_t batches() const { return batches_.size(); }
-  // Batch `i`, read from the file; "" when it cannot be read (the file changed).
+  // Batch `i`, read from the file; "" when it cannot be read or is not what was checked (the
+  // file changed).
   std::string Batch(size_t i) const;
   uint64_t bytes() const { return bytes_; }
+  const std::string& path() const { return path_; }
 
  private:
   struct Span {
     uint64_t offset;
     uint32_t length;
+    uint64_t hash;  // of its bytes, when the file was checked
   };
   std::string path_;
   shard::Summary state_;

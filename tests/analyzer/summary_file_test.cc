@@ -74,7 +74,8 @@ TEST(SummaryFile, NotASummaryOrAnotherFormatIsOneLine) {
   }
   f = SummaryFile::Open(path);
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("summary of format 2"), std::string::npos)
+  EXPECT_NE(f.status().message().find("summary of format " + std::to_string(kShardFormat + 1)),
+            std::string::npos)
       << f.status().message();
   std::remove(path.c_str());
   EXPECT_FALSE(SummaryFile::Open(path).ok());

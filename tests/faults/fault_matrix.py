@@ -39,7 +39,6 @@ import time
 # The finding names match tests/faults/KNOWN.md (what fails, how often, the command). Remove an
 # entry when its fix has merged: its checks then report XPASS.
 KNOWN = {
-    r"shard_files/(swapped-trace|.*-bit-flips)": "shard-files-trusted",
     r"sandboxes/sigterm_stack_3k/(status|trace-footer)": "sigterm-no-frame-room",
 }
 
@@ -866,8 +865,13 @@ def gen_job(m, tag, args):
 
 
 def cli(m, args, timeout=120, **kwargs):
-    """Runs idlescope ARGS: (status, stdout, stderr), status -N for signal N."""
-    p = subprocess.run([m.paths.idlescope] + args, capture_output=True, timeout=timeout, **kwargs)
+    """Runs idlescope ARGS: (status, stdout, stderr), status -N for signal N; one that runs past
+    `timeout` is killed (-SIGKILL, and stderr says so)."""
+    try:
+        p = subprocess.run([m.paths.idlescope] + args, capture_output=True, timeout=timeout,
+                           **kwargs)
+    except subprocess.TimeoutExpired:
+        return -signal.SIGKILL, b"", b"(killed: still running after %d s)" % timeout
     return p.returncode, p.stdout, p.stderr
 
 
@@ -1121,12 +1125,16 @@ def names_escaped(m):
                                                                     raw[:1]))
 
 
-def shard_steps(m, job, work, plan=None, shards=0):
-    """index and plan (unless `plan`, of `shards` shards, is given), map every shard, merge:
-    (status, report, stderr) of the first step that failed, else of the merge."""
+def shard_steps(m, job, work, plan=None, shards=0, index=None):
+    """index (unless `index` is given) and plan (unless `plan`, of `shards` shards, is given), map
+    every shard, merge: (status, report, stderr) of the first step that failed, else of the
+    merge."""
     if plan is None:
-        index, plan = os.path.join(work, "index"), os.path.join(work, "plan")
-        for args in (["index", "-o", index, job], ["plan", "-o", plan, index]):
+        steps = [["plan", "-o", os.path.join(work, "plan"), index or os.path.join(work, "index")]]
+        if index is None:
+            steps.insert(0, ["index", "-o", os.path.join(work, "index"), job])
+        plan = os.path.join(work, "plan")
+        for args in steps:
             status, out, err = cli(m, args)
             if status != 0:
                 return status, out, err
@@ -1147,11 +1155,16 @@ def flip_bit(data, bit):
     return bytes(flipped)
 
 
+SHARD_FILE_FLIPS = 64  # single bit flips tried in each index, plan and summary
+
+
 @case
 def shard_files(m):
-    """Plans and summaries handed over between machines: a trace file swapped between `plan` and
-    `map`, and single bit flips in a plan or a summary, are a one-line error (or, for a flip that
-    changes nothing the report reads, the same report); never another report with exit 0."""
+    """Indexes, plans and summaries handed over between machines: a trace file swapped between
+    `plan` and `map` (also with the time of the file it replaces, so that only its content
+    tells), a summary of another job's plan, and single bit flips in an index, a plan or a
+    summary, are a one-line error (or, for a flip that changes nothing the report reads, the
+    same report); never another report with exit 0."""
     args = ["--ranks", "3", "--events", "30000", "--causes", "nccl,dataload,checkpoint,straggler"]
     job = gen_job(m, "shards", args + ["--seed", "1"])
     other = gen_job(m, "shards-other", args + ["--seed", "2"])
@@ -1161,9 +1174,11 @@ def shard_files(m):
         return
     status, report, err = cli(m, ["report", "-q", job])
     m.check("shard_files/same-as-report", report == expected, "the steps' report differs")
-    plan = os.path.join(work, "plan")
+    plan, index = os.path.join(work, "plan"), os.path.join(work, "index")
     with open(plan, "rb") as f:
         plan_bytes = f.read()
+    with open(index, "rb") as f:
+        index_bytes = f.read()
     shards = len([f for f in os.listdir(work) if f.startswith("summary-")])
 
     # Another job's file in place of one of this job's, between plan and map.
@@ -1175,16 +1190,33 @@ def shard_files(m):
     cli(m, ["index", "-o", index, swapped])
     cli(m, ["plan", "-o", swap_plan, index])
     victim = sorted(os.listdir(other))[1]
+    planned = os.stat(os.path.join(swapped, victim))
     shutil.copy2(os.path.join(other, victim), os.path.join(swapped, victim))
     status, out, err = shard_steps(m, swapped, swap_work, plan=swap_plan, shards=shards)
     m.check("shard_files/swapped-trace", one_line_error(status, err),
             "%s%s" % (describe_end(status, err),
                       "; a report of two jobs" if status == 0 else ""))
+    os.utime(os.path.join(swapped, victim), ns=(planned.st_atime_ns, planned.st_mtime_ns))
+    swapped_size = os.path.getsize(os.path.join(swapped, victim))
+    status, out, err = shard_steps(m, swapped, swap_work, plan=swap_plan, shards=shards)
+    m.check("shard_files/swapped-trace-same-time", one_line_error(status, err),
+            "%s (sizes %d and %d)%s" % (describe_end(status, err), planned.st_size, swapped_size,
+                                        "; a report of two jobs" if status == 0 else ""))
+
+    # A summary of the other job's plan among this plan's summaries.
+    other_work = m.new_dir("shard-steps-other")
+    status, _, err = shard_steps(m, other, other_work)
+    if m.check("shard_files/other-steps", status == 0, describe_end(status, err)):
+        summaries = [os.path.join(work, "summary-%d" % s) for s in range(shards)]
+        summaries[1] = os.path.join(other_work, "summary-1")
+        status, out, err = cli(m, ["merge", plan] + summaries)
+        m.check("shard_files/other-plan-summary", one_line_error(status, err),
+                describe_end(status, err) + ("; a report of two jobs" if status == 0 else ""))
 
     def flips(what, path, original, run):
         outcomes = {"error": 0, "same": 0, "different": 0, "bad-error": 0}
         examples = []
-        for i in range(40):
+        for i in range(SHARD_FILE_FLIPS):
             bit = m.rng.randrange(len(original) * 8)
             with open(path, "wb") as f:
                 f.write(flip_bit(original, bit))
@@ -1200,13 +1232,16 @@ def shard_files(m):
             f.write(original)
         m.check("shard_files/%s-bit-flips" % what,
                 outcomes["different"] == 0 and outcomes["bad-error"] == 0,
-                "of 40 single bit flips: %d one-line errors, %d the same report, %d another "
+                "of %d single bit flips: %d one-line errors, %d the same report, %d another "
                 "report with exit 0, %d other ends (%s)" % (
-                    outcomes["error"], outcomes["same"], outcomes["different"],
+                    SHARD_FILE_FLIPS, outcomes["error"], outcomes["same"], outcomes["different"],
                     outcomes["bad-error"], "; ".join(examples)))
 
     flip_work = m.new_dir("shard-steps-flipped")
-    flipped_plan = os.path.join(flip_work, "plan")
+    flipped_index = os.path.join(flip_work, "flipped-index")
+    flips("index", flipped_index, index_bytes,
+          lambda: shard_steps(m, job, flip_work, index=flipped_index))
+    flipped_plan = os.path.join(flip_work, "flipped-plan")
     flips("plan", flipped_plan, plan_bytes,
           lambda: shard_steps(m, job, flip_work, plan=flipped_plan, shards=shards))
     summaries = [os.path.join(work, "summary-%d" % s) for s in range(shards)]
@@ -1229,12 +1264,21 @@ fi
 exec %(idlescope)s "$@"
 """
 
+DASK_CHANGER = """#!/bin/sh
+# idlescope for the Dask workers, except that the first map copies another job's file over one
+# of this job's first (the job's files rewritten under the analysis, after they were indexed).
+if [ "$1" = map ] && mkdir "%(marks)s/changed" 2>/dev/null; then cp "%(other)s" "%(victim)s"; fi
+exec %(idlescope)s "$@"
+"""
+
 
 @case
 def dask_workers_killed(m):
     """tools/dask_report.py on a LocalCluster of 2 workers whose map tasks kill their worker: the
-    first 2 maps (both workers killed once): the report of `idlescope report`; every map: one
-    line saying why it cannot go on, never a traceback."""
+    first map (one worker killed once) or the first 2 (both workers killed once): the report of
+    `idlescope report`; every map: one line saying why it cannot go on, never a traceback. And
+    another job's trace file copied over one of the job's after the index: the map's line,
+    passed on."""
     probe = subprocess.run([m.paths.dask_python, "-c", "import distributed"], capture_output=True)
     if not m.check("dask_workers_killed/dask", probe.returncode == 0,
                    "%s cannot import dask.distributed (Debian: python3-distributed)" %
@@ -1242,7 +1286,7 @@ def dask_workers_killed(m):
         return
     job = gen_job(m, "dask", ["--ranks", "4", "--events", "40000"])
     status, expected, err = cli(m, ["report", "-q", job])
-    for name, kills in (("both-once", 2), ("always", 1000)):
+    for name, kills in (("one-once", 1), ("both-once", 2), ("always", 1000)):
         marks = m.new_dir("dask-marks-" + name)
         wrapper = os.path.join(marks, "idlescope")
         with open(wrapper, "w") as f:
@@ -1257,29 +1301,67 @@ def dask_workers_killed(m):
         killed = len([e for e in os.listdir(marks) if e.startswith("kill-")])
         detail = "%s after %.1f s, %d workers killed" % (describe_end(p.returncode, p.stderr),
                                                           wall, killed)
-        if name == "both-once":
+        if name != "always":
             m.check("dask_workers_killed/%s/report" % name,
-                    p.returncode == 0 and p.stdout == expected and killed == 2,
-                    detail + ("; the report differs" if p.returncode == 0 else ""))
+                    p.returncode == 0 and p.stdout == expected and killed == kills,
+                    detail + ("; the report differs" if p.returncode == 0 and p.stdout != expected
+                              else ""))
         else:
             m.check("dask_workers_killed/%s/one-line" % name,
                     one_line_error(p.returncode, p.stderr, prefix=b"dask_report.py:") and
                     b"Traceback" not in p.stderr, detail)
 
+    other = gen_job(m, "dask-other", ["--ranks", "4", "--events", "40000", "--seed", "2"])
+    changed = m.new_dir("job-dask-changed")
+    for entry in os.listdir(job):
+        shutil.copy2(os.path.join(job, entry), changed)
+    marks = m.new_dir("dask-marks-changed")
+    wrapper = os.path.join(marks, "idlescope")
+    with open(wrapper, "w") as f:
+        victim = sorted(os.listdir(changed))[1]
+        f.write(DASK_CHANGER % {"marks": marks, "idlescope": m.paths.idlescope,
+                                "victim": os.path.join(changed, victim),
+                                "other": os.path.join(other, victim)})
+    os.chmod(wrapper, 0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")}
+    p = subprocess.run([m.paths.dask_python, m.paths.dask, "--local-workers", "2",
+                        "--idlescope", wrapper, changed], capture_output=True, env=env,
+                       timeout=600, cwd=marks)
+    m.check("dask_workers_killed/trace-changed/one-line",
+            one_line_error(p.returncode, p.stderr, prefix=b"dask_report.py: idlescope map:") and
+            b"changed since it was indexed" in p.stderr,
+            describe_end(p.returncode, p.stderr) +
+            ("; a report of two jobs" if p.returncode == 0 and p.stdout != expected else ""))
+
+
+# Every signal whose default action ends the process and that a program can catch: the CLI's
+# handler (analyzer/cli/temporary_paths.h) must remove its temporary paths on each.
+CLI_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1,
+               signal.SIGUSR2, signal.SIGALRM, signal.SIGABRT, signal.SIGSTKFLT, signal.SIGXCPU,
+               signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGRTMIN,
+               signal.SIGRTMAX]
+
 
 @case
 def cli_signals(m):
-    """A signal that ends `idlescope report` (SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2,
-    SIGALRM) while its shards are mapped: the shards' directory under TMPDIR is removed, and the
-    report dies of that signal (as a shell and a scheduler expect)."""
+    """A signal that ends `idlescope report` (every one in CLI_SIGNALS) while its shards are
+    mapped, or (SIGTERM, SIGQUIT, SIGUSR1) while its zstd-compressed traces are decompressed into
+    TMPDIR: the shards' directory and the copies' under TMPDIR are removed, and the report dies of
+    that signal (as a shell and a scheduler expect)."""
     job = gen_job(m, "signals", ["--ranks", "8", "--events", "8000000"])
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1,
-                signal.SIGUSR2, signal.SIGALRM):
-        name = "cli_signals/" + sig.name
-        tmp = m.new_dir("tmpdir-" + sig.name)
+    compressed = m.new_dir("job-signals-zst")
+    for entry in sorted(os.listdir(job)):
+        subprocess.run(["zstd", "-q", "-1", os.path.join(job, entry), "-o",
+                        os.path.join(compressed, entry + ".zst")], check=True)
+    runs = [(sig.name, sig, job) for sig in CLI_SIGNALS]
+    runs += [("zstd/" + sig.name, sig, compressed)
+             for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGUSR1)]
+    for label, sig, inputs in runs:
+        name = "cli_signals/" + label
+        tmp = m.new_dir("tmpdir-" + label.replace("/", "-"))
         env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")}
         env["TMPDIR"] = tmp
-        p = subprocess.Popen([m.paths.idlescope, "report", "-q", "--jobs", "1", job], env=env,
+        p = subprocess.Popen([m.paths.idlescope, "report", "-q", "--jobs", "1", inputs], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
         deadline = time.monotonic() + 60
