@@ -207,9 +207,11 @@ void JobTimelineRecorder::EndProcess(uint32_t process, Ns end) {
   process_end_[process] = std::max(process_end_[process], end);
 }
 
-void JobTimelineRecorder::PutIdle(uint32_t device, Ns start, const Idle& idle) {
-  if (device >= idle_.size()) idle_.resize(device + 1);
-  std::map<Ns, Idle>& slices = idle_[device];
+JobTimelineRecorder::~JobTimelineRecorder() {
+  if (spill_ != nullptr) std::fclose(spill_);
+}
+
+void JobTimelineRecorder::PutIdle(IdleMap& slices, Ns start, const Idle& idle) {
   // Cut out [start, idle.end) from what is there: a correction replaces what it corrects.
   auto it = slices.lower_bound(start);
   if (it != slices.begin()) {
@@ -252,7 +254,69 @@ void JobTimelineRecorder::PutIdle(uint32_t device, Ns start, const Idle& idle) {
 
 void JobTimelineRecorder::OnSlice(const CreditedSlice& s) {
   if (s.when.length() <= 0) return;
-  PutIdle(s.device, s.when.start, Idle{s.when.end, s.cause, s.evidence});
+  const uint32_t d = s.device;
+  if (d >= recent_.size()) {
+    recent_.resize(d + 1);
+    overlay_.resize(d + 1);
+    flushed_.resize(d + 1, std::numeric_limits<Ns>::min());
+    has_idle_.resize(d + 1, false);
+  }
+  has_idle_[d] = true;
+  const Idle idle{s.when.end, s.cause, s.evidence};
+  // What reaches back before the file's end goes over the file; the rest among the recent.
+  if (s.when.start < flushed_[d]) {
+    Idle before = idle;
+    before.end = std::min(idle.end, flushed_[d]);
+    PutIdle(overlay_[d], s.when.start, before);
+  }
+  if (idle.end > flushed_[d]) PutIdle(recent_[d], std::max(s.when.start, flushed_[d]), idle);
+}
+
+void JobTimelineRecorder::AdvanceTo(Ns t) {
+  // Every second of the read, at most: the slices of more than kRecentIdle ago to the file.
+  if (t - kRecentIdle > last_cut_ + 1'000'000'000) Spill(t - kRecentIdle);
+}
+
+void JobTimelineRecorder::Spill(Ns cut) {
+  last_cut_ = cut;
+  std::vector<Spilled> out;
+  for (uint32_t d = 0; d < recent_.size(); ++d) {
+    IdleMap& slices = recent_[d];
+    auto it = slices.begin();
+    for (; it != slices.end() && it->first < cut; ++it) {
+      const Idle& idle = it->second;
+      out.push_back({it->first, idle.end, d, static_cast<uint8_t>(idle.cause),
+                     idle.evidence.has_value(), idle.evidence.value_or(SliceEvidence{})});
+      flushed_[d] = std::max(flushed_[d], idle.end);
+    }
+    slices.erase(slices.begin(), it);
+    flushed_[d] = std::max(flushed_[d], cut);
+  }
+  if (out.empty()) return;
+  std::sort(out.begin(), out.end(), [](const Spilled& a, const Spilled& b) {
+    return std::tie(a.start, a.device) < std::tie(b.start, b.device);
+  });
+  if (spill_ == nullptr) spill_ = std::tmpfile();
+  // No temporary file (no writable TMPDIR): the slices stay in memory, over the file's.
+  if (spill_ == nullptr ||
+      std::fwrite(out.data(), sizeof(Spilled), out.size(), spill_) != out.size()) {
+    for (const Spilled& x : out) {
+      PutIdle(overlay_[x.device], x.start,
+              Idle{x.end, static_cast<Cause>(x.cause),
+                   x.has_evidence ? std::optional(x.evidence) : std::nullopt});
+    }
+    return;
+  }
+  spilled_ += out.size();
+}
+
+void JobTimelineRecorder::Seal() {
+  Spill(std::numeric_limits<Ns>::max());
+  if (spill_ != nullptr) std::rewind(spill_);
+}
+
+bool JobTimelineRecorder::ReadSpilled(Spilled* out) {
+  return spill_ != nullptr && std::fread(out, sizeof(Spilled), 1, spill_) == 1;
 }
 
 TimelineClock JobTimelineRecorder::Clock() const {
@@ -268,13 +332,7 @@ TimelineClock JobTimelineRecorder::Clock() const {
   return clock;
 }
 
-Ns JobTimelineRecorder::End() const {
-  Ns end = 0;
-  for (Ns e : process_end_) end = std::max(end, e);
-  return end;
-}
-
-TimelineStream::TimelineStream(const JobTimelineRecorder& recorder, const SymbolSource& symbols,
+TimelineStream::TimelineStream(JobTimelineRecorder& recorder, const SymbolSource& symbols,
                                std::span<const std::string> device_ids,
                                std::span<const int32_t> device_ranks,
                                const TimelineOptions& options, TimelineWriter& writer, Output& out)
@@ -315,13 +373,11 @@ TimelineStream::TimelineStream(const JobTimelineRecorder& recorder, const Symbol
   }
 
   // Idle time: a group of tracks, one per job device (of the selected ranks).
-  const auto& idle = recorder.idle_;
-  idle_track_.assign(idle.size(), 0);
-  next_idle_.resize(idle.size());
+  idle_track_.assign(recorder.has_idle_.size(), 0);
   uint64_t group = 0;
-  for (size_t d = 0; d < idle.size(); ++d) {
-    next_idle_[d] = idle[d].end();
-    if (idle[d].empty()) continue;
+  for (size_t d = 0; d < recorder.has_idle_.size(); ++d) {
+    next_overlay_.push_back(recorder.overlay_[d].begin());
+    if (!recorder.has_idle_[d]) continue;
     const int32_t rank = d < device_ranks.size() ? device_ranks[d] : -1;
     if (!options.ranks.empty() && !absl::c_linear_search(options.ranks, rank)) continue;
     if (group == 0) {
@@ -337,8 +393,9 @@ TimelineStream::TimelineStream(const JobTimelineRecorder& recorder, const Symbol
     t.order = static_cast<int32_t>(d);
     idle_track_[d] = NewTrack(std::move(t));
     always_.push_back(idle_track_[d]);
-    next_idle_[d] = idle[d].begin();
   }
+  recorder.Seal();
+  has_spilled_ = recorder.ReadSpilled(&next_spilled_);
   StartFile();
 }
 
@@ -475,22 +532,47 @@ void TimelineStream::AddGpuRecord(const GpuRecord& r) {
   Push(p);
 }
 
+void TimelineStream::PushIdle(uint32_t device, Ns start, const JobTimelineRecorder::Idle& idle) {
+  if (idle_track_[device] == 0) return;
+  if (!(start < to_ && (idle.end > from_ || start >= from_))) return;
+  Pending p;
+  p.start = start;
+  p.end = idle.end;
+  p.seq = ++seq_;
+  p.source = Source::kIdle;
+  p.device = device;
+  idle_slices_.emplace(p.seq, IdleSlice(device, start, idle));
+  Push(p);
+}
+
+// The idle slices that start before `t`: the file's, less what the overlay holds over them, and
+// the overlay's.
 void TimelineStream::PushIdleBefore(Ns t) {
-  const auto& idle = recorder_.idle_;
-  for (size_t d = 0; d < next_idle_.size(); ++d) {
-    auto& it = next_idle_[d];
-    for (; it != idle[d].end() && it->first < t; ++it) {
-      const Ns start = it->first;
-      const Ns end = it->second.end;
-      if (!(start < to_ && (end > from_ || start >= from_))) continue;
-      Pending p;
-      p.start = start;
-      p.end = end;
-      p.seq = ++seq_;
-      p.source = Source::kIdle;
-      p.device = static_cast<uint32_t>(d);
-      idle_slices_.emplace(p.seq, IdleSlice(p.device, start, it->second));
-      Push(p);
+  for (; has_spilled_ && next_spilled_.start < t;
+       has_spilled_ = recorder_.ReadSpilled(&next_spilled_)) {
+    const JobTimelineRecorder::Spilled& x = next_spilled_;
+    const JobTimelineRecorder::IdleMap& over = recorder_.overlay_[x.device];
+    JobTimelineRecorder::Idle idle{x.end, static_cast<Cause>(x.cause),
+                                   x.has_evidence ? std::optional(x.evidence) : std::nullopt};
+    Ns at = x.start;
+    auto it = over.upper_bound(at);
+    if (it != over.begin() && std::prev(it)->second.end > at) --it;
+    for (; it != over.end() && it->first < x.end && at < x.end; ++it) {
+      if (it->first > at) {
+        idle.end = it->first;
+        PushIdle(x.device, at, idle);
+      }
+      at = std::max(at, it->second.end);
+    }
+    if (at < x.end) {
+      idle.end = x.end;
+      PushIdle(x.device, at, idle);
+    }
+  }
+  for (size_t d = 0; d < next_overlay_.size(); ++d) {
+    auto& it = next_overlay_[d];
+    for (; it != recorder_.overlay_[d].end() && it->first < t; ++it) {
+      PushIdle(static_cast<uint32_t>(d), it->first, it->second);
     }
   }
 }

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -108,17 +109,34 @@ class TimelineWriter {
 };
 
 // The first read: what the timeline needs from the whole job before its first slice is written.
+// The idle slices of the last kRecentIdle of the read stay in memory, where the analysis's
+// corrections change them; older ones go to an unnamed temporary file (tmpfile(3): gone with the
+// process) in time order, and what changes them later (a correction reaching back further, the
+// residual time of a long gap handed out when it closes) is kept in memory over them: the
+// timeline's idle slices are the file's, overlaid by those.
 class JobTimelineRecorder : public RecordSink, public SliceObserver {
  public:
+  // Idle slices that start this long before the read's frontier go to the file.
+  static constexpr Ns kRecentIdle = 30'000'000'000;  // 30 s
+
+  JobTimelineRecorder() = default;
+  ~JobTimelineRecorder() override;
+  JobTimelineRecorder(const JobTimelineRecorder&) = delete;
+  JobTimelineRecorder& operator=(const JobTimelineRecorder&) = delete;
+
   void AddProcess(uint32_t process, const ProcessInfo& info) override;
   void AddHostEvent(const HostEvent& event) override;
   void AddGpuRecord(const GpuRecord& record) override;
   void EndProcess(uint32_t process, Ns end) override;
   void AddThreadName(uint32_t process, uint32_t tid, std::string_view name) override;
+  void AdvanceTo(Ns t) override;
   void OnSlice(const CreditedSlice& slice) override;
 
   TimelineClock Clock() const;
-  Ns End() const;
+  // The end of the first read: every idle slice in the file, read back from its start.
+  void Seal();
+  // Idle slices written to the file, and the most kept over it.
+  uint64_t spilled() const { return spilled_; }
 
  private:
   friend class TimelineStream;
@@ -127,13 +145,32 @@ class JobTimelineRecorder : public RecordSink, public SliceObserver {
     Cause cause;
     std::optional<SliceEvidence> evidence;  // nullopt: residual time
   };
-  void PutIdle(uint32_t device, Ns start, const Idle& idle);
+  using IdleMap = std::map<Ns, Idle>;  // by start; never overlapping
+  // An idle slice as the file holds it.
+  struct Spilled {
+    Ns start, end;
+    uint32_t device;
+    uint8_t cause;
+    bool has_evidence;
+    SliceEvidence evidence;
+  };
+  // Puts `idle` at `start`, cutting out what it overlaps: a correction replaces what it corrects.
+  static void PutIdle(IdleMap& slices, Ns start, const Idle& idle);
+  // The recent idle slices that start before `cut`, to the file in time order.
+  void Spill(Ns cut);
+  bool ReadSpilled(Spilled* out);
 
   std::vector<ProcessInfo> processes_;
   std::vector<Ns> process_end_;
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, std::string>
-      thread_names_;                      // by (process, tid)
-  std::vector<std::map<Ns, Idle>> idle_;  // by device, by start; never overlapping
+      thread_names_;              // by (process, tid)
+  std::vector<IdleMap> recent_;   // by device
+  std::vector<IdleMap> overlay_;  // by device: over the file's slices, before flushed_
+  std::vector<Ns> flushed_;       // by device: the file holds its slices before this
+  std::vector<bool> has_idle_;    // by device
+  std::FILE* spill_ = nullptr;
+  Ns last_cut_ = std::numeric_limits<Ns>::min();
+  uint64_t spilled_ = 0;
 };
 
 // What a TimelineStream wrote.
@@ -156,7 +193,7 @@ struct TimelineCounts {
 // outlive it.
 class TimelineStream : public RecordSink {
  public:
-  TimelineStream(const JobTimelineRecorder& recorder, const SymbolSource& symbols,
+  TimelineStream(JobTimelineRecorder& recorder, const SymbolSource& symbols,
                  std::span<const std::string> device_ids, std::span<const int32_t> device_ranks,
                  const TimelineOptions& options, TimelineWriter& writer, Output& out);
 
@@ -245,6 +282,7 @@ class TimelineStream : public RecordSink {
   TimelineSlice HostSlice(const Pending& p);
   TimelineSlice GpuSlice(const Pending& p);
   TimelineSlice IdleSlice(uint32_t device, Ns start, const JobTimelineRecorder::Idle& idle) const;
+  void PushIdle(uint32_t device, Ns start, const JobTimelineRecorder::Idle& idle);
   void Emit(TimelineSlice slice);
   void Write(const TimelineSlice& slice);
   void StartFile();
@@ -255,7 +293,7 @@ class TimelineStream : public RecordSink {
   uint64_t GpuLaneTrack(uint32_t process, uint32_t device, uint8_t lane);
   uint64_t FlowId(uint32_t process, uint64_t correlation) const;
 
-  const JobTimelineRecorder& recorder_;
+  JobTimelineRecorder& recorder_;
   const SymbolSource& symbols_;
   const TimelineOptions& options_;
   TimelineWriter& writer_;
@@ -291,8 +329,11 @@ class TimelineStream : public RecordSink {
   std::priority_queue<Pending, std::vector<Pending>, Earlier> pending_;
   uint64_t seq_ = 0;
   Ns released_ = std::numeric_limits<Ns>::min();
-  // Per device: the next idle slice not yet pending.
-  std::vector<std::map<Ns, JobTimelineRecorder::Idle>::const_iterator> next_idle_;
+  // The next idle slice of the recorder's file, and per device the next of its overlay, not yet
+  // pending.
+  JobTimelineRecorder::Spilled next_spilled_;
+  bool has_spilled_ = false;
+  std::vector<JobTimelineRecorder::IdleMap::const_iterator> next_overlay_;
   absl::flat_hash_map<uint64_t, TimelineSlice> idle_slices_;  // pending, by seq
   absl::flat_hash_map<uint64_t, Flow> flows_;                 // by flow id
   absl::flat_hash_map<uint64_t, Lanes> lanes_;                // by base track
