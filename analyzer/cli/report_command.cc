@@ -126,7 +126,20 @@ bool WriteJob(const ReportRequest& request, ReportedJob job, Export<ReportedJob>
       reread = reader.status();
       return;
     }
-    (*reader)->Run(sink, request.pipeline.read);
+    // Progress of this read too, on a terminal: it is the longer one.
+    std::optional<ProgressSink> progress;
+    std::optional<TeeSink> tee;
+    RecordSink* into = &sink;
+    if (!request.pipeline.progress.empty() && ProgressSink::Wanted(false)) {
+      JobReader* r = reader->get();
+      progress.emplace(
+          request.pipeline.progress + " (writing)", [r] { return r->BytesRead(); },
+          r->TotalBytes());
+      tee.emplace(std::vector<RecordSink*>{&sink, &*progress});
+      into = &*tee;
+    }
+    (*reader)->Run(*into, request.pipeline.read);
+    if (progress) progress->Finish();
   };
   job.timeline = &request.timeline;
   std::optional<JobReport> renamed;

@@ -441,7 +441,7 @@ uint64_t TimelineStream::ThreadTrack(uint32_t process, uint32_t tid) {
     t.name = name == recorder_.thread_names_.end() || name->second.empty()
                  ? which
                  : Cat(name->second, " (", which, ")");
-    t.order = tid == main ? 0 : static_cast<int32_t>(thread_track_.size());
+    t.order = tid == main ? 0 : 1 + static_cast<int32_t>(thread_track_.size());
     it->second = NewTrack(std::move(t));
   }
   return it->second;
@@ -478,9 +478,22 @@ uint64_t TimelineStream::FlowId(uint32_t process, uint64_t correlation) const {
   return (uint64_t{process} + 1) << 40 ^ correlation;
 }
 
-bool TimelineStream::Selected(uint32_t process, Ns start, Ns end) const {
-  if (process >= selected_.size() || !selected_[process]) return false;
+bool TimelineStream::InWindow(Ns start, Ns end) const {
   return start < to_ && (end > from_ || start >= from_);
+}
+
+bool TimelineStream::Selected(uint32_t process, Ns start, Ns end) const {
+  return process < selected_.size() && selected_[process] && InWindow(start, end);
+}
+
+TimelineStream::Pending TimelineStream::Next(Source source, Ns start, Ns end) {
+  Pending p;
+  p.start = start;
+  p.end = std::max(end, start);
+  p.seq = ++seq_;
+  p.source = source;
+  p.device = 0;
+  return p;
 }
 
 void TimelineStream::Push(const Pending& p) {
@@ -489,14 +502,8 @@ void TimelineStream::Push(const Pending& p) {
 }
 
 void TimelineStream::AddHostEvent(const HostEvent& e) {
-  const Ns end = std::max(e.end, e.start);
-  if (!Selected(e.process, e.start, end)) return;
-  Pending p;
-  p.start = e.start;
-  p.end = end;
-  p.seq = ++seq_;
-  p.source = Source::kHost;
-  p.device = 0;
+  if (!Selected(e.process, e.start, std::max(e.end, e.start))) return;
+  Pending p = Next(Source::kHost, e.start, e.end);
   p.host = {e.process,  e.tid,         e.type,    e.api_id, e.path_id, e.stack,
             e.bytes,    e.correlation, e.fd,      e.device, e.nccl_op, e.copy_kind,
             e.host_mem, e.cpu_ns,      e.wait_ns, e.syscall};
@@ -512,14 +519,8 @@ void TimelineStream::AddHostEvent(const HostEvent& e) {
 
 void TimelineStream::AddGpuRecord(const GpuRecord& r) {
   if (r.kind == GPU_SYNC || r.kind == GPU_OVERHEAD) return;  // the host side shows these
-  const Ns end = std::max(r.end, r.start);
-  if (!Selected(r.process, r.start, end)) return;
-  Pending p;
-  p.start = r.start;
-  p.end = end;
-  p.seq = ++seq_;
-  p.source = Source::kGpu;
-  p.device = 0;
+  if (!Selected(r.process, r.start, std::max(r.end, r.start))) return;
+  Pending p = Next(Source::kGpu, r.start, r.end);
   p.gpu = {r.process, r.device, r.stream,      r.kind, r.nccl,
            r.name_id, r.bytes,  r.correlation, r.grid, r.copy_kind};
   if (r.correlation != 0) {
@@ -533,13 +534,8 @@ void TimelineStream::AddGpuRecord(const GpuRecord& r) {
 }
 
 void TimelineStream::PushIdle(uint32_t device, Ns start, const JobTimelineRecorder::Idle& idle) {
-  if (idle_track_[device] == 0) return;
-  if (!(start < to_ && (idle.end > from_ || start >= from_))) return;
-  Pending p;
-  p.start = start;
-  p.end = idle.end;
-  p.seq = ++seq_;
-  p.source = Source::kIdle;
+  if (idle_track_[device] == 0 || !InWindow(start, idle.end)) return;
+  Pending p = Next(Source::kIdle, start, idle.end);
   p.device = device;
   idle_slices_.emplace(p.seq, IdleSlice(device, start, idle));
   Push(p);

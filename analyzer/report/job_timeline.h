@@ -274,7 +274,12 @@ class TimelineStream : public RecordSink {
     }
   };
 
+  // Overlaps [from_, to_) (a slice of no length: begins in it).
+  bool InWindow(Ns start, Ns end) const;
   bool Selected(uint32_t process, Ns start, Ns end) const;
+  // The next record or idle slice, numbered in arrival order; an end before the start is the
+  // start.
+  Pending Next(Source source, Ns start, Ns end);
   void Push(const Pending& p);
   void PushIdleBefore(Ns t);
   void Release(Ns t);

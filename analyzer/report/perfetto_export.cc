@@ -38,6 +38,19 @@ void Append(const pp::TracePacket& packet, Output& out) {
   out.Write(bytes);
 }
 
+// A packet of a slice's begin or end on `track` at `at`: the track event, for the caller to fill.
+pp::TrackEvent* SliceEvent(pp::TracePacket& packet, Ns at, pp::TrackEvent::Type type,
+                           uint64_t track) {
+  packet.set_timestamp(static_cast<uint64_t>(at));
+  packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+  packet.set_trusted_packet_sequence_id(kSequence);
+  packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+  pp::TrackEvent* ev = packet.mutable_track_event();
+  ev->set_type(type);
+  ev->set_track_uuid(track);
+  return ev;
+}
+
 // Interned strings of one kind (event names, categories, annotation names): an id per string;
 // a new one's definition goes out with the packet that first uses it. Per file: each file of a
 // split export is a trace of its own.
@@ -109,13 +122,7 @@ class PerfettoWriter : public TimelineWriter {
   void AddSlice(const TimelineSlice& s, Output& out) override {
     while (!ends_.empty() && ends_.front().at <= s.start) PopEnd(out);
     pp::TracePacket packet;
-    packet.set_timestamp(static_cast<uint64_t>(s.start));
-    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
-    packet.set_trusted_packet_sequence_id(kSequence);
-    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-    pp::TrackEvent* ev = packet.mutable_track_event();
-    ev->set_type(pp::TrackEvent::TYPE_SLICE_BEGIN);
-    ev->set_track_uuid(s.track);
+    pp::TrackEvent* ev = SliceEvent(packet, s.start, pp::TrackEvent::TYPE_SLICE_BEGIN, s.track);
     bool is_new = false;
     ev->set_name_iid(names_.Id(s.name, &is_new));
     if (is_new) {
@@ -176,13 +183,7 @@ class PerfettoWriter : public TimelineWriter {
     const End e = ends_.back();
     ends_.pop_back();
     pp::TracePacket packet;
-    packet.set_timestamp(static_cast<uint64_t>(e.at));
-    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
-    packet.set_trusted_packet_sequence_id(kSequence);
-    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-    pp::TrackEvent* ev = packet.mutable_track_event();
-    ev->set_type(pp::TrackEvent::TYPE_SLICE_END);
-    ev->set_track_uuid(e.track);
+    SliceEvent(packet, e.at, pp::TrackEvent::TYPE_SLICE_END, e.track);
     Append(packet, out);
   }
 

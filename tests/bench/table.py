@@ -438,6 +438,14 @@ class Bench:
             "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
+    def generated(self, gen, name, events):
+        """A tools/gen_trace trace of `events` events, 2 ranks, the analyzer's cause mix."""
+        trace = self.fresh(name)
+        timed([gen, "--out", trace, "--events", str(events), "--ranks", "2", "--causes",
+               "pageable,checkpoint,upload,dataload,straggler,sync,tail", "--seed", "11"],
+              timeout=3600)
+        return trace
+
     # 4. the analyzer, 5. SQLite -----------------------------------------------------------------
     def analyzer(self):
         gen = self.need("bin/gen_trace", "gen_trace")
@@ -451,11 +459,8 @@ class Bench:
         if sql_size not in sizes:
             sizes.insert(0, sql_size)
         log("4. analyzer at %s events" % ", ".join(str(s) for s in sizes))
-        causes = "pageable,checkpoint,upload,dataload,straggler,sync,tail"
         for events in sizes:
-            trace = self.fresh("gen-%d" % events)
-            timed([gen, "--out", trace, "--events", str(events), "--ranks", "2", "--causes",
-                   causes, "--seed", "11"], timeout=3600)
+            trace = self.generated(gen, "gen-%d" % events, events)
             size = sum(os.path.getsize(os.path.join(trace, f)) for f in os.listdir(trace))
             # Twice, alternating with nothing: the better of two is the machine's, not a neighbour's.
             best = None
@@ -486,11 +491,8 @@ class Bench:
         if self.args.events_100m:
             sizes.append(100000000)
         log("5. export at %s events" % ", ".join(str(s) for s in sizes))
-        causes = "pageable,checkpoint,upload,dataload,straggler,sync,tail"
         for events in sizes:
-            trace = self.fresh("export-%d" % events)
-            timed([gen, "--out", trace, "--events", str(events), "--ranks", "2", "--causes",
-                   causes, "--seed", "11"], timeout=3600)
+            trace = self.generated(gen, "export-%d" % events, events)
             label = "%dM" % (events // 1000000) if events >= 1000000 else "%dk" % (events // 1000)
             # The baseline: the report of the same trace, which streams through the same window.
             wall, _, _, cpu, rss = timed([self.idlescope, "report", "-q", trace], timeout=3600)
