@@ -1,11 +1,12 @@
 // idlescope export --format perfetto|chrome -o FILE [-q] [-v] [--min-gap MS] [--reorder-window MS]
-//                  [--from S] [--to S] [--ranks LIST] [--max-bytes N] DIR|FILE...
+//                  [--from S] [--to S] [--ranks LIST] [--max-bytes N] [--level full|summary]
+//                  DIR|FILE...
 //
 // `idlescope report --format perfetto|chrome -o FILE`, by the name the timeline exports had first
 // (docs/timeline-export.md): the same exporter table and run (report_command.cc), with -o
 // required since the output is a file to open in a viewer. Any format of `report` is accepted;
-// the selection (--from, --to, --ranks) and the split into files (--max-bytes) are the timeline
-// formats' (report/job_timeline.h TimelineOptions).
+// the selection (--from, --to, --ranks, --level) and the split into files (--max-bytes) are the
+// timeline formats' (report/job_timeline.h TimelineOptions).
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -26,7 +27,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: idlescope export --format perfetto|chrome -o FILE [-q] [-v] [--min-gap MS]\n"
     "                        [--reorder-window MS] [--from S] [--to S] [--ranks LIST]\n"
-    "                        [--max-bytes N] DIR|FILE...\n"
+    "                        [--max-bytes N] [--level full|summary] DIR|FILE...\n"
     "  The job's timeline for a trace viewer (idlescope report --format F -o FILE).\n"
     "  --format FORMAT      perfetto (Perfetto's protobuf trace: open it in ui.perfetto.dev)\n"
     "                       or chrome (Trace Event Format JSON: chrome://tracing, Perfetto);\n"
@@ -44,6 +45,9 @@ constexpr char kUsage[] =
     "  --max-bytes N        files of at most N bytes (K, M, G: KiB, MiB, GiB; at least 64K),\n"
     "                       each one a trace of its own: FILE, then FILE.1, FILE.2, ... with\n"
     "                       the number before FILE's extension (perfetto, chrome)\n"
+    "  --level summary      a whole-job view: idle time by cause, NCCL calls and a busy\n"
+    "                       slice per second per device track, not every call and GPU\n"
+    "                       record (default full; perfetto, chrome)\n"
     "  -h, --help           this text;  -V, --version  idlescope's version\n"
     "exit status: 0 written, 1 an input is not a readable trace or FILE cannot be written\n"
     "(one line says which), 2 usage error\n";
@@ -53,6 +57,7 @@ enum ExportOption : int {
   kToOption,
   kRanksOption,
   kMaxBytesOption,
+  kLevelOption,
 };
 
 constexpr OptionSpec kExportOptions[] = {
@@ -66,6 +71,7 @@ constexpr OptionSpec kExportOptions[] = {
     {kToOption, "to", 0, "S"},
     {kRanksOption, "ranks", 0, "LIST"},
     {kMaxBytesOption, "max-bytes", 0, "N"},
+    {kLevelOption, "level", 0, "full|summary"},
 };
 
 // The smallest --max-bytes: a file's header, its tracks and a slice fit many times over.
@@ -148,6 +154,15 @@ int ExportCommand(int argc, char** argv) {
                                                    "(a number of bytes, or with K, M or G), not '",
                                                    option.value, "'"));
         }
+        selects = true;
+        break;
+      case kLevelOption:
+        if (std::string_view(option.value) != "full" &&
+            std::string_view(option.value) != "summary") {
+          return UsageError("export",
+                            absl::StrCat("--level is full or summary, not '", option.value, "'"));
+        }
+        request.timeline.summary = std::string_view(option.value) == "summary";
         selects = true;
         break;
       case kFormatOption:

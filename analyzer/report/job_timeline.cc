@@ -39,6 +39,12 @@ enum class GpuLane : uint8_t { kCompute, kCommunication, kTransfer, kOther };
 constexpr std::string_view kGpuLaneName[] = {"compute", "communication", "transfer", "other"};
 static_assert(std::size(kGpuLaneName) == static_cast<size_t>(GpuLane::kOther) + 1);
 
+GpuLane LaneOfGpu(GpuActivityKind kind, bool nccl) {
+  if (kind == GPU_KERNEL) return nccl ? GpuLane::kCommunication : GpuLane::kCompute;
+  if (kind == GPU_MEMCPY || kind == GPU_MEMSET || kind == GPU_PEER_COPY) return GpuLane::kTransfer;
+  return GpuLane::kOther;
+}
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -503,6 +509,8 @@ void TimelineStream::Push(const Pending& p) {
 
 void TimelineStream::AddHostEvent(const HostEvent& e) {
   if (!Selected(e.process, e.start, std::max(e.end, e.start))) return;
+  // A summary's host side: the NCCL calls (collectives and their set-up) only.
+  if (options_.summary && LaneOf(e.type) != HostLane::kNccl) return;
   Pending p = Next(Source::kHost, e.start, e.end);
   p.host = {e.process,  e.tid,         e.type,    e.api_id, e.path_id, e.stack,
             e.bytes,    e.correlation, e.fd,      e.device, e.nccl_op, e.copy_kind,
@@ -523,7 +531,7 @@ void TimelineStream::AddGpuRecord(const GpuRecord& r) {
   Pending p = Next(Source::kGpu, r.start, r.end);
   p.gpu = {r.process, r.device, r.stream,      r.kind, r.nccl,
            r.name_id, r.bytes,  r.correlation, r.grid, r.copy_kind};
-  if (r.correlation != 0) {
+  if (r.correlation != 0 && !options_.summary) {  // a summary has no CUDA calls to flow from
     Flow& f = flows_[FlowId(r.process, r.correlation)];
     if (!f.committed && !f.gpu_written && (f.gpu_seq == 0 || r.start < f.gpu_start)) {
       f.gpu_seq = p.seq;
@@ -582,6 +590,9 @@ void TimelineStream::AdvanceTo(Ns t) {
 void TimelineStream::Finish() {
   PushIdleBefore(std::numeric_limits<Ns>::max());
   Release(std::numeric_limits<Ns>::max());
+  for (auto& [key, c] : coarse_) {
+    if (c.open) CloseCoarse(c);
+  }
   while (!out_slices_.empty()) {
     Write(out_slices_.top().slice);
     out_slices_.pop();
@@ -595,9 +606,11 @@ void TimelineStream::Release(Ns t) {
     const Pending p = pending_.top();
     pending_.pop();
     released_ = std::max(released_, p.start);
+    if (p.start >= coarse_due_) CloseCoarseBefore(p.start);
     Place(p);
   }
   released_ = std::max(released_, t);
+  if (released_ >= coarse_due_) CloseCoarseBefore(released_);
 }
 
 TimelineSlice TimelineStream::HostSlice(const Pending& p) {
@@ -661,10 +674,7 @@ TimelineSlice TimelineStream::HostSlice(const Pending& p) {
 
 TimelineSlice TimelineStream::GpuSlice(const Pending& p) {
   const Gpu& g = p.gpu;
-  GpuLane lane = g.kind == GPU_KERNEL ? (g.nccl ? GpuLane::kCommunication : GpuLane::kCompute)
-                 : g.kind == GPU_MEMCPY || g.kind == GPU_MEMSET || g.kind == GPU_PEER_COPY
-                     ? GpuLane::kTransfer
-                     : GpuLane::kOther;
+  const GpuLane lane = LaneOfGpu(g.kind, g.nccl);
   TimelineSlice s;
   s.track = GpuLaneTrack(g.process, g.device, static_cast<uint8_t>(lane));
   s.start = p.start;
@@ -741,15 +751,70 @@ void TimelineStream::Place(const Pending& p) {
   if (p.source == Source::kHost) {
     s = HostSlice(p);
   } else if (p.source == Source::kGpu) {
+    if (options_.summary) return Coarsen(p);
     s = GpuSlice(p);
   } else {
     auto it = idle_slices_.find(p.seq);
     s = std::move(it->second);
     idle_slices_.erase(it);
   }
+  Lay(std::move(s), p.seq);
+}
+
+// A summary's GPU records: per process, device and lane, a "busy" slice per second of the job
+// (kCoarseNs) from its first record's start to its last record's end.
+void TimelineStream::Coarsen(const Pending& p) {
+  const Gpu& g = p.gpu;
+  const GpuLane lane = LaneOfGpu(g.kind, g.nccl);
+  Coarse& c = coarse_[{g.process, g.device, static_cast<uint8_t>(lane)}];
+  if (c.open && p.start < c.bucket_end) {
+    c.slice.end = std::max(c.slice.end, p.end);
+    ++c.records;
+    c.busy += p.end - p.start;
+    return;
+  }
+  if (c.open) CloseCoarse(c);
+  c.open = true;
+  c.slice = TimelineSlice();
+  c.slice.track = GpuLaneTrack(g.process, g.device, static_cast<uint8_t>(lane));
+  c.slice.start = std::max(p.start, c.last_end);  // after the last: a track's slices nest
+  c.slice.end = std::max(p.end, c.slice.start);
+  c.slice.category = "gpu";
+  c.slice.name = "busy";
+  c.bucket_end = clock_.start + ((p.start - clock_.start) / kCoarseNs + 1) * kCoarseNs;
+  c.records = 1;
+  c.busy = p.end - p.start;
+  c.seq = p.seq;
+  coarse_min_ = std::min(coarse_min_, c.slice.start);
+  coarse_due_ = std::min(coarse_due_, c.bucket_end);
+}
+
+void TimelineStream::CloseCoarse(Coarse& c) {
+  c.open = false;
+  c.last_end = c.slice.end;
+  c.slice.args.push_back(Number("records", static_cast<int64_t>(c.records)));
+  c.slice.args.push_back(Number("busy_us", c.busy / 1000));
+  coarse_min_ = coarse_due_ = std::numeric_limits<Ns>::max();
+  for (const auto& [key, open] : coarse_) {
+    if (!open.open) continue;
+    coarse_min_ = std::min(coarse_min_, open.slice.start);
+    coarse_due_ = std::min(coarse_due_, open.bucket_end);
+  }
+  Lay(std::move(c.slice), c.seq);
+}
+
+// The busy slices whose second ended before `t`: no record still to come belongs to them.
+void TimelineStream::CloseCoarseBefore(Ns t) {
+  for (auto& [key, c] : coarse_) {
+    if (c.open && c.bucket_end <= t) CloseCoarse(c);
+  }
+}
+
+void TimelineStream::Lay(TimelineSlice s, uint64_t seq) {
   // Slices whose start has been passed are written (none of what is still to come starts
-  // before them).
-  while (!out_slices_.empty() && out_slices_.top().slice.start < s.start) {
+  // before them, nor a summary's busy slice still open).
+  const Ns written = std::min(s.start, coarse_min_);
+  while (!out_slices_.empty() && out_slices_.top().slice.start < written) {
     Write(out_slices_.top().slice);
     out_slices_.pop();
   }
@@ -779,7 +844,7 @@ void TimelineStream::Place(const Pending& p) {
   std::vector<Lanes::Lane>& placed = lanes_[s.track].lanes;
   placed[lane].open.push_back(s.end);
   s.track = placed[lane].uuid;
-  out_slices_.push({std::move(s), p.seq});
+  out_slices_.push({std::move(s), seq});
 }
 
 // Writes a slice to the current file, or first ends it and begins the next (options.max_bytes).

@@ -91,6 +91,9 @@ struct TimelineOptions {
   std::vector<int32_t> ranks;
   // Files of at most this many bytes each (Output::NextPart); 0: one file.
   uint64_t max_bytes = 0;
+  // A whole-job view (`--level summary`): the idle slices (gaps by cause), the NCCL calls, and
+  // per device and lane a "busy" slice per second instead of every GPU record; no other host call.
+  bool summary = false;
 };
 
 // A format of the timeline (report/perfetto_export.cc, report/chrome_export.cc). Per file:
@@ -284,6 +287,22 @@ class TimelineStream : public RecordSink {
   void PushIdleBefore(Ns t);
   void Release(Ns t);
   void Place(const Pending& p);
+  // A summary's busy slice of one process, device and lane, while the read is in its second.
+  struct Coarse {
+    bool open = false;
+    TimelineSlice slice;
+    Ns bucket_end = 0;
+    Ns last_end = std::numeric_limits<Ns>::min();  // of the one before
+    uint64_t records = 0;
+    Ns busy = 0;  // the records' time, summed
+    uint64_t seq = 0;
+  };
+  static constexpr Ns kCoarseNs = 1'000'000'000;
+  void Coarsen(const Pending& p);
+  void CloseCoarse(Coarse& c);
+  void CloseCoarseBefore(Ns t);
+  // A slice onto a lane of its track, and the slices that start before it written.
+  void Lay(TimelineSlice s, uint64_t seq);
   TimelineSlice HostSlice(const Pending& p);
   TimelineSlice GpuSlice(const Pending& p);
   TimelineSlice IdleSlice(uint32_t device, Ns start, const JobTimelineRecorder::Idle& idle) const;
@@ -343,6 +362,9 @@ class TimelineStream : public RecordSink {
   absl::flat_hash_map<uint64_t, Flow> flows_;                 // by flow id
   absl::flat_hash_map<uint64_t, Lanes> lanes_;                // by base track
   std::priority_queue<OutSlice, std::vector<OutSlice>, OutEarlier> out_slices_;
+  std::map<std::tuple<uint32_t, uint32_t, uint8_t>, Coarse> coarse_;  // summary
+  Ns coarse_min_ = std::numeric_limits<Ns>::max();  // the earliest open busy slice's start
+  Ns coarse_due_ = std::numeric_limits<Ns>::max();  // the earliest open busy slice's second end
 
   // Splitting (options.max_bytes): once a file is nearly full no new flow begins, and the file
   // ends when no flow is open across it (or when the next slice would not fit).

@@ -122,6 +122,7 @@ TEST_F(OptionsCliTest, UsageErrorsAreOneLineAndExitTwo) {
       {{"export", "--format=chrome", "-o", "x", "--ranks=3-1", kTrace}, "--ranks needs a list"},
       {{"export", "--format=perfetto", "-o", "x", "--from=2", "--to=1", kTrace}, "--to must be"},
       {{"export", "--format=json", "-o", "x", "--from=1", kTrace}, "are for --format perfetto"},
+      {{"export", "--format=perfetto", "-o", "x", "--level=brief", kTrace}, "full or summary"},
   };
   for (const Case& c : cases) {
     ProcessResult r = Idlescope(c.args);

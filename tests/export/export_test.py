@@ -455,6 +455,36 @@ def CheckSelection(opts, report):
             break
 
 
+def CheckSummary(opts, report):
+    """`--level summary`: idle slices (still the report's seconds per cause), NCCL calls and busy
+    slices of at most a second per device track; no other call, no GPU record of its own."""
+    path = os.path.join(opts.work, "summary.pftrace")
+    Run([opts.idlescope, "export", "-q", "--format", "perfetto", "--level", "summary", "-o",
+         path, opts.trace])
+    decoded = DecodePerfetto(opts, path)
+    if decoded is None:
+        return
+    slices = decoded["slices"]
+    categories = collections.Counter(s[2] for s in slices)
+    print("summary: %d bytes (full: %d), slices by category %s" % (
+        os.path.getsize(path), os.path.getsize(os.path.join(opts.work, "job.pftrace")),
+        dict(categories)))
+    if set(categories) - {"idle", "nccl", "gpu"}:
+        Fail("summary: slices of %s" % sorted(set(categories) - {"idle", "nccl", "gpu"}))
+    busy = [s for s in slices if s[2] == "gpu"]
+    if not busy or any(s[1] != "busy" or s[4] - s[3] > 2e9 or "records" not in s[5]
+                       for s in busy):
+        Fail("summary: GPU slices must be busy slices with their records, of about a second")
+    CheckIdle(opts, report, slices, "summary")
+    CheckChromeFile(ExportChrome(opts, "summary.json", ["--level", "summary"]))
+
+
+def ExportChrome(opts, name, flags):
+    path = os.path.join(opts.work, name)
+    Run([opts.idlescope, "export", "-q", "--format", "chrome"] + flags + ["-o", path, opts.trace])
+    return path
+
+
 def CheckReportIsExport(opts):
     """`export` is `report` with -o required: the same exporter, the same bytes."""
     for fmt in ("perfetto", "chrome"):
@@ -553,6 +583,7 @@ def main():
         CheckChrome(opts, slices)
         CheckSplit(opts, report, slices)
         CheckSelection(opts, report)
+        CheckSummary(opts, report)
     CheckReportIsExport(opts)
     CheckBadInput(opts)
     if failures:
