@@ -429,23 +429,30 @@ def CheckBadInput(opts):
 
 
 def CheckSelection(opts, report):
-    """`--ranks 0 --from A --to B`: the processes of rank 0 (and its workers) only, and the slices
-    that overlap [A, B) seconds of the job."""
+    """`--ranks R --from A --to B`: the processes of the job's first rank R (and its workers) only,
+    and the slices that overlap [A, B) seconds of the job (a job without ranks: the time only)."""
     path = os.path.join(opts.work, "selected.pftrace")
     span_s = int(report["job"]["span_ns"]) / 1e9
     a, b = round(span_s * 0.25, 3), round(span_s * 0.5, 3)
-    Run([opts.idlescope, "export", "-q", "--format", "perfetto", "--ranks", "0", "--from",
-         str(a), "--to", str(b), "-o", path, opts.trace])
+    ranks = sorted({int(f["rank"]) for f in report["files"] if int(f.get("rank", -1)) >= 0})
+    flags = ["--from", str(a), "--to", str(b)] + (["--ranks", str(ranks[0])] if ranks else [])
+    Run([opts.idlescope, "export", "-q", "--format", "perfetto"] + flags + ["-o", path,
+                                                                             opts.trace])
     decoded = DecodePerfetto(opts, path)
     if decoded is None:
         return
     names = sorted(decoded["processes"].values())
-    print("selected: %d processes %s, %d slices in [%s s, %s s)" % (
-        len(names), names, len(decoded["slices"]), a, b))
-    if not any(n.startswith("rank 0:") for n in names):
-        Fail("--ranks 0: no process of rank 0")
-    if any(re.match(r"rank [1-9]", n) for n in names):
-        Fail("--ranks 0: a process of another rank: %s" % names)
+    print("selected (%s): %d processes %s, %d slices" % (
+        " ".join(flags), len(names), names, len(decoded["slices"])))
+    if ranks:
+        if not any(n.startswith("rank %d:" % ranks[0]) for n in names):
+            Fail("--ranks %d: no process of rank %d" % (ranks[0], ranks[0]))
+        others = [n for n in names if n.startswith("rank ") and
+                  not n.startswith("rank %d:" % ranks[0])]
+        if others:
+            Fail("--ranks %d: processes of other ranks: %s" % (ranks[0], others))
+    elif len(names) != len(report["files"]):
+        Fail("without --ranks: %d process tracks for %d files" % (len(names), len(report["files"])))
     if not decoded["slices"]:
         Fail("--from %s --to %s: no slice" % (a, b))
     start = decoded["start"]
