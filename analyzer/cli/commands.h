@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/cli/pipeline.h"
+#include "analyzer/report/job_timeline.h"
 
 namespace idlescope {
 
@@ -39,6 +40,9 @@ struct ReportRequest {
   std::string output;    // "": stdout
   bool verbose = false;  // the closing lines on stderr: what was written, the throughput
   const InputCopies* copies = nullptr;  // inputs read from copies (input_copies.h), or none
+  // The timeline exports' selection and split (`idlescope export --from --to --ranks
+  // --max-bytes`); the other formats ignore it.
+  TimelineOptions timeline;
 };
 int RunReport(const ReportRequest& request);
 // idlescope index | plan | map | merge: a job analyzed in shards, step by step

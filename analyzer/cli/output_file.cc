@@ -115,6 +115,79 @@ bool WriteOutput(std::string_view command, const std::string& path, std::string_
   return status.ok();
 }
 
+namespace {
+constexpr size_t kPartBuffer = 1 << 20;
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OutputParts>> OutputParts::Open(const std::string& path) {
+  std::unique_ptr<OutputParts> out(new OutputParts());
+  out->base_ = path == "-" ? "" : path;
+  out->paths_.push_back(out->base_);
+  if (!out->base_.empty()) {
+    absl::StatusOr<std::unique_ptr<OutputFile>> file = OutputFile::Open(out->base_);
+    if (!file.ok()) return file.status();
+    out->parts_.push_back(std::move(*file));
+  }
+  out->buffer_.reserve(kPartBuffer);
+  return out;
+}
+
+OutputParts::~OutputParts() = default;
+
+void OutputParts::Flush() {
+  if (status_.ok() && !buffer_.empty()) {
+    if (parts_.empty()) {
+      if (!WriteStdout(buffer_)) status_ = absl::UnavailableError("");
+    } else {
+      status_ = parts_.back()->Write(buffer_);
+    }
+  }
+  buffer_.clear();
+}
+
+void OutputParts::Write(std::string_view bytes) {
+  if (buffer_.size() + bytes.size() > kPartBuffer) Flush();
+  if (bytes.size() >= kPartBuffer) {
+    buffer_.assign(bytes);
+    Flush();
+    return;
+  }
+  buffer_.append(bytes);
+}
+
+bool OutputParts::NextPart() {
+  if (base_.empty()) return false;
+  Flush();
+  paths_.push_back(PartPath(base_, paths_.size()));
+  absl::StatusOr<std::unique_ptr<OutputFile>> file = OutputFile::Open(paths_.back());
+  if (!file.ok()) {
+    if (status_.ok()) status_ = file.status();
+    return true;  // what follows is dropped: Commit says why
+  }
+  parts_.push_back(std::move(*file));
+  return true;
+}
+
+absl::Status OutputParts::Commit() {
+  Flush();
+  if (!status_.ok()) return status_;
+  if (parts_.empty()) return StdoutFailed() ? absl::UnavailableError("") : absl::OkStatus();
+  for (auto& part : parts_) {
+    if (absl::Status s = part->Commit(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string PartPath(const std::string& path, size_t index) {
+  if (index == 0) return path;
+  const size_t slash = path.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = path.rfind('.');  // the extension's, not a hidden file's first byte
+  const std::string number = absl::StrCat(".", index);
+  if (dot == std::string::npos || dot <= name) return path + number;
+  return absl::StrCat(path.substr(0, dot), number, path.substr(dot));
+}
+
 bool WriteStdout(std::string_view bytes) {
   if (g_stdout_error != 0) return false;
   if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) {

@@ -24,9 +24,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "analyzer/report/exporter.h"
 
 namespace idlescope {
 
@@ -64,6 +66,40 @@ class OutputFile {
 // "idlescope COMMAND: cannot write FILE: REASON" (for stdout: FinishStdout does), and returns
 // false.
 bool WriteOutput(std::string_view command, const std::string& path, std::string_view bytes);
+
+// The output of a command written as it is made (report/exporter.h's Output), to `-o FILE` as
+// OutputFile writes it, or to stdout ("" or "-"), through a buffer. A file may be split into parts
+// (NextPart, `idlescope export --max-bytes`): FILE, then FILE with ".1", ".2", ... before its
+// extension (PartPath), each replaced whole once every part is written (Commit); stdout is one
+// part. A failed write keeps its error (Commit returns it) and drops what follows.
+class OutputParts : public Output {
+ public:
+  // Errors: the first part cannot be opened ("cannot write PATH: REASON").
+  static absl::StatusOr<std::unique_ptr<OutputParts>> Open(const std::string& path);
+  ~OutputParts() override;
+
+  void Write(std::string_view bytes) override;
+  bool NextPart() override;
+  // Every part written out and renamed into place. Errors: the first failure ("cannot write
+  // PATH: REASON"; "" for stdout, which FinishStdout reports).
+  absl::Status Commit();
+  // The parts' paths ("" for stdout).
+  const std::vector<std::string>& paths() const { return paths_; }
+
+ private:
+  OutputParts() = default;
+  void Flush();
+
+  std::string base_;
+  std::vector<std::string> paths_;
+  std::vector<std::unique_ptr<OutputFile>> parts_;  // written, the last one open
+  std::string buffer_;
+  absl::Status status_;
+};
+
+// Part `index` of an output split into parts: `path` itself for 0, else ".INDEX" before the
+// extension of its file name: job.pftrace, job.1.pftrace, job.2.pftrace; out -> out.1.
+std::string PartPath(const std::string& path, size_t index);
 
 // Writes `bytes` to stdout; false once any write to it has failed (the first failure's errno is
 // kept, and later writes are skipped: a reader that has gone reads nothing more).

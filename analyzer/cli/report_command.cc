@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/input_copies.h"
 #include "analyzer/cli/options.h"
@@ -110,18 +111,64 @@ void PrintThroughput(std::string_view command, std::chrono::steady_clock::time_p
                how.c_str());
 }
 
-// Writes `job` through `run` to `output`, and what it wrote on stderr ("" output: stdout).
-bool WriteJob(const ReportRequest& request, const ReportedJob& job, Export<ReportedJob>& run) {
-  StringOutput out;
+// Writes `job` through `run` to `output` ("": stdout), and what it wrote on stderr. A timeline
+// export reads the files again (ReportedJob::read_again) as it writes.
+bool WriteJob(const ReportRequest& request, ReportedJob job, Export<ReportedJob>& run) {
+  absl::StatusOr<std::unique_ptr<OutputParts>> out = OutputParts::Open(request.output);
+  if (!out.ok()) {
+    PrintError(request.command, out.status().message());
+    return false;
+  }
+  absl::Status reread;
+  job.read_again = [&](RecordSink& sink) {
+    absl::StatusOr<std::unique_ptr<JobReader>> reader = JobReader::Open(request.inputs);
+    if (!reader.ok()) {
+      reread = reader.status();
+      return;
+    }
+    // Progress of this read too, on a terminal: it is the longer one.
+    std::optional<ProgressSink> progress;
+    std::optional<TeeSink> tee;
+    RecordSink* into = &sink;
+    if (!request.pipeline.progress.empty() && ProgressSink::Wanted(false)) {
+      JobReader* r = reader->get();
+      progress.emplace(
+          request.pipeline.progress + " (writing)", [r] { return r->BytesRead(); },
+          r->TotalBytes());
+      tee.emplace(std::vector<RecordSink*>{&sink, &*progress});
+      into = &*tee;
+    }
+    (*reader)->Run(*into, request.pipeline.read);
+    if (progress) progress->Finish();
+  };
+  job.timeline = &request.timeline;
+  std::optional<JobReport> renamed;
   if (request.copies != nullptr && request.copies->any()) {
     // Traces read from copies are named as the user named them.
-    JobReport renamed = job.report;
-    request.copies->Rename(renamed);
-    run.Write({renamed, job.symbols, job.device_ids}, out);
+    renamed = job.report;
+    request.copies->Rename(*renamed);
+    run.Write({*renamed, job.symbols, job.device_ids, job.read_again, job.timeline}, **out);
   } else {
-    run.Write(job, out);
+    run.Write(job, **out);
   }
-  if (!WriteOutput(request.command, request.output, out.text())) return false;
+  if (!reread.ok()) {
+    PrintError(request.command, reread.message());
+    return false;  // the output's files are removed
+  }
+  if (absl::Status committed = (*out)->Commit(); !committed.ok()) {
+    if (!committed.message().empty()) PrintError(request.command, committed.message());
+    return false;
+  }
+  const std::vector<std::string>& paths = (*out)->paths();
+  if (request.timeline.max_bytes > 0) {
+    // One line: the files, the first and last of a long list.
+    std::string files = paths.size() <= 4
+                            ? absl::StrJoin(paths, ", ")
+                            : absl::StrCat(paths.front(), ", ", paths[1], ", ... ", paths.back());
+    PrintError(request.command,
+               absl::StrFormat("wrote %d file%s of at most %d bytes: %s", paths.size(),
+                               paths.size() == 1 ? "" : "s", request.timeline.max_bytes, files));
+  }
   const std::string summary = run.Summary();
   if (!summary.empty() && request.verbose) {
     PrintError(request.command,

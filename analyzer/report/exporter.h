@@ -35,6 +35,9 @@ class Output {
  public:
   virtual ~Output() = default;
   virtual void Write(std::string_view bytes) = 0;
+  // Ends this file and starts the next of a set (an export split by size, `--max-bytes`);
+  // false: this output is one file, and what follows goes on in it.
+  virtual bool NextPart() { return false; }
 };
 
 class StringOutput : public Output {

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,24 +17,43 @@ namespace pp = ::perfetto::protos;
 
 // Every packet is on this one sequence: interned names are valid on their sequence only.
 constexpr uint32_t kSequence = 1;
+// A slice end's packet, at most: the framing, a timestamp, the clock, the sequence, flags and the
+// track event's type and track.
+constexpr uint64_t kEndBytes = 40;
 
 // Appends `packet` to `out` as one `Trace.packet` (field 1, length-delimited): a trace file is
 // a Trace message, whose packets can be written one after another.
-void Append(const pp::TracePacket& packet, std::string& out) {
-  std::string bytes = packet.SerializeAsString();
-  out += static_cast<char>((1 << 3) | 2);
-  for (uint64_t n = bytes.size();; n >>= 7) {
+void Append(const pp::TracePacket& packet, Output& out) {
+  std::string bytes;
+  bytes += static_cast<char>((1 << 3) | 2);
+  const size_t size = packet.ByteSizeLong();
+  for (uint64_t n = size;; n >>= 7) {
     if (n < 0x80) {
-      out += static_cast<char>(n);
+      bytes += static_cast<char>(n);
       break;
     }
-    out += static_cast<char>((n & 0x7f) | 0x80);
+    bytes += static_cast<char>((n & 0x7f) | 0x80);
   }
-  out += bytes;
+  packet.AppendToString(&bytes);
+  out.Write(bytes);
 }
 
-// Interned strings of one kind (event names, categories, annotation names): an id per string,
-// and the definitions not yet written, which go out with the next packet that uses them.
+// A packet of a slice's begin or end on `track` at `at`: the track event, for the caller to fill.
+pp::TrackEvent* SliceEvent(pp::TracePacket& packet, Ns at, pp::TrackEvent::Type type,
+                           uint64_t track) {
+  packet.set_timestamp(static_cast<uint64_t>(at));
+  packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
+  packet.set_trusted_packet_sequence_id(kSequence);
+  packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+  pp::TrackEvent* ev = packet.mutable_track_event();
+  ev->set_type(type);
+  ev->set_track_uuid(track);
+  return ev;
+}
+
+// Interned strings of one kind (event names, categories, annotation names): an id per string;
+// a new one's definition goes out with the packet that first uses it. Per file: each file of a
+// split export is a trace of its own.
 class Interner {
  public:
   uint64_t Id(const std::string& s, bool* is_new) {
@@ -41,20 +61,23 @@ class Interner {
     *is_new = inserted;
     return it->second;
   }
+  void Clear() { ids_.clear(); }
 
  private:
   absl::flat_hash_map<std::string, uint64_t> ids_;
 };
 
-}  // namespace
-
-std::string FormatPerfettoTrace(const JobTimeline& t) {
-  std::string out;
-  {
+class PerfettoWriter : public TimelineWriter {
+ public:
+  void BeginFile(const TimelineClock& clock, Output& out) override {
+    names_.Clear();
+    categories_.Clear();
+    annotations_.Clear();
+    ends_.clear();
     // The first packet clears the sequence's incremental state and ties the clocks: the
     // timestamps are the job clock, CLOCK_MONOTONIC of the job's first host.
     pp::TracePacket packet;
-    packet.set_timestamp(static_cast<uint64_t>(t.start));
+    packet.set_timestamp(static_cast<uint64_t>(clock.start));
     packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
     packet.set_trusted_packet_sequence_id(kSequence);
     packet.set_first_packet_on_sequence(true);
@@ -63,15 +86,16 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     clocks->set_primary_trace_clock(pp::BUILTIN_CLOCK_MONOTONIC);
     pp::ClockSnapshot::Clock* mono = clocks->add_clocks();
     mono->set_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
-    mono->set_timestamp(static_cast<uint64_t>(t.start));
-    if (t.has_realtime) {
+    mono->set_timestamp(static_cast<uint64_t>(clock.start));
+    if (clock.has_realtime) {
       pp::ClockSnapshot::Clock* real = clocks->add_clocks();
       real->set_clock_id(pp::BUILTIN_CLOCK_REALTIME);
-      real->set_timestamp(static_cast<uint64_t>(t.start + t.realtime_at_zero));
+      real->set_timestamp(static_cast<uint64_t>(clock.start + clock.realtime_at_zero));
     }
     Append(packet, out);
   }
-  for (const TimelineTrack& track : t.tracks) {
+
+  void DeclareTrack(const TimelineTrack& track, Output& out) override {
     pp::TracePacket packet;
     packet.set_trusted_packet_sequence_id(kSequence);
     pp::TrackDescriptor* d = packet.mutable_track_descriptor();
@@ -92,53 +116,21 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     Append(packet, out);
   }
 
-  Interner names, categories, annotations;
   // Slice ends are merged into the begins in time order from a heap: an end at t goes before a
   // begin at t (a slice that ends where the next begins closes first), and of two ends at the
   // same time the later-begun slice's goes first (it nests inside the other).
-  struct End {
-    Ns at;
-    uint64_t track;
-    size_t order;  // later-begun slices end first at equal times (they nest inside)
-  };
-  std::vector<End> ends;
-  auto heap_less = [](const End& a, const End& b) {
-    return a.at != b.at ? a.at > b.at : a.order < b.order;
-  };
-  auto emit_end = [&](const End& e) {
+  void AddSlice(const TimelineSlice& s, Output& out) override {
+    while (!ends_.empty() && ends_.front().at <= s.start) PopEnd(out);
     pp::TracePacket packet;
-    packet.set_timestamp(static_cast<uint64_t>(e.at));
-    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
-    packet.set_trusted_packet_sequence_id(kSequence);
-    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-    pp::TrackEvent* ev = packet.mutable_track_event();
-    ev->set_type(pp::TrackEvent::TYPE_SLICE_END);
-    ev->set_track_uuid(e.track);
-    Append(packet, out);
-  };
-  for (size_t i = 0; i < t.slices.size(); ++i) {
-    const TimelineSlice& s = t.slices[i];
-    while (!ends.empty() && ends.front().at <= s.start) {
-      std::pop_heap(ends.begin(), ends.end(), heap_less);
-      emit_end(ends.back());
-      ends.pop_back();
-    }
-    pp::TracePacket packet;
-    packet.set_timestamp(static_cast<uint64_t>(s.start));
-    packet.set_timestamp_clock_id(pp::BUILTIN_CLOCK_MONOTONIC);
-    packet.set_trusted_packet_sequence_id(kSequence);
-    packet.set_sequence_flags(pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-    pp::TrackEvent* ev = packet.mutable_track_event();
-    ev->set_type(pp::TrackEvent::TYPE_SLICE_BEGIN);
-    ev->set_track_uuid(s.track);
+    pp::TrackEvent* ev = SliceEvent(packet, s.start, pp::TrackEvent::TYPE_SLICE_BEGIN, s.track);
     bool is_new = false;
-    ev->set_name_iid(names.Id(s.name, &is_new));
+    ev->set_name_iid(names_.Id(s.name, &is_new));
     if (is_new) {
       pp::EventName* n = packet.mutable_interned_data()->add_event_names();
       n->set_iid(ev->name_iid());
       n->set_name(ValidUtf8(s.name));
     }
-    uint64_t category = categories.Id(s.category, &is_new);
+    uint64_t category = categories_.Id(s.category, &is_new);
     ev->add_category_iids(category);
     if (is_new) {
       pp::EventCategory* c = packet.mutable_interned_data()->add_event_categories();
@@ -147,7 +139,7 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     }
     for (const TimelineArg& arg : s.args) {
       pp::DebugAnnotation* a = ev->add_debug_annotations();
-      a->set_name_iid(annotations.Id(arg.name, &is_new));
+      a->set_name_iid(annotations_.Id(arg.name, &is_new));
       if (is_new) {
         pp::DebugAnnotationName* n = packet.mutable_interned_data()->add_debug_annotation_names();
         n->set_iid(a->name_iid());
@@ -162,15 +154,48 @@ std::string FormatPerfettoTrace(const JobTimeline& t) {
     if (s.flow_out != 0) ev->add_flow_ids(s.flow_out);
     if (s.flow_in != 0) ev->add_terminating_flow_ids(s.flow_in);
     Append(packet, out);
-    ends.push_back({s.end, s.track, i});
-    std::push_heap(ends.begin(), ends.end(), heap_less);
+    ends_.push_back({s.end, s.track, ++order_});
+    std::push_heap(ends_.begin(), ends_.end(), HeapLess);
   }
-  while (!ends.empty()) {
-    std::pop_heap(ends.begin(), ends.end(), heap_less);
-    emit_end(ends.back());
-    ends.pop_back();
+
+  void EndFile(Output& out) override {
+    while (!ends_.empty()) PopEnd(out);
   }
-  return out;
+
+  uint64_t Bound(const TimelineSlice& s) const override {
+    // The begin packet with its names interned, and every end still to be written with its own.
+    uint64_t bytes = 96 + s.name.size() + s.category.size();
+    for (const TimelineArg& a : s.args) bytes += 32 + a.name.size() + a.text.size();
+    return bytes + (ends_.size() + 1) * kEndBytes;
+  }
+
+ private:
+  struct End {
+    Ns at;
+    uint64_t track;
+    uint64_t order;  // later-begun slices end first at equal times (they nest inside)
+  };
+  static bool HeapLess(const End& a, const End& b) {
+    return a.at != b.at ? a.at > b.at : a.order < b.order;
+  }
+  void PopEnd(Output& out) {
+    std::pop_heap(ends_.begin(), ends_.end(), HeapLess);
+    const End e = ends_.back();
+    ends_.pop_back();
+    pp::TracePacket packet;
+    SliceEvent(packet, e.at, pp::TrackEvent::TYPE_SLICE_END, e.track);
+    Append(packet, out);
+  }
+
+  Interner names_, categories_, annotations_;
+  std::vector<End> ends_;
+  uint64_t order_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelineWriter> PerfettoTimelineWriter() {
+  return std::make_unique<PerfettoWriter>();
 }
 
 }  // namespace idlescope

@@ -4,6 +4,7 @@
 // All are deterministic: the same job gives the same bytes (golden tests compare text and JSON).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -11,10 +12,13 @@
 #include <vector>
 
 #include "analyzer/model/job_report.h"
+#include "analyzer/model/record_sink.h"
 #include "analyzer/model/symbol_source.h"
 #include "analyzer/report/exporter.h"
 
 namespace idlescope {
+
+struct TimelineOptions;  // report/job_timeline.h
 
 // What an exporter of `idlescope report` writes from: the job's report and, for an export that
 // watched the read (Export::watch), what the ids it gathered resolve with.
@@ -25,6 +29,13 @@ struct ReportedJob {
   // The ids of the devices a CreditedSlice's `device` numbers (the analysis's numbering). Set
   // when the export watched.
   std::span<const std::string> device_ids = {};
+  // Reads the job's trace files again into a sink, as the first read delivered them: the
+  // timeline exports stream the records in a second read instead of keeping them (a failure
+  // is the caller's to report). Set when the export watched.
+  std::function<void(RecordSink&)> read_again = nullptr;
+  // What a timeline export writes of the job (report/job_timeline.h); nullptr: all of it, in
+  // one file.
+  const TimelineOptions* timeline = nullptr;
 };
 
 // nullptr when no exporter has this name.

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The overhead table: every figure of idlescope's cost, each against a baseline measured in the
 # same run, with the machine and its load in the head (docs/architecture.md, "Overhead").
-#   tests/bench/run.sh [--quick] [--events-100m] [--sql-events N] [--tmp DIR] [--only SECTIONS]
-#                      [BUILD_DIR]
+#   tests/bench/run.sh [--quick] [--events-100m] [--sql-events N] [--export-events N] [--tmp DIR]
+#                      [--only SECTIONS] [BUILD_DIR]
 # BUILD_DIR defaults to ./build; nothing is built here (the script says what to build when a
 # program is missing). --quick: few repetitions and small sizes (the ctest test bench_table, so
-# the script cannot rot; its figures are noisy). --events-100m: also the analyzer at 100M events
-# (about 1 GB of trace, under --tmp, deleted afterwards). --sql-events: the size of the SQLite
-# comparison's trace (default 200k). --only: some of calls,start,examples,analyzer. Needs strace,
-# ltrace, sqlite3 (scripts/install-deps.sh).
+# the script cannot rot; its figures are noisy). --events-100m: also the analyzer and the exports
+# at 100M events (about 1 GB of trace, under --tmp, deleted afterwards; the exports write to
+# /dev/null). --sql-events: the size of the SQLite comparison's trace (default 200k).
+# --export-events: the exports' trace (default 10M: about 30 s for perfetto and 55 s for chrome
+# on 2 cores, 0.9 and 3 GB written under --tmp and deleted; --quick: 200k). --only: some of
+# calls,start,examples,sampler,analyzer,export (analyzer and export need only bin/idlescope and
+# bin/gen_trace). Needs strace, ltrace, sqlite3 (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 exec python3 "$here/table.py" --source "$(cd "$here/../.." && pwd)" "$@"

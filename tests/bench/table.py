@@ -15,7 +15,11 @@ the per-repetition differences or ratios. Sections:
      simgpu, bare vs `idlescope run`; trace bytes per event and per job-second of its traces.
   4. the analyzer: `idlescope report` on tools/gen_trace traces of 1M and 10M (and 100M) events:
      events per CPU second and peak RSS.
-  5. the same gap question in SQL over SQLite (Nsight Systems' approach: export once, then query)
+  5. the timeline exports: `idlescope export --format perfetto` and `--format chrome` of a
+     tools/gen_trace trace of 10M events (--export-events; 200k with --quick; also 100M with
+     --events-100m, written to /dev/null): wall time, peak RSS and bytes written, against
+     `idlescope report` of the same trace in the same run.
+  6. the same gap question in SQL over SQLite (Nsight Systems' approach: export once, then query)
      on the same events: GPU-idle gaps per device and the host calls of the same process that
      overlap each; the query's time against `idlescope report`'s.
 Only the Python standard library; external programs: strace, ltrace, sqlite3, make, cc.
@@ -38,6 +42,7 @@ TARGET_E2E = 1.01  # end-to-end slowdown
 TARGET_SAMPLER_CORE_PCT = 0.5  # the thread sampler, 4 sampled threads, % of one core
 TARGET_ANALYZER_MEPS = 10.0  # M events per CPU second
 TARGET_VS_SQLITE = 10.0  # report at least 10x faster than the SQL query
+TARGET_EXPORT_RSS_MIB = 256  # an export's peak RSS, whatever the trace's length
 
 ROWS = []  # (section, what, figure, baseline, target verdict) for the table
 
@@ -102,6 +107,8 @@ def fmt(v, unit):
         return "%.3fx" % v
     if unit == "%":
         return "%.1f%%" % v
+    if unit == "MiB":
+        return "%.0f MiB" % v
     return "%.2f %s" % (v, unit)
 
 
@@ -118,10 +125,13 @@ class Bench:
         self.quick = args.quick
         self.rng = random.Random(16)
         self.tmp = tempfile.mkdtemp(prefix="idlescope-bench-", dir=args.tmp)
-        self.preload = self.need("lib/libidlescope.so", "idlescope_preload")
         self.idlescope = self.need("bin/idlescope", "idlescope")
         self.simgpu = os.path.join(self.build, "tests/simgpu/lib")
-        self.need("tests/simgpu/lib/libcudart.so.13", "simgpu")
+        self.preload = None
+        # The analyzer's sections run the CLI only; the others trace programs on simgpu.
+        if set(args.only.split(",")) - {"analyzer", "export"}:
+            self.preload = self.need("lib/libidlescope.so", "idlescope_preload")
+            self.need("tests/simgpu/lib/libcudart.so.13", "simgpu")
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("IDLESCOPE_") and k != "LD_PRELOAD"}
         base["LD_LIBRARY_PATH"] = self.simgpu + (
@@ -428,6 +438,14 @@ class Bench:
             "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
+    def generated(self, gen, name, events):
+        """A tools/gen_trace trace of `events` events, 2 ranks, the analyzer's cause mix."""
+        trace = self.fresh(name)
+        timed([gen, "--out", trace, "--events", str(events), "--ranks", "2", "--causes",
+               "pageable,checkpoint,upload,dataload,straggler,sync,tail", "--seed", "11"],
+              timeout=3600)
+        return trace
+
     # 4. the analyzer, 5. SQLite -----------------------------------------------------------------
     def analyzer(self):
         gen = self.need("bin/gen_trace", "gen_trace")
@@ -441,11 +459,8 @@ class Bench:
         if sql_size not in sizes:
             sizes.insert(0, sql_size)
         log("4. analyzer at %s events" % ", ".join(str(s) for s in sizes))
-        causes = "pageable,checkpoint,upload,dataload,straggler,sync,tail"
         for events in sizes:
-            trace = self.fresh("gen-%d" % events)
-            timed([gen, "--out", trace, "--events", str(events), "--ranks", "2", "--causes",
-                   causes, "--seed", "11"], timeout=3600)
+            trace = self.generated(gen, "gen-%d" % events, events)
             size = sum(os.path.getsize(os.path.join(trace, f)) for f in os.listdir(trace))
             # Twice, alternating with nothing: the better of two is the machine's, not a neighbour's.
             best = None
@@ -467,6 +482,37 @@ class Bench:
                 else "missed by %.1f M/s (>= 10)" % (TARGET_ANALYZER_MEPS - meps))
             if events == sql_size:
                 self.sqlite(trace, to_csv, n, wall, cpu)
+            shutil.rmtree(trace, ignore_errors=True)
+
+    # 5. the timeline exports ------------------------------------------------------------------
+    def export(self):
+        gen = self.need("bin/gen_trace", "gen_trace")
+        sizes = [200000] if self.quick else [self.args.export_events]
+        if self.args.events_100m:
+            sizes.append(100000000)
+        log("5. export at %s events" % ", ".join(str(s) for s in sizes))
+        for events in sizes:
+            trace = self.generated(gen, "export-%d" % events, events)
+            label = "%dM" % (events // 1000000) if events >= 1000000 else "%dk" % (events // 1000)
+            # The baseline: the report of the same trace, which streams through the same window.
+            wall, _, _, cpu, rss = timed([self.idlescope, "report", "-q", trace], timeout=3600)
+            baseline = "report: %.2f s wall, peak RSS %.0f MiB" % (wall, rss / 1024)
+            out_dir = self.fresh("export-out")
+            for fmt, ext in (("perfetto", "pftrace"), ("chrome", "json")):
+                # 100M events make about 9 GB of Perfetto and 30 GB of JSON: counted, not kept.
+                out = "/dev/null" if events >= 100000000 else os.path.join(out_dir, "job." + ext)
+                wall, _, stderr, cpu, rss = timed(
+                    [self.idlescope, "export", "-q", "-v", "--format", fmt, "-o", out, trace],
+                    timeout=7200)
+                m = re.search(r"(\d+) bytes in (\d+) file", stderr)
+                written = int(m.group(1)) if m else float("nan")
+                rss_mib = rss / 1024
+                row("export", "idlescope export --format %s, %s events" % (fmt, label),
+                    "%.1f s wall (%.1f s CPU), peak RSS %.0f MiB, %.0f MB written" % (
+                        wall, cpu, rss_mib, written / 1e6),
+                    baseline, verdict_below(rss_mib, TARGET_EXPORT_RSS_MIB, "MiB"))
+                if out != "/dev/null":
+                    os.unlink(out)
             shutil.rmtree(trace, ignore_errors=True)
 
     def sqlite(self, trace, to_csv, events, report_wall, report_cpu):
@@ -578,8 +624,10 @@ def main():
     ap.add_argument("--sql-events", type=int, default=0,
                     help="events of the SQLite comparison's trace (default 200k)")
     ap.add_argument("--tmp", default=None, help="scratch directory (default $TMPDIR or /tmp)")
-    ap.add_argument("--only", default="calls,start,examples,sampler,analyzer",
-                    help="comma list of sections (calls,start,examples,sampler,analyzer)")
+    ap.add_argument("--export-events", type=int, default=10000000,
+                    help="events of the export section's trace (default 10M; --quick: 200k)")
+    ap.add_argument("--only", default="calls,start,examples,sampler,analyzer,export",
+                    help="comma list of sections (calls,start,examples,sampler,analyzer,export)")
     args = ap.parse_args()
     try:
         bench = Bench(args)
@@ -601,6 +649,8 @@ def main():
             bench.sampler()
         if "analyzer" in sections:
             bench.analyzer()
+        if "export" in sections:
+            bench.export()
     except Missing as e:
         print("run.sh: " + str(e), file=sys.stderr)
         return 2

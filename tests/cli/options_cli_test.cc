@@ -115,12 +115,53 @@ TEST_F(OptionsCliTest, UsageErrorsAreOneLineAndExitTwo) {
       {{"diff", "--fail-if-slower=fast", kTrace, kTraceV1}, "--fail-if-slower needs a non-neg"},
       {{"map", "-o", "x", "plan", "first"}, "SHARD is a number, not 'first'"},
       {{"report"}, "no trace directory or file given"},
+      // The timeline exports' selection and split.
+      {{"export", "--format=perfetto", "-o", "x", "--max-bytes=1000", kTrace}, "at least 64K"},
+      {{"export", "--format=perfetto", "-o", "x", "--max-bytes=1T", kTrace}, "at least 64K"},
+      {{"export", "--format=perfetto", "-o", "x", "--ranks=a", kTrace}, "--ranks needs a list"},
+      {{"export", "--format=chrome", "-o", "x", "--ranks=3-1", kTrace}, "--ranks needs a list"},
+      {{"export", "--format=perfetto", "-o", "x", "--from=2", "--to=1", kTrace}, "--to must be"},
+      {{"export", "--format=json", "-o", "x", "--from=1", kTrace}, "are for --format perfetto"},
+      {{"export", "--format=perfetto", "-o", "x", "--level=brief", kTrace}, "full or summary"},
   };
   for (const Case& c : cases) {
     ProcessResult r = Idlescope(c.args);
     EXPECT_EQ(ExitStatus(r), 2) << c.args[1] << ": " << r.err;
     EXPECT_EQ(Lines(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
+// `export --max-bytes`: parts named FILE, FILE.1, ... before the extension (none: after the
+// name), each at most the limit, and one line on stderr naming them.
+TEST_F(OptionsCliTest, ExportSplitsIntoNamedParts) {
+  const std::string trace = std::string(GOLDEN_DIR) + "/ddp_straggler_remote";
+  const std::string whole = dir_ + "/whole.pftrace";
+  ASSERT_EQ(ExitStatus(Idlescope({"export", "-q", "--format", "perfetto", "-o", whole, trace})), 0);
+  const size_t size = ReadFileOrEmpty(whole).size();
+  ASSERT_GT(size, 3u * 65536) << "the golden trace is too small to split";
+  for (const std::string name : {"job.pftrace", "job"}) {
+    const std::string path = dir_ + "/" + name;
+    ProcessResult r = Idlescope(
+        {"export", "-q", "--format", "perfetto", "--max-bytes", "64K", "-o", path, trace});
+    ASSERT_EQ(ExitStatus(r), 0) << r.err;
+    EXPECT_EQ(Lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("of at most 65536 bytes: " + path + ", "), std::string::npos) << r.err;
+    size_t parts = 0, total = 0;
+    for (;; ++parts) {
+      const std::string part = parts == 0 ? path
+                               : name == "job"
+                                   ? path + "." + std::to_string(parts)
+                                   : dir_ + "/job." + std::to_string(parts) + ".pftrace";
+      struct stat st;
+      if (stat(part.c_str(), &st) != 0) break;
+      EXPECT_LE(st.st_size, 65536) << part;
+      total += static_cast<size_t>(st.st_size);
+    }
+    EXPECT_GE(parts, 3u);
+    EXPECT_NE(r.err.find("wrote " + std::to_string(parts) + " files"), std::string::npos) << r.err;
+    // Each part begins with its own clock snapshot and tracks: a little more than one file.
+    EXPECT_GE(total, size);
   }
 }
 

@@ -75,9 +75,9 @@ def One(msg, field, default=None):
     return values[0] if values else default
 
 
-def CheckPerfetto(opts, report):
-    path = os.path.join(opts.work, "job.pftrace")
-    Run([opts.idlescope, "export", "--format", "perfetto", "-o", path, opts.trace])
+def DecodePerfetto(opts, path):
+    """One Perfetto file decoded and checked on its own (each part of a split export is a trace
+    of its own): its tracks and slices, or None when it does not decode."""
     with open(path, "rb") as f:
         proc = subprocess.run([opts.protoc, "--decode=perfetto.protos.Trace",
                                "--proto_path=" + os.path.dirname(opts.proto), opts.proto],
@@ -174,6 +174,61 @@ def CheckPerfetto(opts, report):
     for track, stack in open_slices.items():
         if stack:
             Fail("%d slices never end on track %s" % (len(stack), track))
+    CheckFlows(slices)
+    return {"start": int(One(first, "timestamp")), "tracks": tracks, "processes": processes,
+            "threads": threads,
+            "thread_tracks": thread_tracks, "slices": slices}
+
+
+def CheckFlows(slices):
+    """Every flow leaves one CUDA call and ends on one GPU slice of the same file."""
+    outs = collections.Counter(f for s in slices for f in s[6])
+    ins = collections.Counter(f for s in slices for f in s[7])
+    for f, n in outs.items():
+        if n != 1 or ins.get(f) != 1:
+            Fail("flow %s leaves %d slices and ends on %d" % (f, n, ins.get(f, 0)))
+    for f in ins:
+        if f not in outs:
+            Fail("flow %s ends without a start" % f)
+    flow_sources = {s[2] for s in slices if s[6]}
+    flow_sinks = {s[2] for s in slices if s[7]}
+    if outs and (flow_sources != {"cuda"} or flow_sinks != {"gpu"}):
+        Fail("flows must go from CUDA calls to GPU slices")
+    return outs, flow_sources, flow_sinks
+
+
+def CheckIdle(opts, report, slices, what):
+    """The idle slices of each cause add up to the report's nanoseconds."""
+    idle_by_cause = collections.Counter()
+    for track, name, cat, begin, end, args, _, _ in slices:
+        if cat != "idle":
+            continue
+        if args.get("cause") != name:
+            Fail("idle slice %s without its cause annotation" % name)
+        if "explained_by" not in args:
+            Fail("idle slice %s without evidence" % name)
+        idle_by_cause[name] += end - begin
+    expected = {c["cause"]: int(c["idle_ns"]) for c in report["causes"]
+                if c["cause"] not in UNPLACED}
+    for cause in sorted(set(expected) | set(idle_by_cause)):
+        got, want = idle_by_cause.get(cause, 0), expected.get(cause, 0)
+        print("  %s idle slices %-22s %14d ns (report %d ns)" % (what, cause, got, want))
+        if got != want:
+            Fail("%s: idle slices of %s add up to %d ns, the report says %d ns" %
+                 (what, cause, got, want))
+    if opts.expect_cause and idle_by_cause.get(opts.expect_cause, 0) == 0:
+        Fail("%s: no idle slice of %s" % (what, opts.expect_cause))
+
+
+def CheckPerfetto(opts, report):
+    path = os.path.join(opts.work, "job.pftrace")
+    Run([opts.idlescope, "export", "--format", "perfetto", "-o", path, opts.trace])
+    decoded = DecodePerfetto(opts, path)
+    if decoded is None:
+        return None
+    tracks, processes = decoded["tracks"], decoded["processes"]
+    threads, thread_tracks = decoded["threads"], decoded["thread_tracks"]
+    slices = decoded["slices"]
 
     def Named(pattern):
         return [t for t in tracks.values() if re.search(pattern, One(t, "name", ""))]
@@ -204,46 +259,25 @@ def CheckPerfetto(opts, report):
     if not Named(r"^GPU idle by cause"):
         Fail("no GPU idle group")
 
-    idle_by_cause = collections.Counter()
-    for track, name, cat, begin, end, args, _, _ in slices:
-        if cat != "idle":
-            continue
-        if args.get("cause") != name:
-            Fail("idle slice %s without its cause annotation" % name)
-        if "explained_by" not in args:
-            Fail("idle slice %s without evidence" % name)
-        idle_by_cause[name] += end - begin
-    expected = {c["cause"]: int(c["idle_ns"]) for c in report["causes"]
-                if c["cause"] not in UNPLACED}
-    for cause in sorted(set(expected) | set(idle_by_cause)):
-        got, want = idle_by_cause.get(cause, 0), expected.get(cause, 0)
-        print("  idle slices %-22s %14d ns (report %d ns)" % (cause, got, want))
-        if got != want:
-            Fail("idle slices of %s add up to %d ns, the report says %d ns" % (cause, got, want))
-    if opts.expect_cause and idle_by_cause.get(opts.expect_cause, 0) == 0:
-        Fail("no idle slice of %s" % opts.expect_cause)
-
-    outs = collections.Counter(f for s in slices for f in s[6])
-    ins = collections.Counter(f for s in slices for f in s[7])
-    for f, n in outs.items():
-        if n != 1 or ins.get(f) != 1:
-            Fail("flow %s leaves %d slices and ends on %d" % (f, n, ins.get(f, 0)))
-    for f in ins:
-        if f not in outs:
-            Fail("flow %s ends without a start" % f)
-    flow_sources = {s[2] for s in slices if s[6]}
-    flow_sinks = {s[2] for s in slices if s[7]}
+    CheckIdle(opts, report, slices, "perfetto")
+    outs, flow_sources, flow_sinks = CheckFlows(slices)
     print("flows: %d (from %s to %s)" % (len(outs), sorted(flow_sources), sorted(flow_sinks)))
     if opts.expect_flows and not outs:
         Fail("no flow from a CUDA call to its GPU record")
-    if outs and (flow_sources != {"cuda"} or flow_sinks != {"gpu"}):
-        Fail("flows must go from CUDA calls to GPU slices")
     return slices
 
 
 def CheckChrome(opts, perfetto_slices):
     path = os.path.join(opts.work, "job.json")
     Run([opts.idlescope, "export", "--format", "chrome", "-o", path, opts.trace])
+    slices = CheckChromeFile(path)
+    if slices != len(perfetto_slices):
+        Fail("%d slices in the Chrome JSON, %d in the Perfetto file" %
+             (slices, len(perfetto_slices)))
+
+
+def CheckChromeFile(path):
+    """One Chrome JSON file checked on its own; returns its number of X slices."""
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"]
@@ -313,11 +347,59 @@ def CheckChrome(opts, perfetto_slices):
             open_ends.append(end)
     slices = sum(len(v) for v in per_thread.values())
     print("chrome: %d slices on %d threads, %d flows" % (slices, len(per_thread), flows_done))
-    if slices != len(perfetto_slices):
-        Fail("%d slices in the Chrome JSON, %d in the Perfetto file" %
-             (slices, len(perfetto_slices)))
     if flows_done != len(flow_start):
         Fail("%d flows started, %d finished" % (len(flow_start), flows_done))
+    return slices
+
+
+def CheckSplit(opts, report, perfetto_slices):
+    """`--max-bytes`: a job written as several files, each at most that size and a trace of its
+    own that passes every check of one file (tracks, order, nesting, complete flows), which
+    together hold every slice, and whose idle slices still add up to the report's figures."""
+    for fmt, ext in (("perfetto", "pftrace"), ("chrome", "json")):
+        whole = os.path.join(opts.work, "job." + ext)
+        # About four parts, never under the smallest size the command takes.
+        limit = max(64 << 10, os.path.getsize(whole) // 4)
+        path = os.path.join(opts.work, "split." + ext)
+        for old in os.listdir(opts.work):
+            if old.startswith("split."):
+                os.unlink(os.path.join(opts.work, old))
+        out = Run([opts.idlescope, "export", "-q", "--format", fmt, "--max-bytes", str(limit),
+                   "-o", path, opts.trace])
+        m = re.search(r"wrote (\d+) files? of at most (\d+) bytes: (.*)", out)
+        if not m or int(m.group(2)) != limit:
+            Fail("%s: no line saying which files --max-bytes wrote: %r" % (fmt, out))
+            continue
+        parts = [path] + [os.path.join(opts.work, "split.%d.%s" % (i, ext))
+                          for i in range(1, int(m.group(1)))]
+        on_disk = sorted(f for f in os.listdir(opts.work) if f.startswith("split."))
+        if sorted(os.path.basename(p) for p in parts) != on_disk:
+            Fail("%s: --max-bytes wrote %s, the line says %d files" % (fmt, on_disk, len(parts)))
+            continue
+        sizes = [os.path.getsize(p) for p in parts]
+        print("%s split at %d bytes: %d files of %s bytes" % (fmt, limit, len(parts), sizes))
+        if len(parts) < 2 and os.path.getsize(whole) > limit:
+            Fail("%s: %d bytes in one file of at most %d" % (fmt, os.path.getsize(whole), limit))
+        for p, size in zip(parts, sizes):
+            if size > limit:
+                Fail("%s is %d bytes, more than --max-bytes %d" % (p, size, limit))
+        if fmt == "perfetto":
+            slices = []
+            for p in parts:
+                decoded = DecodePerfetto(opts, p)
+                if decoded is None:
+                    break
+                if len(decoded["processes"]) != len(report["files"]):
+                    Fail("%s: %d process tracks for %d trace files" %
+                         (p, len(decoded["processes"]), len(report["files"])))
+                slices += decoded["slices"]
+            CheckIdle(opts, report, slices, "split perfetto")
+            total = len(slices)
+        else:
+            total = sum(CheckChromeFile(p) for p in parts)
+        if total != len(perfetto_slices):
+            Fail("%s: %d slices in the split files, %d in one file" %
+                 (fmt, total, len(perfetto_slices)))
 
 
 def CheckBadInput(opts):
@@ -344,6 +426,70 @@ def CheckBadInput(opts):
                  (" ".join(args), proc.returncode, status, proc.stderr))
     if os.path.exists(os.path.dirname(missing_dir)):
         Fail("a failed write left files behind")
+
+
+def CheckSelection(opts, report):
+    """`--ranks R --from A --to B`: the processes of the job's first rank R (and its workers) only,
+    and the slices that overlap [A, B) seconds of the job (a job without ranks: the time only)."""
+    path = os.path.join(opts.work, "selected.pftrace")
+    span_s = int(report["job"]["span_ns"]) / 1e9
+    a, b = round(span_s * 0.25, 3), round(span_s * 0.5, 3)
+    ranks = sorted({int(f["rank"]) for f in report["files"] if int(f.get("rank", -1)) >= 0})
+    flags = ["--from", str(a), "--to", str(b)] + (["--ranks", str(ranks[0])] if ranks else [])
+    Run([opts.idlescope, "export", "-q", "--format", "perfetto"] + flags + ["-o", path,
+                                                                             opts.trace])
+    decoded = DecodePerfetto(opts, path)
+    if decoded is None:
+        return
+    names = sorted(decoded["processes"].values())
+    print("selected (%s): %d processes %s, %d slices" % (
+        " ".join(flags), len(names), names, len(decoded["slices"])))
+    if ranks:
+        if not any(n.startswith("rank %d:" % ranks[0]) for n in names):
+            Fail("--ranks %d: no process of rank %d" % (ranks[0], ranks[0]))
+        others = [n for n in names if n.startswith("rank ") and
+                  not n.startswith("rank %d:" % ranks[0])]
+        if others:
+            Fail("--ranks %d: processes of other ranks: %s" % (ranks[0], others))
+    elif len(names) != len(report["files"]):
+        Fail("without --ranks: %d process tracks for %d files" % (len(names), len(report["files"])))
+    if not decoded["slices"]:
+        Fail("--from %s --to %s: no slice" % (a, b))
+    start = decoded["start"]
+    for track, name, cat, begin, end, args, _, _ in decoded["slices"]:
+        if not (begin < start + b * 1e9 and (end > start + a * 1e9 or begin >= start + a * 1e9)):
+            Fail("slice %s [%d, %d) outside --from %s --to %s" % (name, begin, end, a, b))
+            break
+
+
+def CheckSummary(opts, report):
+    """`--level summary`: idle slices (still the report's seconds per cause), NCCL calls and busy
+    slices of at most a second per device track; no other call, no GPU record of its own."""
+    path = os.path.join(opts.work, "summary.pftrace")
+    Run([opts.idlescope, "export", "-q", "--format", "perfetto", "--level", "summary", "-o",
+         path, opts.trace])
+    decoded = DecodePerfetto(opts, path)
+    if decoded is None:
+        return
+    slices = decoded["slices"]
+    categories = collections.Counter(s[2] for s in slices)
+    print("summary: %d bytes (full: %d), slices by category %s" % (
+        os.path.getsize(path), os.path.getsize(os.path.join(opts.work, "job.pftrace")),
+        dict(categories)))
+    if set(categories) - {"idle", "nccl", "gpu"}:
+        Fail("summary: slices of %s" % sorted(set(categories) - {"idle", "nccl", "gpu"}))
+    busy = [s for s in slices if s[2] == "gpu"]
+    if not busy or any(s[1] != "busy" or s[4] - s[3] > 2e9 or "records" not in s[5]
+                       for s in busy):
+        Fail("summary: GPU slices must be busy slices with their records, of about a second")
+    CheckIdle(opts, report, slices, "summary")
+    CheckChromeFile(ExportChrome(opts, "summary.json", ["--level", "summary"]))
+
+
+def ExportChrome(opts, name, flags):
+    path = os.path.join(opts.work, name)
+    Run([opts.idlescope, "export", "-q", "--format", "chrome"] + flags + ["-o", path, opts.trace])
+    return path
 
 
 def CheckReportIsExport(opts):
@@ -410,11 +556,20 @@ def main():
     p.add_argument("--run", nargs=argparse.REMAINDER,
                    help="a command to trace with `idlescope run` (with --simgpu-lib)")
     p.add_argument("--simgpu-lib")
+    p.add_argument("--gen-trace", help="tools/gen_trace: export a generated job of --gen-seconds "
+                   "(long enough that the export keeps its older idle slices in a file)")
+    p.add_argument("--gen-seconds", type=int, default=120)
     p.add_argument("--expect-cause")
     p.add_argument("--expect-flows", action="store_true")
     p.add_argument("--expect-transfer", action="store_true")
     opts = p.parse_args()
     os.makedirs(opts.work, exist_ok=True)
+    if opts.gen_trace:
+        opts.trace = os.path.join(opts.work, "trace")
+        subprocess.run(["rm", "-rf", opts.trace], check=True)
+        Run([opts.gen_trace, "--out", opts.trace, "--ranks", "2", "--duration-s",
+             str(opts.gen_seconds), "--kernel-us", "5000", "--causes",
+             "pageable,checkpoint,upload,dataload,straggler,sync,tail", "--seed", "3"])
     if opts.run:
         opts.trace = os.path.join(opts.work, "trace")
         subprocess.run(["rm", "-rf", opts.trace], check=True)
@@ -433,6 +588,9 @@ def main():
     slices = CheckPerfetto(opts, report)
     if slices is not None:
         CheckChrome(opts, slices)
+        CheckSplit(opts, report, slices)
+        CheckSelection(opts, report)
+        CheckSummary(opts, report)
     CheckReportIsExport(opts)
     CheckBadInput(opts)
     if failures:
