@@ -2,6 +2,10 @@
 // renderers and some data loaders do (fault_matrix.py, case sandboxes).
 //   sandboxed strict     prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT): read, write, _exit and
 //                        sigreturn only; ends with the exit system call itself
+//   sandboxed exec PROGRAM ARGS...
+//                        a filter that kills the process at mkdir, mkdirat or linkat (which the
+//                        program it execs never makes, and a tracer making its trace file does),
+//                        then execs PROGRAM: a sandbox that starts a worker
 //   sandboxed filter     syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER): an allow-list of read,
 //                        write, openat, close, fstat, lseek, exit, exit_group and rt_sigreturn
 //                        (anything else kills the process); opens and reads a file under it and
@@ -62,7 +66,30 @@ static int Filter(void) {
   return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
+#define KILL(nr)                                   \
+  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
+
+static int DenyFileCreation(void) {
+  struct sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      KILL(SYS_mkdir),
+      KILL(SYS_mkdirat),
+      KILL(SYS_linkat),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof(code) / sizeof(code[0])), code};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "exec") == 0) {
+    if (Work() != 0) return 3;
+    if (DenyFileCreation() != 0) return 5;
+    execv(argv[2], argv + 2);
+    return 6;
+  }
   if (argc != 2) return 2;
   if (Work() != 0) return 3;
   Say("worked\n");
