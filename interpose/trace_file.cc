@@ -466,6 +466,22 @@ void TakeOwnFdTable() {
   if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) detail::t_own_fd_table = true;
 }
 
+// The host name as part of the file's name: a host may be named anything sethostname(2) takes
+// (a container's `../../x`, control characters), and the file must stay in IDLESCOPE_OUT. What is
+// not a letter, digit, '-' or '_' becomes '_' (dots too: no `..`); the header keeps the name as
+// it is.
+std::string HostForFileName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string name(host);
+  for (char& c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_';
+    if (!keep) c = '_';
+  }
+  return name.empty() ? "host" : name;
+}
+
 // On the starting thread (Init, or a forked child's atfork handler).
 bool Create() {
   // Absolute, so that reopening the file still finds it after the program's chdir().
@@ -482,12 +498,11 @@ bool Create() {
             .c_str());
     return false;
   }
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   wire::Buffer header;
   trace::WriteHeaderPacket(header, BuildHeader());
   std::string path;
-  int fd = CreateTraceFile(dir, dir + "/" + host + "-" + std::to_string(g_file.pid), header, &path);
+  int fd = CreateTraceFile(dir, dir + "/" + HostForFileName() + "-" + std::to_string(g_file.pid),
+                           header, &path);
   if (fd < 0) {
     internal::Say(
         ("cannot create a trace file in " + dir + ": " + strerror(errno) + "; not tracing")

@@ -1068,6 +1068,32 @@ HOSTILE_HOST = b"evil\x1b[31m\nforged"
 
 
 @case
+def host_name_in_path(m):
+    """A host named `../../x` (any bytes sethostname takes): the trace file stays in IDLESCOPE_OUT,
+    named with the host name made safe; the header keeps the name."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        m.check("host_name_in_path/root", True, "not root: the host name cannot be changed")
+        return
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    outside = m.new_dir("host-outside")
+    trace_dir = os.path.join(outside, "a", "traces")
+    os.makedirs(trace_dir)
+    argv = ["unshare", "--uts", python, "-c",
+            "import os, socket, sys; socket.sethostname(b'../../x'); "
+            "os.execv(sys.argv[1], sys.argv[1:])", "/bin/true"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IDLESCOPE_")}
+    env.update(LD_PRELOAD=m.paths.preload, IDLESCOPE_OUT=trace_dir)
+    p = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    m.check("host_name_in_path/status", p.returncode == 0, describe_end(p.returncode, p.stderr))
+    escaped = [os.path.relpath(os.path.join(d, f), outside) for d, _, fs in os.walk(outside)
+               for f in fs if not os.path.join(d, f).startswith(trace_dir + "/")]
+    m.check("host_name_in_path/inside", not escaped, "written outside IDLESCOPE_OUT: %s" % escaped)
+    names = sorted(os.listdir(trace_dir))
+    m.check("host_name_in_path/named", any(n.startswith("______x-") for n in names),
+            "trace files: %s" % names)
+
+
+@case
 def names_escaped(m):
     """Control characters in file names, a host name and a trace file name: the text report,
     dump and the CLI's stderr show them escaped (as `\\x1b`, `\\n`), so no escape sequence reaches
