@@ -12,8 +12,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,7 +23,6 @@
 #include "interpose/interned_strings.h"
 #include "interpose/python/pystacks.h"
 #include "interpose/queues.h"
-#include "interpose/raw_syscall.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
@@ -249,9 +246,6 @@ void AfterHook() {
 void Init() {
   bool expected = false;
   if (!g_life.initialized.compare_exchange_strong(expected, true)) return;
-  // A process that starts under seccomp (a sandbox installed a filter, then exec'd this program)
-  // is not traced: any system call of ours could be forbidden (Detach). One prctl, errno kept.
-  if (RawSyscall(SYS_prctl, PR_GET_SECCOMP) > 0) return;
   int saved_errno = errno;
   ++detail::t_hook_depth;
   redact::Init();  // before the first path is interned (ParseConfig says what was wrong in it)
