@@ -318,16 +318,20 @@ TEST(CompareSteps, TooFewStepsAreNotMeasured) {
       CompareSteps({NoisySteps(9, 1000, 5, 0)}, {NoisySteps(50, 1000, 6, 0)}, 0.95).measured);
 }
 
+// One run of `span` whose steps are `census`, summarized as `idlescope diff` does it.
+RunSummary SummarizedRun(Ns span, const StepCensus& census) {
+  RunSummary r = SummarizeRun("run", JobReport{}, census);
+  r.span = span;
+  r.steps = census;
+  r.run_spans = {span};
+  return r;
+}
+
 TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
   auto run = [](Ns step, uint64_t seed) {
-    RunSummary r;
-    r.span = 1'000'000'000;
-    r.steps.steps.durations = NoisySteps(200, step, seed, 0.5);
-    const RunSummary summarized = SummarizeRun("run", JobReport{}, r.steps);
-    r.step_stats = summarized.step_stats;
-    r.run_steps = summarized.run_steps;
-    r.run_spans = {r.span};
-    return r;
+    StepCensus census;
+    census.steps.durations = NoisySteps(200, step, seed, 0.5);
+    return SummarizedRun(1'000'000'000, census);
   };
   DiffOptions options;
   options.fail_if_slower_pct = 5;
@@ -346,18 +350,13 @@ TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
 
 TEST(CompareRuns, StepsOfAnotherBatchSizeAreNotCompared) {
   auto run = [](uint64_t grid, Ns span, uint64_t seed) {
-    RunSummary r;
-    r.span = span;
-    r.steps.kernels = {{"gemm", 400, grid}};
-    r.steps.steps.source = Steps::Source::kGpuActivity;
-    r.steps.steps.anchor = "GPU_MEMCPY:COPY_H2D";
-    r.steps.steps.kernels_per_step = 9;
-    r.steps.steps.durations = NoisySteps(100, 4'000'000, seed, 0);
-    const RunSummary summarized = SummarizeRun("run", JobReport{}, r.steps);
-    r.step_stats = summarized.step_stats;
-    r.run_steps = summarized.run_steps;
-    r.run_spans = {r.span};
-    return r;
+    StepCensus census;
+    census.kernels = {{"gemm", 400, grid}};
+    census.steps.source = Steps::Source::kGpuActivity;
+    census.steps.anchor = "GPU_MEMCPY:COPY_H2D";
+    census.steps.kernels_per_step = 9;
+    census.steps.durations = NoisySteps(100, 4'000'000, seed, 0);
+    return SummarizedRun(span, census);
   };
   DiffOptions options;
   options.fail_if_slower_pct = 5;
