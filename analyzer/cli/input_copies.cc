@@ -87,13 +87,14 @@ absl::StatusOr<InputCopies::Dir*> InputCopies::NewDirectory() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
       absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/idlescope-inputs-XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
+  int slot = -1;
+  if (!MakeTemporaryDirectory(pattern, &slot)) {
     return absl::PermissionDeniedError(Errno(absl::StrCat(
         "cannot create a directory for the decompressed traces (", pattern, "); set TMPDIR")));
   }
   auto dir = std::make_unique<Dir>();
   dir->path = pattern;
-  dir->slot = RegisterTemporaryPath(dir->path, true);
+  dir->slot = slot;
   dirs_.push_back(std::move(dir));
   return dirs_.back().get();
 }

@@ -46,9 +46,9 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
 
 bool OutputFile::OpenTemporary(const struct stat* existing) {
   std::string temporary = absl::StrCat(path_, ".tmp-XXXXXX");
-  const int fd = mkostemp(temporary.data(), O_CLOEXEC);
+  int slot = -1;
+  const int fd = MakeTemporaryFile(temporary, &slot);
   if (fd < 0) return false;  // a directory we cannot write in, a name too long: in place
-  const int slot = RegisterTemporaryPath(temporary, false);
   mode_t mode;
   bool kept = true;
   if (existing != nullptr) {

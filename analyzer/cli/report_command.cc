@@ -196,10 +196,11 @@ int ReportInShards(const ReportRequest& request, Export<ReportedJob>& run) {
   }
   // The shards' directory is removed when a signal ends the command, too.
   int scratch_slot = -1;
-  auto scratch = [&scratch_slot](const std::string& directory) {
-    ForgetTemporaryPath(scratch_slot);
-    scratch_slot = directory.empty() ? -1 : RegisterTemporaryPath(directory, true);
+  ScratchDirectory scratch;
+  scratch.make = [&scratch_slot](std::string& pattern) {
+    return MakeTemporaryDirectory(pattern, &scratch_slot);
   };
+  scratch.removed = [&scratch_slot] { ForgetTemporaryPath(scratch_slot); };
   absl::StatusOr<ShardedJob> job = AnalyzeJobInShards(
       request.inputs, pipeline.analysis, pipeline.read, request.jobs, on_progress, scratch);
   if (progress) progress->Finish();

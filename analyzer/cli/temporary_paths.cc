@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +27,48 @@ struct Slot {
 };
 
 Slot g_slots[kSlots];
+
+// Threads making a path that is not registered yet (MakingPath), and whether a handler is
+// removing the paths: a thread sees the one or the handler the other (both sequentially
+// consistent), so no path is made after the handler removed the registered ones.
+std::atomic<int> g_making{0};
+std::atomic<bool> g_ending{false};
+
+constexpr int kEnding[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGABRT,   SIGUSR1, SIGUSR2, SIGALRM,
+                           SIGTERM, SIGSTKFLT, SIGXCPU, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
+
+template <typename Fn>
+void ForEachEndingSignal(Fn&& fn) {
+  for (int sig : kEnding) fn(sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) fn(sig);
+}
+
+// While a path is made and registered, the ending signals wait in this thread, and a handler
+// running in another thread waits for the registration (RemoveAndDie): a signal that comes
+// meanwhile removes the path rather than leave it behind.
+class MakingPath {
+ public:
+  MakingPath() {
+    sigset_t ending;
+    sigemptyset(&ending);
+    ForEachEndingSignal([&](int sig) { sigaddset(&ending, sig); });
+    pthread_sigmask(SIG_BLOCK, &ending, &saved_);
+    g_making.fetch_add(1);
+  }
+  // False when a handler is removing the paths (the process is ending): make none.
+  bool allowed() const { return !g_ending.load(); }
+  ~MakingPath() {
+    const int saved_errno = errno;
+    g_making.fetch_sub(1);
+    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+    errno = saved_errno;
+  }
+  MakingPath(const MakingPath&) = delete;
+  MakingPath& operator=(const MakingPath&) = delete;
+
+ private:
+  sigset_t saved_;
+};
 
 bool IsDotOrDotDot(const char* name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
@@ -55,6 +100,10 @@ void RemoveDirectoryOfFiles(const char* dir) {
 
 void RemoveAndDie(int sig) {
   const int saved_errno = errno;
+  // A path being made in another thread is registered in a few system calls; waited for a
+  // bounded while (a thread stopped for good must not hold the end back).
+  g_ending.store(true);
+  for (int i = 0; i < 100000 && g_making.load() > 0; ++i) sched_yield();
   RemoveTemporaryPaths();
   // The signal's default action, as without this handler: raised again, it is delivered when
   // the handler returns (it is blocked until then).
@@ -69,9 +118,6 @@ void RemoveAndDie(int sig) {
 }  // namespace
 
 void RemoveTemporaryPathsOnSignals() {
-  static constexpr int kEnding[] = {SIGHUP,    SIGINT,  SIGQUIT, SIGABRT,   SIGUSR1,
-                                    SIGUSR2,   SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU,
-                                    SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
   struct sigaction handler = {};
   handler.sa_handler = RemoveAndDie;
   sigemptyset(&handler.sa_mask);
@@ -80,8 +126,7 @@ void RemoveTemporaryPathsOnSignals() {
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) return;
     sigaction(sig, &handler, nullptr);
   };
-  for (int sig : kEnding) install(sig);
-  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) install(sig);
+  ForEachEndingSignal(install);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN);
 }
@@ -97,6 +142,28 @@ int RegisterTemporaryPath(const std::string& path, bool directory) {
     return i;
   }
   return -1;
+}
+
+bool MakeTemporaryDirectory(std::string& pattern, int* slot) {
+  MakingPath making;
+  if (!making.allowed()) {
+    errno = EINTR;
+    return false;
+  }
+  if (mkdtemp(pattern.data()) == nullptr) return false;
+  *slot = RegisterTemporaryPath(pattern, true);
+  return true;
+}
+
+int MakeTemporaryFile(std::string& pattern, int* slot) {
+  MakingPath making;
+  if (!making.allowed()) {
+    errno = EINTR;
+    return -1;
+  }
+  const int fd = mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd >= 0) *slot = RegisterTemporaryPath(pattern, false);
+  return fd;
 }
 
 void ForgetTemporaryPath(int slot) {

@@ -26,23 +26,22 @@ namespace idlescope {
 namespace {
 
 // A directory of this process's own under $TMPDIR (else /tmp), removed with what it holds;
-// `watch` is told both.
+// made by `scratch`, when given, which is told of the removal.
 class TemporaryDirectory {
  public:
-  static absl::StatusOr<TemporaryDirectory> Create(const ScratchWatch& watch) {
+  static absl::StatusOr<TemporaryDirectory> Create(const ScratchDirectory& scratch) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern =
         absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/idlescope-shards-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
+    if (scratch.make ? !scratch.make(pattern) : mkdtemp(pattern.data()) == nullptr) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot create a directory for the shards' summaries (", pattern,
                        "): ", std::strerror(errno), "; set TMPDIR, or --single-process"));
     }
-    if (watch) watch(pattern);
-    return TemporaryDirectory(std::move(pattern), watch);
+    return TemporaryDirectory(std::move(pattern), scratch.removed);
   }
   TemporaryDirectory(TemporaryDirectory&& other) noexcept
-      : path_(std::move(other.path_)), watch_(std::move(other.watch_)) {
+      : path_(std::move(other.path_)), removed_(std::move(other.removed_)) {
     other.path_.clear();
   }
   TemporaryDirectory(const TemporaryDirectory&) = delete;
@@ -50,15 +49,15 @@ class TemporaryDirectory {
     if (path_.empty()) return;
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
-    if (watch_) watch_("");
+    if (removed_) removed_();
   }
   const std::string& path() const { return path_; }
 
  private:
-  TemporaryDirectory(std::string path, ScratchWatch watch)
-      : path_(std::move(path)), watch_(std::move(watch)) {}
+  TemporaryDirectory(std::string path, std::function<void()> removed)
+      : path_(std::move(path)), removed_(std::move(removed)) {}
   std::string path_;
-  ScratchWatch watch_;
+  std::function<void()> removed_;
 };
 
 size_t Threads(size_t jobs, size_t work) {
@@ -116,7 +115,7 @@ absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& in
                                               const AnalysisOptions& options,
                                               const ReadOptions& read, size_t jobs,
                                               const ShardProgress& progress,
-                                              const ScratchWatch& scratch) {
+                                              const ScratchDirectory& scratch) {
   absl::StatusOr<std::vector<shard::FileIndex>> index = IndexJob(inputs, jobs);
   if (!index.ok()) return index.status();
   absl::StatusOr<shard::Plan> plan = MakePlan(*index, options, read.reorder_window);

@@ -39,15 +39,18 @@ absl::StatusOr<std::vector<shard::FileIndex>> IndexJob(const std::vector<std::st
 // `jobs`: threads mapping shards (0: one per core).
 // `progress`, when given, is called (from any of the threads, one call at a time) with the job's
 // size in bytes, and the bytes read and records analyzed since its last call.
-// `scratch`, when given, is told the directory the summaries go to (under $TMPDIR) once it is
-// made, and "" once it is removed: the CLI removes it too when a signal ends it
-// (cli/temporary_paths.h).
+// `scratch`, when given, makes the directory the summaries go to (under $TMPDIR) and is told
+// once it is removed: the CLI removes it too when a signal ends it (cli/temporary_paths.h).
 using ShardProgress = std::function<void(uint64_t total_bytes, uint64_t bytes, uint64_t records)>;
-using ScratchWatch = std::function<void(const std::string& directory)>;
+struct ScratchDirectory {
+  // mkdtemp(3) of `pattern`, in place, and whatever goes with it; false with errno set.
+  std::function<bool(std::string& pattern)> make;
+  std::function<void()> removed;
+};
 absl::StatusOr<ShardedJob> AnalyzeJobInShards(const std::vector<std::string>& inputs,
                                               const AnalysisOptions& options,
                                               const ReadOptions& read, size_t jobs,
                                               const ShardProgress& progress = {},
-                                              const ScratchWatch& scratch = {});
+                                              const ScratchDirectory& scratch = {});
 
 }  // namespace idlescope
