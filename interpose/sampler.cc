@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,8 @@ struct Slot {
   bool failed = false;  // its files could not be opened: not looked at again
   bool have_last = false;
   uint64_t last_ns = 0, last_cpu = 0, last_wait = 0;
+  // Waiting for a CPU already counted in runs that schedstat has not charged yet (LookAt).
+  uint64_t wait_credit = 0;
   // The open run.
   Kind kind = kNone;
   int32_t syscall = kSampleNotBlocked;
@@ -176,12 +179,34 @@ uint32_t DescriptorPath(uint32_t tid, int fd) {
                     target[0] == '/' ? redact::PathKind::kFile : redact::PathKind::kAddress);
 }
 
+// Thread `tid`'s CPU time now, from its CPU clock (the kernel's
+// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): a thread of this process only). schedstat's own
+// figure lags up to a scheduler tick behind a thread that is running; the clock brings it up to
+// date first. False when the clock cannot be read (the thread is gone).
+bool ThreadCpuNs(uint32_t tid, uint64_t* out) {
+  const long clock = static_cast<long>((~static_cast<uint64_t>(tid)) << 3) | 6;
+  timespec ts{};
+  if (RawSyscall(SYS_clock_gettime, clock, reinterpret_cast<long>(&ts)) != 0) return false;
+  *out = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return true;
+}
+
 // Looks at one thread; false when it is gone.
+//
+// schedstat's second figure, the time runnable waiting for a CPU, is charged when the thread
+// gets a CPU: a thread that waits at a look shows that wait only at a later one. An interval
+// that reads as mostly blocked while the thread is not blocked at the look (runnable, or just
+// running again) is therefore decided later: the next look covers it too, once the wait is
+// charged (a thread preempted beside CPU hogs reads blocked otherwise, not waiting for a CPU).
+// After kMaxDeferredLooks such looks, the uncharged rest is taken as a wait in progress, and
+// subtracted from the charges that come for it.
+constexpr uint64_t kMaxDeferredLooks = 4;
 bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   if (s.open_tid != tid) {
     CloseFiles(s);
     s.kind = kNone;
     s.have_last = false;
+    s.wait_credit = 0;
     s.failed = false;
     s.open_tid = tid;
     s.schedstat_fd = OpenTaskFile(tid, "schedstat");
@@ -196,8 +221,10 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   char buf[512];
   if (ReadAt(s.schedstat_fd, buf, sizeof(buf)) <= 0) return false;
   char* end = nullptr;
-  const uint64_t cpu = strtoull(buf, &end, 10);
+  uint64_t cpu = strtoull(buf, &end, 10);
   const uint64_t wait = strtoull(end, nullptr, 10);
+  uint64_t clock_cpu = 0;
+  if (ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= cpu) cpu = clock_cpu;
   if (!s.have_last) {
     // From the moment it joined: its CPU time since is exact, its waits for a CPU are not known.
     // A first interval it spent mostly on a CPU is a run of CPU work; any other starts nothing
@@ -217,23 +244,36 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   }
   const uint64_t dt = now > s.last_ns ? now - s.last_ns : 0;
   const uint64_t dcpu = cpu >= s.last_cpu ? cpu - s.last_cpu : 0;
-  const uint64_t dwait = wait >= s.last_wait ? wait - s.last_wait : 0;
-  const uint64_t blocked = dt > dcpu + dwait ? dt - dcpu - dwait : 0;
+  uint64_t dwait = wait >= s.last_wait ? wait - s.last_wait : 0;
+  const uint64_t credited = std::min(dwait, s.wait_credit);
+  dwait -= credited;
+  uint64_t blocked = dt > dcpu + dwait ? dt - dcpu - dwait : 0;
   Kind kind = kOnCpu;
   if (dwait > dcpu && dwait >= blocked) kind = kRunnable;
   if (blocked > dcpu && blocked > dwait) kind = kBlocked;
   int32_t syscall = kSampleNotBlocked;
   int32_t fd = -1;
   if (kind == kBlocked) {
+    bool runnable = false;
     if (s.syscall_fd >= 0 && ReadAt(s.syscall_fd, buf, sizeof(buf)) > 0) {
       // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
       if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
         const long nr = strtol(buf, &end, 10);
         syscall = static_cast<int32_t>(nr);
         if (nr >= 0 && TakesFd(nr)) fd = static_cast<int32_t>(strtoll(end, nullptr, 16));
+      } else {
+        runnable = strncmp(buf, "running", 7) == 0;
       }
     }
+    if (runnable) {
+      if (dt < kMaxDeferredLooks * g_sampler.period_ns) return true;  // decided at the next look
+      s.wait_credit += blocked;
+      dwait += blocked;
+      blocked = 0;
+      kind = dwait > dcpu ? kRunnable : kOnCpu;
+    }
   }
+  s.wait_credit -= credited;
   const bool same =
       s.kind == kind && s.syscall == syscall && s.fd == fd && now - s.run.ts <= kMaxRunNs;
   if (same) {
@@ -397,6 +437,7 @@ void ResetInChild() {
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;
     s.have_last = false;
+    s.wait_credit = 0;
     s.failed = false;
   }
 }

@@ -42,6 +42,15 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
       if (all[i].tier == Tier::kGpu && (gpu < 0 || Before(all[i], all[gpu]))) gpu = i;
     }
     if (gpu >= 0) return gpu;
+    // The device is idle and the call has not returned: a thread that waits for a CPU meanwhile
+    // (its sampled run says so) returns late for want of one.
+    for (int i : active) {
+      const Candidate& c = *all[i].candidate;
+      if (c.event_class == EventClass::kCpuWait && c.process == winner.process &&
+          c.tid == winner.tid) {
+        return i;
+      }
+    }
   }
   // A launching thread that waits for its DataLoader workers, or reads an installer's output:
   // what the workers or the installer do explains it.

@@ -13,7 +13,8 @@
 //      checkpointing, upload, data loading, download, installation, interactive, synchronization,
 //      then unknown).
 // Two refinements replace a launching-thread winner that only says "waiting": a sync while an
-// NCCL kernel or a copy runs on the device is that communication or transfer; a read of a pipe or
+// NCCL kernel or a copy runs on the device is that communication or transfer (and, the device
+// idle, while the thread's sampled run waits for a CPU, that wait); a read of a pipe or
 // socket (waiting for DataLoader workers) while a worker reads files or downloads is that read,
 // and while an installer runs (its output read through a pipe) that installation.
 // A slice no candidate covers is residual: the gap's kind decides (startup, tail, unknown).

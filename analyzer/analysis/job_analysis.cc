@@ -527,9 +527,21 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
   if (const Candidate* death = processes_.death_span()) consider(*death);
   for (const Slice& slice : ResolveSlices(piece, ranked_)) {
     const Candidate* winner = slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr;
-    if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread &&
-        IsBlockingCall(*winner)) {
-      crediting_.NoteLauncherBlocked(device, *winner);
+    if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread) {
+      if (IsBlockingCall(*winner)) crediting_.NoteLauncherBlocked(device, *winner);
+      // A sync that the thread's wait for a CPU took the slice from (attribution.h) still
+      // blocked it there.
+      if (winner->event_class == EventClass::kCpuWait) {
+        for (const RankedCandidate& r : ranked_) {
+          const Candidate& c = *r.candidate;
+          if (r.tier == Tier::kLaunchingThread && IsBlockingCall(c) && c.tid == winner->tid &&
+              c.process == winner->process && c.when.start <= slice.when.start &&
+              c.when.end >= slice.when.end) {
+            crediting_.NoteLauncherBlocked(device, c);
+            break;
+          }
+        }
+      }
     }
     if (winner != nullptr && winner->event_class == EventClass::kCpuWork) {
       crediting_.CreditCpuWork(device, *winner, slice.when);

@@ -85,6 +85,28 @@ TEST(Samples, WaitingForACpuIsCpuStarvation) {
   EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
 }
 
+// A sync that returns after the device went idle because its thread waited for a CPU (beside CPU
+// hogs): that wait is cpu_starvation, and the host work after the sync is still the sync's (up to
+// its length, 16 ms), then CPU work. Close case: a run that was blocked leaves the sync its tail.
+TEST(Samples, ASyncsLateReturnForWantOfACpuIsCpuStarvation) {
+  OneGap g;
+  g.job.Sync(g.p, kTid, 90, 106);
+  g.job.Add(Sample(g.job, g.p, kTid, 98, 106, 0.1, 0.8));
+  g.job.Add(Sample(g.job, g.p, kTid, 106, 200, 0.9, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(6));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(16));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(78));
+
+  OneGap blocked;
+  blocked.job.Sync(blocked.p, kTid, 90, 106);
+  blocked.job.Add(Sample(blocked.job, blocked.p, kTid, 98, 106, 0.1, 0.1));
+  blocked.job.Add(Sample(blocked.job, blocked.p, kOtherTid, 98, 106, 0.1, 0.8));
+  r = blocked.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(100));
+}
+
 // After the sync that opened the gap, the sampled CPU work is the sync's for as long as the sync
 // waited (the GPU work the thread could have queued first), and CPU work beyond that.
 TEST(Samples, HostWorkAfterASyncIsTheSyncsUpToItsWaitThenCpuWork) {
