@@ -27,6 +27,12 @@ constexpr uint32_t kMaxEnded = 2048;
 
 enum Kind : uint8_t { kNone = 0, kOnCpu = 1, kRunnable = 2, kBlocked = 3 };
 
+// A look at a thread: when, its CPU time and its time runnable waiting for a CPU so far.
+struct Reading {
+  uint64_t ns = 0, cpu = 0, wait = 0;
+};
+constexpr uint32_t kMaxDeferredLooks = 3;
+
 // One sampled thread. `tid` is published by the thread itself (AddThisThread); everything else is
 // the writer's alone.
 struct Slot {
@@ -40,7 +46,10 @@ struct Slot {
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
   bool have_last = false;
-  uint64_t last_ns = 0, last_cpu = 0, last_wait = 0;
+  Reading last;  // the last look whose interval is decided
+  // Looks whose interval read as blocked while the thread was runnable: decided later (LookAt).
+  Reading deferred_at[kMaxDeferredLooks];
+  uint32_t deferred = 0;
   // Waiting for a CPU already counted in runs that schedstat has not charged yet (LookAt).
   uint64_t wait_credit = 0;
   // The open run.
@@ -191,21 +200,107 @@ bool ThreadCpuNs(uint32_t tid, uint64_t* out) {
   return true;
 }
 
+// What one interval between two looks at a thread held: its length, CPU time and charged waits
+// for a CPU (the rest it was blocked).
+struct Interval {
+  uint64_t start = 0, dt = 0, cpu = 0, wait = 0;
+  uint64_t blocked() const { return dt > cpu + wait ? dt - cpu - wait : 0; }
+  Kind kind() const {
+    const uint64_t b = blocked();
+    if (b > cpu && b > wait) return kBlocked;
+    return wait > cpu && wait >= b ? kRunnable : kOnCpu;
+  }
+};
+
+Interval Between(const Reading& from, const Reading& to) {
+  Interval i;
+  i.start = from.ns;
+  i.dt = to.ns > from.ns ? to.ns - from.ns : 0;
+  i.cpu = to.cpu >= from.cpu ? to.cpu - from.cpu : 0;
+  i.wait = to.wait >= from.wait ? to.wait - from.wait : 0;
+  return i;
+}
+
+// The call thread `tid` is in, from its syscall file: `syscall` and `fd` (kSampleNotBlocked, -1
+// when in none); true when the file says it is not blocked at all ("running": runnable, or on a
+// CPU).
+bool ReadCall(Slot& s, int32_t* syscall, int32_t* fd) {
+  char buf[512];
+  if (s.syscall_fd < 0 || ReadAt(s.syscall_fd, buf, sizeof(buf)) <= 0) return false;
+  // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
+  if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
+    char* end = nullptr;
+    const long nr = strtol(buf, &end, 10);
+    *syscall = static_cast<int32_t>(nr);
+    if (nr >= 0 && TakesFd(nr)) *fd = static_cast<int32_t>(strtoll(end, nullptr, 16));
+    return false;
+  }
+  return strncmp(buf, "running", 7) == 0;
+}
+
+// Adds interval `i` to the thread's open run, or ends that run and opens one. `last`: the
+// interval that ends now (its state letter can be read); false when the thread is gone.
+bool AddInterval(Slot& s, uint32_t tid, const Interval& i, Kind kind, int32_t syscall, int32_t fd,
+                 bool last) {
+  const uint64_t end = i.start + i.dt;
+  const bool same =
+      s.kind == kind && s.syscall == syscall && s.fd == fd && end - s.run.ts <= kMaxRunNs;
+  if (same) {
+    s.run.dur = end - s.run.ts;
+    s.run.count += 1;
+    s.run.u.sample.cpu_ns += i.cpu;
+    s.run.u.sample.wait_ns += i.wait;
+    return true;
+  }
+  const bool continues_blocking = s.kind == kind && s.syscall == syscall && s.fd == fd;
+  const uint32_t path = continues_blocking ? s.run.u.sample.path
+                        : fd >= 0          ? DescriptorPath(tid, fd)
+                                           : 0;
+  // The state letter once per run (stat is the dearest file to read): 'R' unless blocked now.
+  uint8_t state = continues_blocking ? s.run.u.sample.state : 'R';
+  if (kind == kBlocked && !continues_blocking && last) {
+    char buf[512];
+    if (ReadAt(s.stat_fd, buf, sizeof(buf)) <= 0) return false;
+    const char* paren = strrchr(buf, ')');
+    state = paren != nullptr && paren[1] == ' ' && paren[2] != '\0' ? paren[2] : '?';
+  }
+  EndRun(s);
+  s.kind = kind;
+  s.syscall = syscall;
+  s.fd = fd;
+  RawEvent& r = s.run;
+  r = RawEvent();
+  r.type = ev::kThreadSample;
+  r.ts = i.start;
+  r.dur = i.dt;
+  r.count = 1;
+  r.u.sample.tid = tid;
+  r.u.sample.cpu_ns = i.cpu;
+  r.u.sample.wait_ns = i.wait;
+  r.u.sample.path = path;
+  r.u.sample.fd = fd;
+  r.u.sample.syscall = syscall;
+  r.u.sample.state = state;
+  return true;
+}
+
 // Looks at one thread; false when it is gone.
 //
 // schedstat's second figure, the time runnable waiting for a CPU, is charged when the thread
 // gets a CPU: a thread that waits at a look shows that wait only at a later one. An interval
 // that reads as mostly blocked while the thread is not blocked at the look (runnable, or just
-// running again) is therefore decided later: the next look covers it too, once the wait is
-// charged (a thread preempted beside CPU hogs reads blocked otherwise, not waiting for a CPU).
-// After kMaxDeferredLooks such looks, the uncharged rest is taken as a wait in progress, and
-// subtracted from the charges that come for it.
-constexpr uint64_t kMaxDeferredLooks = 4;
-bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
+// running again) is therefore decided later (up to kMaxDeferredLooks looks), each interval
+// apart: the waits charged after such a look go first to the uncharged rest of the intervals that
+// ended runnable, oldest first (a thread preempted beside CPU hogs reads blocked otherwise, not
+// waiting for a CPU). Past the limit the uncharged rest is taken as a wait in progress, and
+// subtracted from the charges that come for it. `last`: the thread's last look (its runs end):
+// nothing is deferred.
+bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   if (s.open_tid != tid) {
     CloseFiles(s);
     s.kind = kNone;
     s.have_last = false;
+    s.deferred = 0;
     s.wait_credit = 0;
     s.failed = false;
     s.open_tid = tid;
@@ -221,10 +316,10 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
   char buf[512];
   if (ReadAt(s.schedstat_fd, buf, sizeof(buf)) <= 0) return false;
   char* end = nullptr;
-  uint64_t cpu = strtoull(buf, &end, 10);
-  const uint64_t wait = strtoull(end, nullptr, 10);
+  Reading reading{now, strtoull(buf, &end, 10), 0};
+  reading.wait = strtoull(end, nullptr, 10);
   uint64_t clock_cpu = 0;
-  if (ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= cpu) cpu = clock_cpu;
+  if (ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= reading.cpu) reading.cpu = clock_cpu;
   if (!s.have_last) {
     // From the moment it joined: its CPU time since is exact, its waits for a CPU are not known.
     // A first interval it spent mostly on a CPU is a run of CPU work; any other starts nothing
@@ -232,88 +327,73 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now) {
     s.have_last = true;
     const uint64_t joined = s.joined_ns.load(std::memory_order_acquire);
     const uint64_t joined_cpu = s.joined_cpu.load(std::memory_order_relaxed);
-    const bool from_join = joined != 0 && joined < now && joined_cpu <= cpu;
-    s.last_ns = from_join ? joined : now;
-    s.last_cpu = from_join ? joined_cpu : cpu;
-    s.last_wait = wait;
-    if (!from_join || 2 * (cpu - joined_cpu) < now - joined) {
-      s.last_ns = now;
-      s.last_cpu = cpu;
+    const bool from_join = joined != 0 && joined < now && joined_cpu <= reading.cpu;
+    s.last = {from_join ? joined : now, from_join ? joined_cpu : reading.cpu, reading.wait};
+    if (!from_join || 2 * (reading.cpu - joined_cpu) < now - joined) {
+      s.last = reading;
       return true;
     }
   }
-  const uint64_t dt = now > s.last_ns ? now - s.last_ns : 0;
-  const uint64_t dcpu = cpu >= s.last_cpu ? cpu - s.last_cpu : 0;
-  uint64_t dwait = wait >= s.last_wait ? wait - s.last_wait : 0;
-  const uint64_t credited = std::min(dwait, s.wait_credit);
-  dwait -= credited;
-  uint64_t blocked = dt > dcpu + dwait ? dt - dcpu - dwait : 0;
-  Kind kind = kOnCpu;
-  if (dwait > dcpu && dwait >= blocked) kind = kRunnable;
-  if (blocked > dcpu && blocked > dwait) kind = kBlocked;
+  // The intervals since the last decided look: one per deferred look, and this one.
+  Interval intervals[kMaxDeferredLooks + 1];
+  const uint32_t n = s.deferred + 1;
+  Reading from = s.last;
+  for (uint32_t k = 0; k < n; ++k) {
+    const Reading& to = k < s.deferred ? s.deferred_at[k] : reading;
+    intervals[k] = Between(from, to);
+    from = to;
+  }
+  Interval& current = intervals[n - 1];
   int32_t syscall = kSampleNotBlocked;
   int32_t fd = -1;
-  if (kind == kBlocked) {
-    bool runnable = false;
-    if (s.syscall_fd >= 0 && ReadAt(s.syscall_fd, buf, sizeof(buf)) > 0) {
-      // "NR ARG1 ... SP PC", "-1 SP PC" (blocked outside a call), or "running".
-      if (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) {
-        const long nr = strtol(buf, &end, 10);
-        syscall = static_cast<int32_t>(nr);
-        if (nr >= 0 && TakesFd(nr)) fd = static_cast<int32_t>(strtoll(end, nullptr, 16));
-      } else {
-        runnable = strncmp(buf, "running", 7) == 0;
-      }
-    }
-    if (runnable) {
-      if (dt < kMaxDeferredLooks * g_sampler.period_ns) return true;  // decided at the next look
-      s.wait_credit += blocked;
-      dwait += blocked;
-      blocked = 0;
-      kind = dwait > dcpu ? kRunnable : kOnCpu;
+  bool call_read = false, runnable = false;
+  if (current.kind() == kBlocked) {
+    runnable = ReadCall(s, &syscall, &fd);
+    call_read = true;
+    if (runnable && !last && s.deferred < kMaxDeferredLooks) {
+      s.deferred_at[s.deferred++] = reading;  // decided at a later look
+      return true;
     }
   }
-  s.wait_credit -= credited;
-  const bool same =
-      s.kind == kind && s.syscall == syscall && s.fd == fd && now - s.run.ts <= kMaxRunNs;
-  if (same) {
-    s.run.dur = now - s.run.ts;
-    s.run.count += 1;
-    s.run.u.sample.cpu_ns += dcpu;
-    s.run.u.sample.wait_ns += dwait;
-  } else {
-    const bool continues_blocking = s.kind == kind && s.syscall == syscall && s.fd == fd;
-    const uint32_t path = continues_blocking ? s.run.u.sample.path
-                          : fd >= 0          ? DescriptorPath(tid, fd)
-                                             : 0;
-    // The state letter once per run (stat is the dearest file to read): 'R' unless blocked.
-    uint8_t state = continues_blocking ? s.run.u.sample.state : 'R';
-    if (kind == kBlocked && !continues_blocking) {
-      if (ReadAt(s.stat_fd, buf, sizeof(buf)) <= 0) return false;
-      const char* paren = strrchr(buf, ')');
-      state = paren != nullptr && paren[1] == ' ' && paren[2] != '\0' ? paren[2] : '?';
-    }
-    EndRun(s);
-    s.kind = kind;
-    s.syscall = syscall;
-    s.fd = fd;
-    RawEvent& r = s.run;
-    r = RawEvent();
-    r.type = ev::kThreadSample;
-    r.ts = s.last_ns;
-    r.dur = dt;
-    r.count = 1;
-    r.u.sample.tid = tid;
-    r.u.sample.cpu_ns = dcpu;
-    r.u.sample.wait_ns = dwait;
-    r.u.sample.path = path;
-    r.u.sample.fd = fd;
-    r.u.sample.syscall = syscall;
-    r.u.sample.state = state;
+  // Charges already counted as waits in progress, then the waits charged after a deferred look
+  // taken back to the intervals that ended runnable.
+  uint64_t credit = s.wait_credit;
+  for (uint32_t k = 0; k < n && credit > 0; ++k) {
+    const uint64_t take = std::min(credit, intervals[k].wait);
+    intervals[k].wait -= take;
+    credit -= take;
   }
-  s.last_ns = now;
-  s.last_cpu = cpu;
-  s.last_wait = wait;
+  for (uint32_t k = 0; k + 1 < n; ++k) {
+    uint64_t need = intervals[k].blocked();
+    for (uint32_t j = k + 1; j < n && need > 0; ++j) {
+      const uint64_t take = std::min(need, intervals[j].wait);
+      intervals[j].wait -= take;
+      intervals[k].wait += take;
+      need -= take;
+    }
+  }
+  if (current.kind() == kBlocked && !call_read) runnable = ReadCall(s, &syscall, &fd);
+  if (current.kind() == kBlocked && runnable) {
+    // Still runnable after the deferred looks: a wait in progress through all of them.
+    for (uint32_t k = 0; k < n; ++k) {
+      credit += intervals[k].blocked();
+      intervals[k].wait += intervals[k].blocked();
+    }
+  }
+  if (current.kind() != kBlocked) {
+    syscall = kSampleNotBlocked;
+    fd = -1;
+  }
+  s.wait_credit = credit;
+  s.deferred = 0;
+  s.last = reading;
+  for (uint32_t k = 0; k < n; ++k) {
+    const bool now_ends = k + 1 == n;
+    if (!AddInterval(s, tid, intervals[k], intervals[k].kind(),
+                     now_ends ? syscall : kSampleNotBlocked, now_ends ? fd : -1, now_ends)) {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -403,7 +483,7 @@ void EndRuns(bool careful) {
     Slot& s = g_sampler.slots[i];
     const uint32_t tid = s.tid.load(std::memory_order_acquire);
     // A last look first, so that the runs reach the end (not on a signal: it reads files).
-    if (!careful && tid != 0 && s.open_tid == tid) LookAt(s, tid, now);
+    if (!careful && tid != 0 && s.open_tid == tid) LookAt(s, tid, now, /*last=*/true);
     EndRun(s);
   }
 }
@@ -437,6 +517,7 @@ void ResetInChild() {
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;
     s.have_last = false;
+    s.deferred = 0;
     s.wait_credit = 0;
     s.failed = false;
   }

@@ -36,12 +36,12 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
   if (best < 0 || all[best].tier != Tier::kLaunchingThread) return best;
   const Candidate& winner = *all[best].candidate;
   // A launching thread that waits on the device: what the device is doing explains the wait.
-  if (winner.event_class == EventClass::kSync) {
+  if (WaitsForTheDevice(winner)) {
     int gpu = -1;
     for (int i : active) {
       if (all[i].tier == Tier::kGpu && (gpu < 0 || Before(all[i], all[gpu]))) gpu = i;
     }
-    if (gpu >= 0) return gpu;
+    if (gpu >= 0) return winner.event_class == EventClass::kSync ? gpu : best;
     // The device is idle and the call has not returned: a thread that waits for a CPU meanwhile
     // (its sampled run says so) returns late for want of one.
     for (int i : active) {
@@ -68,6 +68,13 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
 }
 
 }  // namespace
+
+bool WaitsForTheDevice(const Candidate& c) {
+  if (c.gpu_side) return false;
+  return c.event_class == EventClass::kSync ||
+         (c.d2h &&
+          (c.event_class == EventClass::kCopyPageable || c.event_class == EventClass::kCopyPinned));
+}
 
 std::vector<Slice> ResolveSlices(Interval idle, std::span<const RankedCandidate> candidates) {
   std::vector<Slice> slices;

@@ -12,9 +12,10 @@
 //   2. within a tier, the cause's precedence (model/causes.def: transfer, communication,
 //      checkpointing, upload, data loading, download, installation, interactive, synchronization,
 //      then unknown).
-// Two refinements replace a launching-thread winner that only says "waiting": a sync while an
-// NCCL kernel or a copy runs on the device is that communication or transfer (and, the device
-// idle, while the thread's sampled run waits for a CPU, that wait); a read of a pipe or
+// Three refinements replace a launching-thread winner that only says "waiting": a sync while an
+// NCCL kernel or a copy runs on the device is that communication or transfer; a sync or a
+// device-to-host copy that has not returned while the device is idle and the thread's sampled run
+// waits for a CPU is that wait (cpu_starvation); a read of a pipe or
 // socket (waiting for DataLoader workers) while a worker reads files or downloads is that read,
 // and while an installer runs (its output read through a pipe) that installation.
 // A slice no candidate covers is residual: the gap's kind decides (startup, tail, unknown).
@@ -78,6 +79,9 @@ struct Slice {
   int winner = -1;
   Cause cause = Cause::kUnknown;  // meaningless for residual slices
 };
+
+// A host call that waits for the device's work: a sync, or a device-to-host copy (synchronous).
+bool WaitsForTheDevice(const Candidate& c);
 
 // Slices of `idle` in time order, covering it exactly; adjacent slices with the same winner are
 // merged.

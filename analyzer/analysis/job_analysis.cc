@@ -16,10 +16,9 @@ namespace {
 // A host call that blocks its thread until the device's work is done: a sync, or a
 // device-to-host copy (synchronous; a snapshot for a checkpoint is the checkpoint's).
 bool IsBlockingCall(const Candidate& c) {
-  if (c.gpu_side) return false;
-  if (c.event_class == EventClass::kSync) return c.cause == Cause::kSynchronization;
-  return c.d2h && c.cause == Cause::kHostGpuTransfer &&
-         (c.event_class == EventClass::kCopyPageable || c.event_class == EventClass::kCopyPinned);
+  return WaitsForTheDevice(c) &&
+         c.cause == (c.event_class == EventClass::kSync ? Cause::kSynchronization
+                                                        : Cause::kHostGpuTransfer);
 }
 
 // Host work of a launching thread that is not the launch path itself: in a gap shorter than
@@ -529,7 +528,7 @@ void JobAnalysis::Attribute(uint32_t device, Interval piece) {
     const Candidate* winner = slice.winner >= 0 ? ranked_[slice.winner].candidate : nullptr;
     if (winner != nullptr && ranked_[slice.winner].tier == Tier::kLaunchingThread) {
       if (IsBlockingCall(*winner)) crediting_.NoteLauncherBlocked(device, *winner);
-      // A sync that the thread's wait for a CPU took the slice from (attribution.h) still
+      // A call that the thread's wait for a CPU took the slice from (attribution.h) still
       // blocked it there.
       if (winner->event_class == EventClass::kCpuWait) {
         for (const RankedCandidate& r : ranked_) {

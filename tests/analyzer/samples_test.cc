@@ -107,6 +107,26 @@ TEST(Samples, ASyncsLateReturnForWantOfACpuIsCpuStarvation) {
   EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(100));
 }
 
+// The same for a read-back (loss.item(): a 4-byte device-to-host copy) whose return waits for a
+// CPU; a host-to-device copy (its CPU staging is the copy's) keeps its slices.
+TEST(Samples, AReadBacksLateReturnForWantOfACpuIsCpuStarvation) {
+  OneGap g;
+  g.job.CopyToHost(g.p, kTid, 90, 103, 4);
+  g.job.Add(Sample(g.job, g.p, kTid, 98, 103, 0.1, 0.8));
+  g.job.Add(Sample(g.job, g.p, kTid, 103, 200, 0.9, 0.0));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(3));
+  EXPECT_EQ(CauseNs(r, Cause::kSynchronization), Ms(13));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(84));
+
+  OneGap upload;
+  upload.job.Copy(upload.p, kTid, 90, 103, MEM_PAGEABLE);
+  upload.job.Add(Sample(upload.job, upload.p, kTid, 98, 103, 0.1, 0.8));
+  r = upload.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kHostGpuTransfer), Ms(3));
+}
+
 // After the sync that opened the gap, the sampled CPU work is the sync's for as long as the sync
 // waited (the GPU work the thread could have queued first), and CPU work beyond that.
 TEST(Samples, HostWorkAfterASyncIsTheSyncsUpToItsWaitThenCpuWork) {

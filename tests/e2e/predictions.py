@@ -3,14 +3,16 @@
 
 For every root-cause example pair of examples/cuda/ (run_pair.PAIRS), runs the bad and the fixed
 twin on simgpu under `idlescope run`, three times each (alternating), and prints one row per pair:
-  - the bad twin's largest cause and its predicted saving: `job_saving_ns` of that cause in
+  - the bad twin's cause whose fix saves the most (run_pair.BestFix: its largest cause, or on a
+    loaded machine a launch loop's small_batch beside the cpu_starvation of its stretched gaps)
+    and its predicted saving: `job_saving_ns` of that cause in
     `idlescope report --json` (how much sooner the job would end; docs/attribution.md, "Estimated
     savings"), the median over the three bad runs, and the method of its basis;
   - the measured saving: the median of the bad twin's job spans minus the median of the fixed
     twin's;
   - predicted / measured.
 Fails when a pair's prediction is off by more than 25% of the measured saving, or when the bad
-twin's largest cause is not the pair's. One more row, rank_checkpoint (run_pair.RANK_CHECKPOINT's
+twin's cause of the largest saving is not the pair's. One more row, rank_checkpoint (run_pair.RANK_CHECKPOINT's
 job on 2 ranks: rank 1 checkpoints synchronously, its twin asynchronously), predicts with the
 cause the fix is for, checkpointing, whose saving counts the other rank's waits blamed on it
 (its communication is the largest cause, and stays so). Not 4 ranks as e2e_rank_checkpoint: on
@@ -70,14 +72,14 @@ def MeasurePair(opts, name, spec):
                 fixed_spans.append(span)
                 continue
             bad_spans.append(span)
-            top = (report.get("causes") or [{}])[0]
+            top = run_pair.BestFix(report) or {}
             if not spec.get("top", True):
                 top = run_pair.CauseEntry(report, spec["cause"]) or {}
             causes.append(top.get("cause"))
             predicted.append(int(top.get("job_saving_ns", 0)))
             methods.append((top.get("saving") or {}).get("method"))
     if any(c != spec["cause"] for c in causes) and spec.get("top", True):
-        raise run_pair.PairFailure("bad twin's largest causes %s, expected %s" %
+        raise run_pair.PairFailure("bad twin's causes of the largest saving %s, expected %s" %
                                    (causes, spec["cause"]))
     measured = statistics.median(bad_spans) - statistics.median(fixed_spans)
     return (spec["cause"], statistics.median(predicted), methods[0], measured, bad_spans,

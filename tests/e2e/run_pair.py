@@ -4,8 +4,9 @@
 Runs the bad and the fixed twin of examples/cuda/<pair> under `idlescope run`, reads
 `idlescope report --json` of each (schema version 2, docs/report-json.md), and checks what
 issue 7 asks:
-  - the bad twin's largest idle cause is the expected one, and its evidence (stacks, objects,
-    the top gaps it explains, devices) names the example's own function or file;
+  - the bad twin's cause whose fix saves the most (BestFix: its largest idle cause, but beside
+    CPU hogs) is the expected one, and its evidence (stacks, objects, the top gaps it explains,
+    devices) names the example's own function or file;
   - the fixed twin shows that cause reduced by at least 80% (less what the fix keeps by design:
     an asynchronous checkpoint's snapshot copies), and a shorter wall time.
 The figures (cause seconds bad vs fixed, job spans, wall times) are printed either way.
@@ -170,6 +171,18 @@ def CauseEntry(report, cause):
     return None
 
 
+def BestFix(report):
+    """The cause whose fix saves the most (`job_saving_ns`; ties: the larger idle time first, the
+    report's order). Usually the largest cause; on a loaded machine a launch loop's gaps
+    stretched by waits for a CPU are named cpu_starvation, which can outweigh the launch gaps
+    themselves, while the larger batch saves both (docs/attribution.md, "Launch gaps stretched by
+    waits for a CPU")."""
+    causes = report.get("causes") or []
+    if not causes:
+        return None
+    return max(causes, key=lambda c: int(c.get("job_saving_ns", 0)))
+
+
 def StackText(report, stack_id):
     """A stack of the report's table by id: its frames' functions (module+offset without one)."""
     for stack in report.get("stacks", []):
@@ -315,10 +328,10 @@ def RunPair(opts, name, spec, workdir):
     print("  %s reduced by %.1f%%, speedup %.2fx" %
           (cause_label, 100 * reduction, bad_span / fixed_span if fixed_span > 0 else 0))
 
-    causes = bad.get("causes", [])
-    if not causes or causes[0].get("cause") != cause:
-        raise PairFailure("bad twin: largest cause is %s, expected %s" %
-                          (causes[0].get("cause") if causes else "none", cause))
+    best = BestFix(bad)
+    if not best or best.get("cause") != cause:
+        raise PairFailure("bad twin: the fix that saves the most is %s's, expected %s" %
+                          (best.get("cause") if best else "none", cause))
     entry = CauseEntry(bad, cause)
     if spec["evidence"]:
         text = EvidenceText(bad, entry)

@@ -5,12 +5,14 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -483,6 +485,62 @@ TEST(RecorderTest, SamplerRecordsWhatThreadsThatFeedAGpuDo) {
   // The sleepy one was blocked, in its sleep (clock_nanosleep, or nanosleep where usleep uses it).
   EXPECT_GT(blocked_ns[sleepy_tid], 50'000'000u);
   EXPECT_TRUE(sleepy_calls.count(SYS_clock_nanosleep) || sleepy_calls.count(SYS_nanosleep));
+}
+
+// A thread that shares one CPU with a spinning thread waits for it about half the time and is
+// never blocked: its runs say so (their CPU time and waits fill them). The kernel charges a wait
+// when the thread gets the CPU back, so a look inside a wait sees it only later (LookAt).
+TEST(RecorderTest, SamplerTellsWaitsForACpuFromBlocking) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  std::atomic<uint32_t> crowded_tid{0};
+  std::atomic<bool> go{false};
+  auto spin = [](uint64_t ns) {
+    const uint64_t until = NowNs() + ns;
+    volatile uint64_t n = 0;
+    while (NowNs() < until) n = n + 1;
+  };
+  std::thread crowded([&] {
+    // Device work first: the writer thread it may start is not confined to the CPU.
+    crowded_tid = Tid();
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kCudaLaunch;
+    e.u.cuda.device = 0;
+    Record(e);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    go = true;
+    spin(300'000'000);
+  });
+  std::thread neighbour([&] {
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    while (!go) sched_yield();
+    spin(300'000'000);
+  });
+  crowded.join();
+  neighbour.join();
+  // Its runs reach the file with the writer's flushes (a loaded machine delays them): read until
+  // they cover most of its 300 ms, at most 10 s.
+  uint64_t dur = 0, accounted = 0, waited = 0;
+  for (int attempt = 0; attempt < 1000 && dur < 250'000'000; ++attempt) {
+    dur = accounted = waited = 0;
+    for (const idlescope::Packet& p : ReadOwnTrace().packets) {
+      if (!p.has_events()) continue;
+      for (const auto& e : p.events().events()) {
+        if (e.type() != THREAD_SAMPLE || e.tid() != crowded_tid) continue;
+        dur += e.dur();
+        accounted += std::min<uint64_t>(e.dur(), e.cpu_ns() + e.wait_ns());
+        waited += e.wait_ns();
+      }
+    }
+    if (dur < 250'000'000) usleep(10'000);
+  }
+  ASSERT_GT(dur, 100'000'000u);
+  std::printf("crowded thread: %.1f%% of its runs accounted, %.1f%% waiting\n",
+              100.0 * accounted / dur, 100.0 * waited / dur);
+  EXPECT_GT(accounted, dur * 9 / 10) << "of " << dur << " ns, " << waited << " waiting";
+  EXPECT_GT(waited, dur / 5) << "of " << dur << " ns";
 }
 
 TEST(RecorderTest, EntryPointsKeepErrno) {
