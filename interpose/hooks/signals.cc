@@ -224,9 +224,11 @@ void Trampoline(int sig, siginfo_t* info, void* ucontext) {
     program.action.sa_handler(sig);
   }
   const int after = errno;  // the handler's errno is the program's business: kept as it left it
-  --detail::t_in_program_handler;
   const uint64_t t1 = NowNs();
+  // Still the signal's handler: the hook NoteHandler may run must not flush at its end (a flush
+  // allocates, and the signal may have landed in malloc: MayBeInSignalHandler).
   if (t1 - t0 >= kHandlerRecordNs) NoteHandler(sig, program.name, t0, t1);
+  --detail::t_in_program_handler;
   errno = after;
 }
 

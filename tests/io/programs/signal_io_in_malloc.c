@@ -1,8 +1,11 @@
 // A signal handler that opens, writes and closes a new file each time, landing wherever the main
 // thread is: here, almost always inside malloc or free, holding the arena's lock (open, write and
 // close are async-signal-safe; malloc is not). A hook that allocated there (naming the new file,
-// say) would wait for that lock forever. Prints how many files the handler wrote and exits 0.
-// Usage: signal_io_in_malloc DIR SECONDS
+// say) would wait for that lock forever, or corrupt the heap where malloc takes no lock (glibc's
+// per-thread cache). With "slow", every 16th run of the handler also sleeps 1.5 ms: a handler
+// that long is recorded by the tracer as it returns, still in the signal. Prints whether the
+// handler wrote files and exits 0.
+// Usage: signal_io_in_malloc DIR SECONDS [slow]
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 
 static const char* g_dir;
 static volatile sig_atomic_t g_written = 0;
+static int g_slow = 0;
 
 // The file's name built without snprintf (not async-signal-safe).
 static void OnAlarm(int sig) {
@@ -35,14 +39,19 @@ static void OnAlarm(int sig) {
   if (fd < 0) return;
   if (write(fd, "x", 1) == 1) g_written = g_written + 1;
   close(fd);
+  if (g_slow && g_written % 16 == 0) {
+    struct timespec nap = {0, 1500000};
+    nanosleep(&nap, NULL);
+  }
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s DIR SECONDS\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "slow") == 0)) {
+    fprintf(stderr, "usage: %s DIR SECONDS [slow]\n", argv[0]);
     return 2;
   }
   g_dir = argv[1];
+  g_slow = argc == 4;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = OnAlarm;
