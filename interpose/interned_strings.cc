@@ -265,7 +265,9 @@ uint32_t InternPath(std::string_view path, redact::PathKind kind) {
 }
 
 uint32_t InternArgv(std::string_view nul_separated) {
-  if (!redact::Paths() && !redact::Cmdline()) return InternString(nul_separated);
+  if (!redact::Paths() && !redact::Cmdline() && !redact::Secrets()) {
+    return InternString(nul_separated);
+  }
   int saved = errno;
   std::string kept = redact::Argv(nul_separated);
   errno = saved;

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@ namespace {
 
 std::atomic<int> g_state{0};  // 0 = not read, 1 = being read, 2 = read
 bool g_paths = false, g_cmdline = false;
+bool g_secrets = true;  // the default: IDLESCOPE_REDACT=none turns it off
 uint8_t g_key[16];
 char g_key_hex[33] = "";
 char g_bad[64] = "";
@@ -116,6 +118,130 @@ bool IsInstallerWord(std::string_view word) {
   return false;
 }
 
+// Whether an option, variable or header name names a secret: one of its words (split at
+// anything not a letter or digit, any case) is a secret's ("--hf-token", "AWS_SECRET_ACCESS_KEY",
+// "--db_password", "Authorization"), or "key" follows "api", "access", "private", "secret",
+// "signing", "encryption" or "client" ("--wandb-api-key"); "--max-tokens", "--author" and
+// "--tokenizer" are other words.
+bool NamesASecret(std::string_view name) {
+  static constexpr std::string_view kSecretWords[] = {
+      "token",       "secret", "password", "passwd",        "passphrase", "credential",
+      "credentials", "apikey", "auth",     "authorization", "cookie",     "pat"};
+  static constexpr std::string_view kKeyKinds[] = {"api",     "access",     "private", "secret",
+                                                   "signing", "encryption", "client"};
+  char word[32];
+  size_t len = 0;
+  bool long_word = false, key_kind = false;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    const char c = i < name.size() ? Lower(name[i]) : '\0';
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      if (len < sizeof(word)) {
+        word[len++] = c;
+      } else {
+        long_word = true;
+      }
+      continue;
+    }
+    if (len > 0 && !long_word) {
+      const std::string_view w(word, len);
+      for (std::string_view secret : kSecretWords) {
+        if (w == secret) return true;
+      }
+      if (w == "key" && key_kind) return true;
+      key_kind = false;
+      for (std::string_view kind : kKeyKinds) key_kind |= w == kind;
+    }
+    len = 0;
+    long_word = false;
+  }
+  return false;
+}
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+constexpr std::string_view kRedacted = "<redacted>";
+
+// `word` with a URL's password ("scheme://user:PASSWORD@host") redacted.
+void AppendWithUrlPasswordRedacted(std::string_view word, std::string* out) {
+  const size_t scheme = word.find("://");
+  if (scheme == std::string_view::npos) {
+    out->append(word);
+    return;
+  }
+  const size_t host = scheme + 3;
+  const size_t authority_end = std::min(word.find_first_of("/?#", host), word.size());
+  const size_t at = word.rfind('@', authority_end - 1);
+  const size_t colon = at == std::string_view::npos || at < host
+                           ? std::string_view::npos
+                           : word.substr(host, at - host).find(':');
+  if (colon == std::string_view::npos) {
+    out->append(word);
+    return;
+  }
+  out->append(word.substr(0, host + colon + 1));
+  out->append(kRedacted);
+  out->append(word.substr(at));
+}
+
+}  // namespace
+
+std::string SecretsRedacted(std::string_view argv) {
+  std::string out;
+  out.reserve(argv.size());
+  bool value_next = false;   // the word after "--token"
+  bool rest_of_arg = false;  // the words after "Authorization:" in this argument
+  size_t pos = 0;
+  while (pos <= argv.size()) {
+    size_t end = argv.find_first_of(std::string_view("\0 ", 2), pos);
+    if (end == std::string_view::npos) end = argv.size();
+    const std::string_view word = argv.substr(pos, end - pos);
+    if (word.empty()) {
+    } else if (rest_of_arg || (value_next && word[0] != '-')) {
+      out.append(kRedacted);
+      value_next = false;
+    } else {
+      value_next = false;
+      const size_t eq = word.find('=');
+      const size_t colon = word.find(':');
+      size_t name_start = 0;
+      while (name_start < word.size() && word[name_start] == '-') ++name_start;
+      const std::string_view head = word.substr(0, std::min(eq, word.size()));
+      bool name_like = head.size() > name_start;
+      for (char c : head.substr(name_start)) name_like &= IsNameChar(c);
+      if (eq != std::string_view::npos && name_like && NamesASecret(head)) {
+        // --token=VALUE, HF_TOKEN=VALUE
+        out.append(word.substr(0, eq + 1));
+        if (eq + 1 < word.size()) out.append(kRedacted);
+      } else if (name_start > 0 && eq == std::string_view::npos && name_like &&
+                 NamesASecret(head)) {
+        out.append(word);  // --token VALUE
+        value_next = true;
+      } else if (name_start == 0 && colon != std::string_view::npos && colon > 0 &&
+                 colon + 1 == word.size() && NamesASecret(word.substr(0, colon))) {
+        out.append(word);  // "Authorization: Bearer VALUE"
+        rest_of_arg = true;
+      } else if (name_start == 0 && colon != std::string_view::npos && colon > 0 &&
+                 word.find("://") == std::string_view::npos &&
+                 NamesASecret(word.substr(0, colon))) {
+        out.append(word.substr(0, colon + 1));  // "X-Api-Key:VALUE"
+        out.append(kRedacted);
+      } else {
+        AppendWithUrlPasswordRedacted(word, &out);
+      }
+    }
+    if (end == argv.size()) break;
+    out.push_back(argv[end]);
+    if (argv[end] == '\0') rest_of_arg = false;
+    pos = end + 1;
+  }
+  return out;
+}
+
+namespace {
+
 void ParseRedact(const char* v) {
   size_t bad = 0;
   while (v != nullptr && *v != '\0') {
@@ -128,6 +254,10 @@ void ParseRedact(const char* v) {
       g_cmdline = true;
     } else if (item == "all") {
       g_paths = g_cmdline = true;
+    } else if (item == "secrets") {
+      g_secrets = true;
+    } else if (item == "none") {
+      g_secrets = false;
     } else if (!item.empty() && bad + len + 2 < sizeof(g_bad)) {
       if (bad > 0) g_bad[bad++] = ',';
       memcpy(g_bad + bad, v, len);
@@ -335,6 +465,7 @@ void Init() {
 
 bool Paths() { return g_paths; }
 bool Cmdline() { return g_cmdline; }
+bool Secrets() { return g_secrets; }
 const char* KeyHex() { return g_key_hex; }
 const char* BadValue() { return g_bad; }
 
@@ -344,8 +475,9 @@ std::string Path(std::string_view path, PathKind kind) {
 }
 
 std::string Argv(std::string_view argv) {
-  if (!g_paths && !g_cmdline) return std::string(argv);
-  return ArgvWithKey(argv, g_cmdline, g_paths, g_key);
+  std::string kept = g_secrets ? SecretsRedacted(argv) : std::string(argv);
+  if (!g_paths && !g_cmdline) return kept;
+  return ArgvWithKey(kept, g_cmdline, g_paths, g_key);
 }
 
 }  // namespace idlescope::redact

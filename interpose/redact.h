@@ -1,4 +1,5 @@
-// IDLESCOPE_REDACT=paths,cmdline: traces that can leave the machine without the names in them.
+// IDLESCOPE_REDACT=paths,cmdline: traces that can leave the machine without the names in them;
+// secrets in command lines are redacted by default.
 //
 // What a redacted trace keeps (docs/architecture.md, "Redaction"), so that the analysis still
 // classifies every event as it would the clear trace:
@@ -15,6 +16,10 @@
 //   - command lines (the header's, exec'd and spawned programs' argv): with "cmdline", only
 //     argv[0] and the words that name an installer ("pip", "conda", "install", ...); without it
 //     but with "paths", every argument is kept with the paths in it redacted as above.
+//   - secrets, on by default (IDLESCOPE_REDACT=none turns it off): in every command line, the
+//     value of an option, variable or header that names a secret ("--hf-token X",
+//     "--api-key=X", "AWS_SECRET_ACCESS_KEY=X", "Authorization: Bearer X", inside "sh -c" strings
+//     too) and a URL's password ("https://user:X@host") become "<redacted>" (SecretsRedacted).
 // Host names, kernel and function names, thread names and network addresses other than unix
 // sockets are kept.
 #pragma once
@@ -38,6 +43,8 @@ void Init();
 
 bool Paths();
 bool Cmdline();
+// "secrets", on unless IDLESCOPE_REDACT has "none": the values of arguments that name a secret.
+bool Secrets();
 // "IDLESCOPE_REDACT_KEY" value for the processes this one starts ("" when not redacting).
 const char* KeyHex();
 // What IDLESCOPE_REDACT was not understood in ("" if all of it was), for a warning.
@@ -47,6 +54,9 @@ const char* BadValue();
 std::string Path(std::string_view path, PathKind kind);
 // A command line (arguments separated by NUL) as the trace keeps it.
 std::string Argv(std::string_view nul_separated);
+
+// `nul_separated` with the secrets in it redacted (as Argv does unless IDLESCOPE_REDACT=none).
+std::string SecretsRedacted(std::string_view nul_separated);
 
 // Pure forms with an explicit key, for tests.
 std::string PathWithKey(std::string_view path, PathKind kind, const uint8_t key[16]);

@@ -346,6 +346,7 @@ trace::Header BuildHeader() {
   h.config.families = config.families;
   if (redact::Paths()) h.config.redacted.push_back("paths");
   if (redact::Cmdline()) h.config.redacted.push_back("cmdline");
+  if (redact::Secrets()) h.config.redacted.push_back("secrets");
   h.config.python_version = python::Version();
   // The sampler runs on the writer thread, once one runs with a descriptor table of its own
   // (sampler.h).
@@ -376,14 +377,15 @@ bool MakeDirs(const std::string& dir) {
 // unnamed file that linkat() names once the header is in; elsewhere (NFS, FUSE) the name is
 // created O_EXCL and the header written at once, and the file removed again if that fails.
 // O_EXCL|O_NOFOLLOW: a name someone else made (a symlink planted in a shared /tmp) is never
-// opened, only skipped. Mode 0666: the user's umask decides, as for any file the program writes.
+// opened, only skipped. Mode 0600 (less what the umask takes): a trace holds the job's paths and
+// command lines, for its owner to read (chmod to share it).
 // Returns the descriptor, or -1 with errno set.
 int CreateTraceFile(const std::string& dir, const std::string& base, const wire::Buffer& header,
                     std::string* path) {
   auto name = [&](int i) { return base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope"; };
   // O_APPEND: in the shared-table fallback the program's descriptor and the writer's may end up
   // two descriptions of the file (RecoverFd); neither may write over the other's packets.
-  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0666);
+  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
     if (!WriteFully(fd, header.data(), header.size())) {
       int err = errno;
@@ -414,7 +416,7 @@ int CreateTraceFile(const std::string& dir, const std::string& base, const wire:
   for (int i = 0; i < 10000; ++i) {
     std::string candidate = name(i);
     fd = open(candidate.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0666);
+              0600);
     if (fd < 0) {
       if (errno == EEXIST) continue;
       return -1;

@@ -177,5 +177,51 @@ TEST(Redact, TheAnalyzersInstallerRuleClassifiesAlike) {
   }
 }
 
+// Secrets (on by default): the values of what names a secret, in every form a command line
+// carries them; what only looks alike is kept.
+TEST(Redact, SecretsInCommandLinesAreRedacted) {
+  auto argv = [](std::vector<std::string> args) {
+    std::string out;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (i > 0) out.push_back('\0');
+      out += args[i];
+    }
+    return out;
+  };
+  const struct {
+    std::vector<std::string> clear, kept;
+  } cases[] = {
+      {{"python", "train.py", "--hf-token", "hf_abc", "--epochs", "3"},
+       {"python", "train.py", "--hf-token", "<redacted>", "--epochs", "3"}},
+      {{"python", "train.py", "--wandb_api_key=0123", "--api-key", "k", "--password=p"},
+       {"python", "train.py", "--wandb_api_key=<redacted>", "--api-key", "<redacted>",
+        "--password=<redacted>"}},
+      {{"env", "AWS_SECRET_ACCESS_KEY=wJalr", "HF_TOKEN=hf_x", "LANG=C", "python"},
+       {"env", "AWS_SECRET_ACCESS_KEY=<redacted>", "HF_TOKEN=<redacted>", "LANG=C", "python"}},
+      {{"curl", "-H", "Authorization: Bearer eyJh", "-H", "X-Api-Key:abc", "https://x/y"},
+       {"curl", "-H", "Authorization: <redacted> <redacted>", "-H", "X-Api-Key:<redacted>",
+        "https://x/y"}},
+      {{"pip", "install", "--index-url", "https://bob:s3cret@pypi.corp/simple", "torch"},
+       {"pip", "install", "--index-url", "https://bob:<redacted>@pypi.corp/simple", "torch"}},
+      {{"sh", "-c", "python train.py --token abc --lr 0.1"},
+       {"sh", "-c", "python train.py --token <redacted> --lr 0.1"}},
+      // A flag that names a secret but takes no value keeps the option after it.
+      {{"tool", "--use-auth", "--verbose"}, {"tool", "--use-auth", "--verbose"}},
+      // Other words: kept.
+      {{"python", "gen.py", "--max-tokens", "128", "--tokenizer=gpt2", "--author", "me", "--key",
+        "id", "ssh://git@host/repo", "http://[::1]:80/x"},
+       {"python", "gen.py", "--max-tokens", "128", "--tokenizer=gpt2", "--author", "me", "--key",
+        "id", "ssh://git@host/repo", "http://[::1]:80/x"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.clear[1]);
+    EXPECT_EQ(SecretsRedacted(argv(c.clear)), argv(c.kept));
+  }
+  // The installer rule reads the same command after it.
+  const std::string pip = argv({"pip", "install", "--index-url", "https://u:p@h/s", "torch"});
+  EXPECT_EQ(IsInstallerCommand("/usr/bin/pip", SecretsRedacted(pip)),
+            IsInstallerCommand("/usr/bin/pip", pip));
+}
+
 }  // namespace
 }  // namespace idlescope::redact

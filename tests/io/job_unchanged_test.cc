@@ -423,7 +423,9 @@ TEST_F(JobUnchangedTest, NoTraceFileNeverDelaysAnExitThatCameFirst) {
   EXPECT_LT(seconds, 5.0) << "the exit waited for a writer that had no file";
 }
 
-TEST_F(JobUnchangedTest, TraceFilesFollowTheUmask) {
+// A trace holds the job's paths and command lines: its owner's alone (0600), less what the umask
+// takes.
+TEST_F(JobUnchangedTest, TraceFilesAreTheOwnersAlone) {
   for (mode_t umask_value : {mode_t{002}, mode_t{077}, mode_t{022}}) {
     ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
     Outcome o = RunProgram({Program("fd_numbers"), "pipe"}, Traced(), Stdin::kDevNull,
@@ -433,7 +435,7 @@ TEST_F(JobUnchangedTest, TraceFilesFollowTheUmask) {
     ASSERT_EQ(files.size(), 1u);
     struct stat st;
     ASSERT_EQ(stat(files[0].path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0666 & ~umask_value) << "umask " << std::oct << umask_value;
+    EXPECT_EQ(st.st_mode & 0777, 0600 & ~umask_value) << "umask " << std::oct << umask_value;
   }
 }
 
@@ -472,6 +474,29 @@ std::string AllText(const TraceFile& f) {
   return all;
 }
 
+// Secrets in command lines are redacted by default, the rest of the command line kept;
+// IDLESCOPE_REDACT=none keeps them.
+TEST_F(JobUnchangedTest, SecretsInCommandLinesAreRedactedUnlessNone) {
+  const std::string marker = work_ + "/marker.csv";
+  for (const char* redact : {"", "none"}) {
+    SCOPED_TRACE(redact);
+    ASSERT_EQ(system(("rm -f '" + out_ + "'/*").c_str()), 0);
+    std::vector<std::string> env;
+    if (*redact != '\0') env.push_back(std::string("IDLESCOPE_REDACT=") + redact);
+    auto [bare, traced] =
+        BareAndTraced({Program("write_marker"), marker, "--api-key", "hunter2"}, env);
+    EXPECT_EQ(bare.status, traced.status) << traced;
+    auto files = ReadTraceDir(out_);
+    ASSERT_EQ(files.size(), 1u);
+    std::vector<std::string> argv(files[0].header.cmdline().begin(),
+                                  files[0].header.cmdline().end());
+    const std::string value = *redact == '\0' ? "<redacted>" : "hunter2";
+    EXPECT_EQ(argv,
+              (std::vector<std::string>{Program("write_marker"), marker, "--api-key", value}));
+    EXPECT_EQ(files[0].header.config().redacted_size(), *redact == '\0' ? 1 : 0);
+  }
+}
+
 TEST_F(JobUnchangedTest, RedactedTracesHoldNoNameOfTheJob) {
   std::string dir = work_ + "/secret-project";
   ASSERT_TRUE(std::filesystem::create_directory(dir));
@@ -497,6 +522,7 @@ TEST_F(JobUnchangedTest, RedactedTracesHoldNoNameOfTheJob) {
                                         f.header.config().redacted().end());
       std::vector<std::string> expected = {"paths"};
       if (std::string(what) != "paths") expected.push_back("cmdline");
+      expected.push_back("secrets");
       EXPECT_EQ(redacted, expected);
       EXPECT_TRUE(f.header.exe().ends_with("/exec_cleared_env") ||
                   f.header.exe().ends_with("/write_marker"))
@@ -506,7 +532,7 @@ TEST_F(JobUnchangedTest, RedactedTracesHoldNoNameOfTheJob) {
         if (p.ends_with(".csv")) marker_paths.push_back(p);
       }
       bool cmdline = std::string(what) != "paths";
-      EXPECT_EQ(text.find("hunter2") == std::string::npos, cmdline) << f.path;
+      EXPECT_EQ(text.find("hunter2"), std::string::npos) << f.path;
       if (cmdline) {
         EXPECT_EQ(f.header.cmdline_size(), 1);
       }
