@@ -50,6 +50,21 @@ ENVIRONMENT_IGNORES = {
     "test_socket": ["*ThreadedVSOCKSocketStreamTest*"],
 }
 
+# A module some interpreters' installations lack (pyenv's 3.12.1 has no test_multiprocessing_fork
+# package, only the shared test._test_multiprocessing it installs its tests from): written into
+# a test directory of the run's own (regrtest --testdir), as 3.11's one-file module, under a
+# name of its own (3.12's regrtest expects the stdlib's directory for a package of this name).
+STAND_INS = {
+    "test_multiprocessing_fork": ("test._test_multiprocessing", "test_mp_fork_stand_in",
+                                  "import unittest\n"
+                                  "import test._test_multiprocessing\n"
+                                  "from test import support\n"
+                                  "if support.PGO:\n"
+                                  "    raise unittest.SkipTest('test is not helpful for PGO')\n"
+                                  "test._test_multiprocessing.install_tests_in_module_dict(\n"
+                                  "    globals(), 'fork')\n"),
+}
+
 RESULT_START = re.compile(r"^(test\w*) \(([\w.]+)\)(?:\n[^\n]*?)? \.\.\. ", re.M)
 # The verdict unittest prints after " ... ", or at the start of a line when the test wrote
 # output of its own in between.
@@ -110,6 +125,24 @@ class Runner:
         self.test_timeout = test_timeout
         self.work = work
 
+    def stand_in(self, module):
+        """(a test directory, the name to run) for `module` where the interpreter lacks it
+        (STAND_INS), else None."""
+        if module not in STAND_INS or subprocess.run(
+                [self.python, "-c", "import test." + module], capture_output=True).returncode == 0:
+            return None
+        shared, name, text = STAND_INS[module]
+        if subprocess.run([self.python, "-c", "import " + shared],
+                          capture_output=True).returncode != 0:
+            return None
+        d = os.path.join(self.work, "stand-ins")
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")  # the bare and traced runs at once
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(d, name + ".py"))
+        return d, name
+
     def env(self, traced, trace_dir):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("IDLESCOPE_") and k not in ("LD_PRELOAD", "PYTHONPATH",
@@ -132,9 +165,12 @@ class Runner:
                 "--timeout", str(self.test_timeout)]
         if match:
             argv += ["--match", match]
+        stand_in = self.stand_in(module)
+        if stand_in:
+            argv += ["--testdir", stand_in[0]]
         for test in list(ignore) + ENVIRONMENT_IGNORES.get(module, []):
             argv += ["--ignore", test]
-        argv.append(module)
+        argv.append(stand_in[1] if stand_in else module)
         started = time.monotonic()
         # Output to a file, not a pipe: children the tests leave behind (a multiprocessing
         # manager whose parent died) would hold a pipe open after the module ended.
