@@ -467,6 +467,68 @@ IDLESCOPE_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
   return SignalThrough(ManagedSigaction, sig, handler);
 }
 
+namespace {
+
+// sysv_signal, bsd_signal and sigset: glibc's change the disposition through its own sigaction,
+// past ours. `call` makes the change; what it installed is then put behind ours as sigaction would
+// (a program's handler timed and counted as a handler: hooks inside it do not flush, which could
+// allocate inside an interrupted malloc), and the old handler it returns, when ours, is the
+// program's (SIG_HOLD, sigset's "was blocked", stays).
+template <typename Call>
+sighandler_t Rewrapped(int sig, sighandler_t handler, Call call) {
+  struct sigaction before;
+  const bool known = sigaction(sig, nullptr, &before) == 0;
+  const sighandler_t previous = call();
+  if (previous == SIG_ERR || !InTracedProcess()) return previous;
+  const int saved = errno;
+  if (handler != SIG_DFL && handler != SIG_IGN && handler != SIG_ERR) {
+    struct sigaction installed;
+    if (RealSigaction(sig, nullptr, &installed) == 0) sigaction(sig, &installed, nullptr);
+  }
+  errno = saved;
+  if (previous == SIG_HOLD || !known) return previous;
+  return before.sa_handler;
+}
+
+template <typename F>
+F ResolveNamed(std::atomic<F>& slot, const char* name) {
+  F f = slot.load(std::memory_order_relaxed);
+  if (f == nullptr) {
+    f = reinterpret_cast<F>(FindRealSymbol(name));
+    slot.store(f, std::memory_order_relaxed);
+  }
+  return f;
+}
+
+std::atomic<SignalFn> g_real_sysv_signal{nullptr}, g_real_bsd_signal{nullptr},
+    g_real_sigset{nullptr};
+
+sighandler_t CallReal(std::atomic<SignalFn>& slot, const char* name, int sig,
+                      sighandler_t handler) {
+  SignalFn real = ResolveNamed(slot, name);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return SIG_ERR;
+  }
+  return real(sig, handler);
+}
+
+}  // namespace
+
+IDLESCOPE_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) noexcept {
+  return Rewrapped(sig, handler,
+                   [&] { return CallReal(g_real_sysv_signal, "sysv_signal", sig, handler); });
+}
+
+IDLESCOPE_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) noexcept {
+  return Rewrapped(sig, handler,
+                   [&] { return CallReal(g_real_bsd_signal, "bsd_signal", sig, handler); });
+}
+
+IDLESCOPE_EXPORT sighandler_t sigset(int sig, sighandler_t handler) noexcept {
+  return Rewrapped(sig, handler, [&] { return CallReal(g_real_sigset, "sigset", sig, handler); });
+}
+
 // Annotation API for programs and tests: a MARK event (with the caller's stack) and a flush.
 // Found with dlsym(RTLD_DEFAULT, "idlescope_mark") so a program does not depend on the tracer.
 IDLESCOPE_EXPORT void idlescope_mark(const char* text) {

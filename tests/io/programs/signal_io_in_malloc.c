@@ -4,8 +4,10 @@
 // say) would wait for that lock forever, or corrupt the heap where malloc takes no lock (glibc's
 // per-thread cache). With "slow", every 16th run of the handler also sleeps 1.5 ms: a handler
 // that long is recorded by the tracer as it returns, still in the signal. Prints whether the
-// handler wrote files and exits 0.
-// Usage: signal_io_in_malloc DIR SECONDS [slow]
+// handler wrote files and exits 0. With "sigset", the handler is installed with sigset(3) (the
+// System V call glibc implements past sigaction), and is slow as with "slow".
+// Usage: signal_io_in_malloc DIR SECONDS [slow|sigset]
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,17 +48,25 @@ static void OnAlarm(int sig) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "slow") == 0)) {
-    fprintf(stderr, "usage: %s DIR SECONDS [slow]\n", argv[0]);
+  const int with_sigset = argc == 4 && strcmp(argv[3], "sigset") == 0;
+  if (argc != 3 && !(argc == 4 && (strcmp(argv[3], "slow") == 0 || with_sigset))) {
+    fprintf(stderr, "usage: %s DIR SECONDS [slow|sigset]\n", argv[0]);
     return 2;
   }
   g_dir = argv[1];
   g_slow = argc == 4;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = OnAlarm;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGALRM, &sa, NULL);
+  if (with_sigset) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    if (sigset(SIGALRM, OnAlarm) == SIG_ERR) return 3;  // obsolete, and what this case is for
+#pragma GCC diagnostic pop
+  } else {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnAlarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+  }
   struct itimerval every = {{0, 200}, {0, 200}};
   setitimer(ITIMER_REAL, &every, NULL);
   struct timespec start, now;
