@@ -321,18 +321,19 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   uint64_t clock_cpu = 0;
   if (ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= reading.cpu) reading.cpu = clock_cpu;
   if (!s.have_last) {
-    // From the moment it joined: its CPU time since is exact, its waits for a CPU are not known.
-    // A first interval it spent mostly on a CPU is a run of CPU work; any other starts nothing
-    // (the rest could be waiting for a CPU or blocked).
+    // From the moment it joined: its CPU time since is exact; its waits for a CPU charged before
+    // this look are not known (the thread does not read schedstat itself: a system call the bare
+    // program would not make), those charged from now on are. The interval is decided as any
+    // other: a wait in progress now is charged later (beside CPU hogs the writer's first look
+    // comes late, and the launching thread's first gap read as nothing).
     s.have_last = true;
     const uint64_t joined = s.joined_ns.load(std::memory_order_acquire);
     const uint64_t joined_cpu = s.joined_cpu.load(std::memory_order_relaxed);
-    const bool from_join = joined != 0 && joined < now && joined_cpu <= reading.cpu;
-    s.last = {from_join ? joined : now, from_join ? joined_cpu : reading.cpu, reading.wait};
-    if (!from_join || 2 * (reading.cpu - joined_cpu) < now - joined) {
+    if (joined == 0 || joined >= now || joined_cpu > reading.cpu) {
       s.last = reading;
       return true;
     }
+    s.last = {joined, joined_cpu, reading.wait};
   }
   // The intervals since the last decided look: one per deferred look, and this one.
   Interval intervals[kMaxDeferredLooks + 1];
@@ -344,13 +345,18 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     from = to;
   }
   Interval& current = intervals[n - 1];
+  // The open run: blocked in a call at the previous look, or not (a run that read as blocked while
+  // the thread was runnable says nothing of a call).
+  const bool was_blocked = s.kind == kBlocked && s.syscall != kSampleNotBlocked;
+  const int32_t was_syscall = s.syscall, was_fd = s.fd;
   int32_t syscall = kSampleNotBlocked;
   int32_t fd = -1;
   bool call_read = false, runnable = false;
   if (current.kind() == kBlocked) {
     runnable = ReadCall(s, &syscall, &fd);
     call_read = true;
-    if (runnable && !last && s.deferred < kMaxDeferredLooks) {
+    // Blocked at the previous look and runnable now: it was blocked first (below), not waiting.
+    if (runnable && !was_blocked && !last && s.deferred < kMaxDeferredLooks) {
       s.deferred_at[s.deferred++] = reading;  // decided at a later look
       return true;
     }
@@ -363,6 +369,17 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     intervals[k].wait -= take;
     credit -= take;
   }
+  // A wait that began before the previous look (the thread was preempted at it) is charged now:
+  // what the charge holds beyond this interval goes back to the open run, up to the time that run
+  // left unaccounted.
+  if (s.kind != kNone && intervals[0].cpu + intervals[0].wait > intervals[0].dt) {
+    const uint64_t open_busy = s.run.u.sample.cpu_ns + s.run.u.sample.wait_ns;
+    const uint64_t open_rest = s.run.dur > open_busy ? s.run.dur - open_busy : 0;
+    const uint64_t take = std::min(
+        {intervals[0].cpu + intervals[0].wait - intervals[0].dt, open_rest, intervals[0].wait});
+    s.run.u.sample.wait_ns += take;
+    intervals[0].wait -= take;
+  }
   for (uint32_t k = 0; k + 1 < n; ++k) {
     uint64_t need = intervals[k].blocked();
     for (uint32_t j = k + 1; j < n && need > 0; ++j) {
@@ -373,7 +390,8 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     }
   }
   if (current.kind() == kBlocked && !call_read) runnable = ReadCall(s, &syscall, &fd);
-  if (current.kind() == kBlocked && runnable) {
+  const bool blocked_first = current.kind() == kBlocked && runnable && was_blocked;
+  if (current.kind() == kBlocked && runnable && !blocked_first) {
     // Still runnable after the deferred looks: a wait in progress through all of them.
     for (uint32_t k = 0; k < n; ++k) {
       credit += intervals[k].blocked();
@@ -387,14 +405,34 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   s.wait_credit = credit;
   s.deferred = 0;
   s.last = reading;
-  for (uint32_t k = 0; k < n; ++k) {
-    const bool now_ends = k + 1 == n;
-    if (!AddInterval(s, tid, intervals[k], intervals[k].kind(),
-                     now_ends ? syscall : kSampleNotBlocked, now_ends ? fd : -1, now_ends)) {
+  for (uint32_t k = 0; k + 1 < n; ++k) {
+    if (!AddInterval(s, tid, intervals[k], intervals[k].kind(), kSampleNotBlocked, -1, false)) {
       return false;
     }
   }
-  return true;
+  // An interval that reads as mostly blocked holds the thread's CPU time and waits in one order
+  // or the other: a thread not blocked at the previous look and blocked in a call now ran first
+  // (the host work before a read-back, which would otherwise read as blocked and name nothing);
+  // one blocked in a call at the previous look and running now was still in that call first.
+  // Split so, the run boundary within the look is an estimate, the sums stay exact.
+  const uint64_t busy = current.cpu + current.wait;
+  const bool ran_first = current.kind() == kBlocked && !runnable && !was_blocked;
+  if ((ran_first || blocked_first) && busy > 0 && busy >= current.dt / 8) {
+    Interval busy_part = current, blocked_part = current;
+    busy_part.dt = busy;
+    blocked_part.dt = current.dt - busy;
+    blocked_part.cpu = blocked_part.wait = 0;
+    if (ran_first) {
+      blocked_part.start = current.start + busy;
+      return AddInterval(s, tid, busy_part, busy_part.kind(), kSampleNotBlocked, -1, false) &&
+             AddInterval(s, tid, blocked_part, kBlocked, syscall, fd, true);
+    }
+    busy_part.start = current.start + blocked_part.dt;
+    return AddInterval(s, tid, blocked_part, kBlocked, was_syscall, was_fd, false) &&
+           AddInterval(s, tid, busy_part, busy_part.kind(), kSampleNotBlocked, -1, true);
+  }
+  if (blocked_first) return AddInterval(s, tid, current, kBlocked, was_syscall, was_fd, true);
+  return AddInterval(s, tid, current, current.kind(), syscall, fd, true);
 }
 
 }  // namespace
