@@ -19,6 +19,16 @@ constexpr uint8_t kKey[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 
 std::string File(const std::string& p) { return PathWithKey(p, PathKind::kFile, kKey); }
 std::string Program(const std::string& p) { return PathWithKey(p, PathKind::kProgram, kKey); }
 
+// A command line as the hooks pass it: the arguments separated by NUL.
+std::string Joined(const std::vector<std::string>& args) {
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i > 0) out.push_back('\0');
+    out += args[i];
+  }
+  return out;
+}
+
 TEST(Redact, SipHashReferenceVector) {
   // SipHash paper, appendix A: key 00..0f, message 00..0e.
   std::string message;
@@ -124,23 +134,16 @@ TEST(Redact, TheFirstUserFrameRuleClassifiesAlike) {
 }
 
 TEST(Redact, CommandLinesKeepArgv0AndInstallerWords) {
-  auto argv = [](std::vector<std::string> args) {
-    std::string s;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (i > 0) s.push_back('\0');
-      s += args[i];
-    }
-    return s;
-  };
-  EXPECT_EQ(ArgvWithKey(argv({"python", "train.py", "--data", "/home/alice/x"}), true, false, kKey),
-            "python");
-  EXPECT_EQ(ArgvWithKey(argv({"python", "-m", "pip", "install", "torch"}), true, false, kKey),
-            argv({"python", "pip", "install"}));
-  EXPECT_EQ(ArgvWithKey(argv({"sh", "-c", "pip install secret-pkg"}), true, false, kKey),
-            argv({"sh", "pip install"}));
+  EXPECT_EQ(
+      ArgvWithKey(Joined({"python", "train.py", "--data", "/home/alice/x"}), true, false, kKey),
+      "python");
+  EXPECT_EQ(ArgvWithKey(Joined({"python", "-m", "pip", "install", "torch"}), true, false, kKey),
+            Joined({"python", "pip", "install"}));
+  EXPECT_EQ(ArgvWithKey(Joined({"sh", "-c", "pip install secret-pkg"}), true, false, kKey),
+            Joined({"sh", "pip install"}));
   // paths alone: every argument stays, the paths in them redacted.
   std::string kept = ArgvWithKey(
-      argv({"/home/alice/bin/train", "--data=/home/alice/x", "--lr", "0.1"}), false, true, kKey);
+      Joined({"/home/alice/bin/train", "--data=/home/alice/x", "--lr", "0.1"}), false, true, kKey);
   EXPECT_EQ(kept.find("alice"), std::string::npos);
   EXPECT_NE(kept.find("/train"), std::string::npos);
   EXPECT_NE(kept.find(std::string("\0--data=/", 9)), std::string::npos);
@@ -166,11 +169,7 @@ TEST(Redact, TheAnalyzersInstallerRuleClassifiesAlike) {
       {"/usr/local/bin/pip3.11", {"pip3.11", "list"}},
   };
   for (const Command& c : commands) {
-    std::string clear;
-    for (size_t i = 0; i < c.args.size(); ++i) {
-      if (i > 0) clear.push_back('\0');
-      clear += c.args[i];
-    }
+    const std::string clear = Joined(c.args);
     std::string program = Program(c.program), argv = ArgvWithKey(clear, true, true, kKey);
     SCOPED_TRACE(c.program + " " + c.args[1]);
     EXPECT_EQ(IsInstallerCommand(program, argv), IsInstallerCommand(c.program, clear));
@@ -180,14 +179,6 @@ TEST(Redact, TheAnalyzersInstallerRuleClassifiesAlike) {
 // Secrets (on by default): the values of what names a secret, in every form a command line
 // carries them; what only looks alike is kept.
 TEST(Redact, SecretsInCommandLinesAreRedacted) {
-  auto argv = [](std::vector<std::string> args) {
-    std::string out;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (i > 0) out.push_back('\0');
-      out += args[i];
-    }
-    return out;
-  };
   const struct {
     std::vector<std::string> clear, kept;
   } cases[] = {
@@ -215,10 +206,10 @@ TEST(Redact, SecretsInCommandLinesAreRedacted) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.clear[1]);
-    EXPECT_EQ(SecretsRedacted(argv(c.clear)), argv(c.kept));
+    EXPECT_EQ(SecretsRedacted(Joined(c.clear)), Joined(c.kept));
   }
   // The installer rule reads the same command after it.
-  const std::string pip = argv({"pip", "install", "--index-url", "https://u:p@h/s", "torch"});
+  const std::string pip = Joined({"pip", "install", "--index-url", "https://u:p@h/s", "torch"});
   EXPECT_EQ(IsInstallerCommand("/usr/bin/pip", SecretsRedacted(pip)),
             IsInstallerCommand("/usr/bin/pip", pip));
 }
