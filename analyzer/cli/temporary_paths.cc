@@ -115,6 +115,21 @@ void RemoveAndDie(int sig) {
   errno = saved_errno;
 }
 
+// Registers `path` (a file, or a directory of files) for removal; its slot, or -1 when the
+// table is full. Only as part of making the path (MakingPath).
+int RegisterTemporaryPath(const std::string& path, bool directory) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    g_slots[i].directory = directory;
+    g_slots[i].state.store(kReady, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void RemoveTemporaryPathsOnSignals() {
@@ -129,19 +144,6 @@ void RemoveTemporaryPathsOnSignals() {
   ForEachEndingSignal(install);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN);
-}
-
-int RegisterTemporaryPath(const std::string& path, bool directory) {
-  if (path.size() >= PATH_MAX) return -1;
-  for (int i = 0; i < kSlots; ++i) {
-    int expected = kFree;
-    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
-    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
-    g_slots[i].directory = directory;
-    g_slots[i].state.store(kReady, std::memory_order_release);
-    return i;
-  }
-  return -1;
 }
 
 bool MakeTemporaryDirectory(std::string& pattern, int* slot) {

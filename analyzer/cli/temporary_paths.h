@@ -21,15 +21,11 @@ namespace idlescope {
 // are bugs: their default action, and a sanitizer's report, are left alone.
 void RemoveTemporaryPathsOnSignals();
 
-// Registers `path` (a file, or a directory of files) for removal; returns its slot, or -1 when
-// the table is full (the path is then only removed by its owner). Register before anything is
-// put in it.
-int RegisterTemporaryPath(const std::string& path, bool directory);
-
-// mkdtemp(pattern) / mkostemp(pattern, O_CLOEXEC) and the path registered (*slot, as
-// RegisterTemporaryPath's), as one step for the handlers: a signal that comes in between, to
-// this thread or another, still removes the path. `pattern` ends in XXXXXX and becomes the
-// path. False / -1 with errno set when the path cannot be made.
+// mkdtemp(pattern) / mkostemp(pattern, O_CLOEXEC) and the path registered for removal, as one
+// step for the handlers: a signal that comes in between, to this thread or another, still
+// removes the path. `pattern` ends in XXXXXX and becomes the path. *slot: the path's slot, or -1
+// when the table is full (the path is then only removed by its owner). False / -1 with errno set
+// when the path cannot be made.
 bool MakeTemporaryDirectory(std::string& pattern, int* slot);
 int MakeTemporaryFile(std::string& pattern, int* slot);
 // The owner removed (or renamed) the path itself.
