@@ -77,8 +77,8 @@ PAIRS = {
 }
 
 # The README demo's job: three causes at once. Each must be among the bad twin's three largest
-# with its evidence, and the fixed twin must be at least min_speedup faster. The per-cause
-# reductions are printed, not gated: the pairs above hold each cause to the 80% bar alone, while
+# (beside CPU hogs, cpu_starvation aside: the load's) with its evidence, and the fixed twin must
+# be at least min_speedup faster. The per-cause reductions are printed, not gated: the pairs above hold each cause to the 80% bar alone, while
 # here the fixes interact (both twins copy the model snapshot on the training thread; the fixed
 # twin's faster steps leave its background writer less time between checkpoints).
 MIXED = dict(
@@ -378,7 +378,10 @@ def RunMixed(opts, workdir):
                                  "%.3f s" % fixed_wall))
     print("  bad twin's causes: " + ", ".join(
         "%s %s" % (c["cause"], Seconds(int(c["idle_ns"]))) for c in bad.get("causes", [])))
-    top3 = [c.get("cause") for c in bad.get("causes", [])[:3]]
+    # The waits for a CPU beside CPU hogs (the e2e_loaded tests) are the load's, named apart: no
+    # cause of the job (as in identity_shapes.py and readback.py).
+    top3 = [c.get("cause") for c in bad.get("causes", [])
+            if c.get("cause") != "cpu_starvation"][:3]
     top3 = [{v: k for k, v in MIXED["same_as"].items()}.get(c, c) for c in top3]
     for cause, evidence in MIXED["causes"].items():
         if cause not in top3:
