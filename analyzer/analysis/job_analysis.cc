@@ -79,6 +79,7 @@ void JobAnalysis::AddProcess(uint32_t process, const ProcessInfo& info) {
   peers_.AddProcess(process, info);
   devices_.AddProcess(process, info);
   startup_.AddProcess(process, info);
+  step_finders_.emplace_back();
   // Normally every process comes before the first record; a late one joins the families.
   if (started_) BuildFamilies();
 }
@@ -133,6 +134,9 @@ void JobAnalysis::AddHostEvent(const HostEvent& e) {
     return;
   }
   if (e.stack != 0) last_stacks_.Note(ThreadKey(e.process, e.tid), e.stack);
+  if (e.type == NVTX_RANGE && owned && e.process < step_finders_.size()) {
+    step_finders_[e.process].AddRange(e);
+  }
   const JobProcess& p = processes_[e.process];
   if (__builtin_expect(!startup_.launched(e.process), 0) && owned) startup_.Note(e);
   if (e.device >= 0 && IsLaunchEvent(e.type)) {
@@ -370,6 +374,7 @@ void JobAnalysis::AddGpuRecord(const GpuRecord& r) {
   processes_.Seen(r.process, r.end);
   uint32_t device = Device(r.process, r.device);
   devices_[device].timeline.AddActivity(r);
+  if (owned && r.process < step_finders_.size()) step_finders_[r.process].AddActivity(r);
   if (r.end <= r.start) return;
   if (owned) copy_rates_.Add(r);
   Candidate candidate;
@@ -652,6 +657,11 @@ PartResults JobAnalysis::TakeResults() {
                               .ended = p.ended,
                               .visible_devices = devices_.VisibleDevices(i),
                               .startup = startup_.process(i)});
+    ProcessSteps steps = step_finders_[i].Take(i, options_.step_marker);
+    if (steps.activities != 0 || !steps.marker_starts.empty()) {
+      for (uint32_t d : p.own_devices) steps.devices.push_back(devices_[d].id);
+      part.steps.push_back(std::move(steps));
+    }
   }
   for (const auto& [key, launch] : processes_.launches()) {
     part.launches.push_back({.host = key.first, .pid = key.second, .launch = launch});

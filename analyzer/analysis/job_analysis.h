@@ -41,6 +41,7 @@
 #include "analyzer/analysis/savings.h"
 #include "analyzer/analysis/snapshots.h"
 #include "analyzer/analysis/startup.h"
+#include "analyzer/analysis/steps.h"
 #include "analyzer/analysis/timeline.h"
 #include "analyzer/model/job_report.h"
 #include "analyzer/model/record_sink.h"
@@ -166,6 +167,7 @@ class JobAnalysis : public RecordSink {
   Ns finished_at_ = 0;
   Startup startup_;
   CopyRates copy_rates_;
+  std::vector<ProcessStepFinder> step_finders_;  // by process (owned ones fed)
   DirectoryNames directories_;
   // The stack of each thread's last traced call, the evidence of its sampled runs: a direct-mapped
   // cache by thread (a collision forgets the other thread's: its runs then show no stack).

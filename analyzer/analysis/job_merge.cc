@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "analyzer/analysis/report_builder.h"
 
 namespace idlescope {
@@ -149,28 +150,50 @@ JobReport JobMerge::Build(const CrossRank& cross_rank, const SymbolSource& symbo
     file_reports.push_back(std::move(f.report));
   }
 
-  return AssembleReport({.options = options_,
-                         .job_start = job_start,
-                         .job_end = job_end,
-                         .processes = processes_,
-                         .devices = devices,
-                         .unused_visible = unused,
-                         .top_gaps = top_gaps,
-                         .late_candidates = late,
-                         .host_activity = host_activity,
-                         .collectives = cross_rank.collectives(),
-                         .blame = cross_rank.blame(),
-                         .collective_stats = cross_rank.stats(),
-                         .startup = startup,
-                         .copy_rates = rates,
-                         .directories = directories,
-                         .host_events = host_events,
-                         .gpu_records = gpu_records,
-                         .forgotten_candidates = forgotten,
-                         .warnings = warnings,
-                         .files = file_reports,
-                         .clocks = inputs_.clocks},
-                        symbols);
+  // The job's steps: chosen among every part's processes, in process order.
+  std::vector<ProcessSteps> steps;
+  for (PartResults& part : parts_) {
+    for (ProcessSteps& s : part.steps) steps.push_back(std::move(s));
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const ProcessSteps& a, const ProcessSteps& b) { return a.process < b.process; });
+
+  JobReport report = AssembleReport({.options = options_,
+                                     .job_start = job_start,
+                                     .job_end = job_end,
+                                     .processes = processes_,
+                                     .devices = devices,
+                                     .unused_visible = unused,
+                                     .top_gaps = top_gaps,
+                                     .late_candidates = late,
+                                     .host_activity = host_activity,
+                                     .collectives = cross_rank.collectives(),
+                                     .blame = cross_rank.blame(),
+                                     .collective_stats = cross_rank.stats(),
+                                     .startup = startup,
+                                     .copy_rates = rates,
+                                     .directories = directories,
+                                     .host_events = host_events,
+                                     .gpu_records = gpu_records,
+                                     .forgotten_candidates = forgotten,
+                                     .warnings = warnings,
+                                     .files = file_reports,
+                                     .clocks = inputs_.clocks},
+                                    symbols);
+  bool from_markers = false;
+  if (const ProcessSteps* chosen = ChooseSteps(steps, &from_markers)) {
+    std::string anchor = chosen->marker;
+    if (!from_markers) {
+      anchor = ActivityTokenName(chosen->anchor);
+      if (anchor.empty()) anchor = symbols.String(chosen->process, chosen->anchor);
+      if (anchor.empty()) anchor = absl::StrCat("kernel#", chosen->anchor);
+    }
+    const uint32_t pid =
+        chosen->process < processes_.size() ? processes_[chosen->process].info.pid : 0;
+    report.steps = ReportSteps(*chosen, from_markers, std::move(anchor), pid, job_start,
+                               report.top_gaps, chosen->devices);
+  }
+  return report;
 }
 
 }  // namespace idlescope

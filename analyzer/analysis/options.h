@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "analyzer/model/job_model.h"
 
@@ -16,6 +17,9 @@ struct AnalysisOptions {
   bool python_frames = true;
   // The window is moved on at most once per this much trace time (cost vs. memory).
   Ns advance_quantum = 20'000'000;  // 20 ms
+  // The job's steps are the NVTX ranges of this name (StepMarkerName form: "ProfilerStep"), not
+  // the name with the most ranges; "": any (analysis/steps.h).
+  std::string step_marker = {};
 };
 
 }  // namespace idlescope

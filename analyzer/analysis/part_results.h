@@ -21,6 +21,7 @@
 #include "analyzer/analysis/processes.h"
 #include "analyzer/analysis/savings.h"
 #include "analyzer/analysis/startup.h"
+#include "analyzer/analysis/steps.h"
 #include "analyzer/model/job_report.h"
 #include "analyzer/model/warnings.h"
 
@@ -73,6 +74,7 @@ struct PartResults {
   uint64_t late_candidates = 0;
   std::vector<FileWarning> warnings;  // of its owned files, in the order they were found
   std::vector<FileResult> files;
+  std::vector<ProcessSteps> steps;  // of its owned processes with GPU activity or NVTX ranges
 };
 
 }  // namespace idlescope

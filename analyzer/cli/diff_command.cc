@@ -65,7 +65,6 @@ enum DiffOption : int {
   kFailIfSlowerOption,
   kFailIfCauseGrowsOption,
   kConfidenceOption,
-  kStepMarkerOption,
 };
 
 constexpr OptionSpec kDiffOptions[] = {
@@ -77,7 +76,7 @@ constexpr OptionSpec kDiffOptions[] = {
     {kFailIfSlowerOption, "fail-if-slower", 0, "PCT"},
     {kFailIfCauseGrowsOption, "fail-if-cause-grows", 0, "CAUSE:PCT"},
     {kConfidenceOption, "confidence", 0, "PCT"},
-    {kStepMarkerOption, "step-marker", 0, "NAME"},
+    kStepMarker,
     kMinGap,
 };
 
@@ -100,15 +99,16 @@ bool HoldsTraces(const std::string& path) {
 // nullopt (after printing why) when it cannot be read.
 // `name`: the side as the user named it (`input` may be a copy: input_copies.h).
 std::optional<RunSummary> Analyze(const std::string& input, const std::string& name,
-                                  const AnalysisOptions& options, const std::string& marker) {
+                                  const AnalysisOptions& options) {
   StepCensusSink census;
-  census.SetStepMarker(marker);
   absl::StatusOr<AnalyzedJob> job = AnalyzeJob({input}, {options, ReadOptions{}}, {&census});
   if (!job.ok()) {
     PrintError("diff", job.status().message());
     return std::nullopt;
   }
-  return SummarizeRun(name, job->report, census.Census(job->symbols));
+  StepCensus steps = census.Census(job->symbols);
+  steps.steps = StepsOf(job->report.steps);
+  return SummarizeRun(name, job->report, std::move(steps));
 }
 
 // The runs a side names: a trace file or a directory of traces is one run; a directory without
@@ -148,7 +148,6 @@ int DiffCommand(int argc, char** argv) {
   if (line.exit_status) return *line.exit_status;
   const char* format = "text";
   std::string output;
-  std::string marker;
   DiffOptions options;
   AnalysisOptions analysis_options;
   for (const ParsedOption& option : line.options) {
@@ -174,7 +173,7 @@ int DiffCommand(int argc, char** argv) {
         options.fail_if_slower_pct = number;
         break;
       case kStepMarkerOption:
-        marker = option.value;
+        analysis_options.step_marker = StepMarkerName(option.value);
         break;
       case kConfidenceOption:
         if (!NumberValue("diff", option, &number)) return kDiffExitUsage;
@@ -230,8 +229,7 @@ int DiffCommand(int argc, char** argv) {
     std::vector<RunSummary> summaries;
     for (size_t r = 0; r < runs[side].size(); ++r, ++next) {
       const std::string& path = (*prepared)[next];
-      std::optional<RunSummary> run =
-          Analyze(path, copies.Original(path), analysis_options, marker);
+      std::optional<RunSummary> run = Analyze(path, copies.Original(path), analysis_options);
       if (!run) return kDiffExitUnreadable;
       summaries.push_back(std::move(*run));
     }

@@ -127,6 +127,9 @@ AnalysisOption ApplyAnalysisOption(std::string_view command, const ParsedOption&
     case kNoPythonFramesOption:
       pipeline->analysis.python_frames = false;
       return AnalysisOption::kTaken;
+    case kStepMarkerOption:
+      pipeline->analysis.step_marker = StepMarkerName(option.value);
+      return AnalysisOption::kTaken;
     case kMinGapOption:
     case kTopOption:
     case kReorderWindowOption:

@@ -71,6 +71,7 @@ enum OptionId : int {
   kTopOption,
   kReorderWindowOption,
   kNoPythonFramesOption,
+  kStepMarkerOption,
   kFirstCommandOption = 100,
 };
 
@@ -90,6 +91,7 @@ inline constexpr OptionSpec kMinGap = {kMinGapOption, "min-gap", 0, "MS"};
 inline constexpr OptionSpec kTop = {kTopOption, "top", 0, "N"};
 inline constexpr OptionSpec kReorderWindow = {kReorderWindowOption, "reorder-window", 0, "MS"};
 inline constexpr OptionSpec kNoPythonFrames = {kNoPythonFramesOption, "no-python-frames"};
+inline constexpr OptionSpec kStepMarker = {kStepMarkerOption, "step-marker", 0, "NAME"};
 
 // The option's value as a non-negative decimal number ("2", "0.5", "1e3"); false after
 // "idlescope COMMAND: --NAME needs a non-negative number, not 'VALUE'".

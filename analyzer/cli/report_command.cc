@@ -38,8 +38,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: idlescope report [--format FORMAT] [-o FILE] [-q] [-v] [--min-gap MS] [--top N]\n"
-    "                        [--reorder-window MS] [--no-python-frames] [-j N]\n"
-    "                        [--single-process] DIR|FILE...\n"
+    "                        [--reorder-window MS] [--no-python-frames] [--step-marker NAME]\n"
+    "                        [-j N] [--single-process] DIR|FILE...\n"
     "  Why the GPUs of a traced job sat idle: the trace directories or files of `idlescope\n"
     "  run` analyzed into a report. Traces compressed with zstd (FILE.idlescope.zst, or such\n"
     "  files in DIR), - (standard input) and pipes are decompressed under TMPDIR first.\n"
@@ -59,6 +59,9 @@ constexpr char kUsage[] =
     "  --reorder-window MS  how far out of time order records may arrive (default 2000)\n"
     "  --no-python-frames   evidence stacks without their Python frames (native frames\n"
     "                       only, as with IDLESCOPE_PYTHON_STACKS=0)\n"
+    "  --step-marker NAME   the job's steps are its NVTX ranges NAME (a trailing step number\n"
+    "                       dropped: ProfilerStep#12 is ProfilerStep); default: the name with\n"
+    "                       the most outermost ranges, else the cycle of the GPU work\n"
     "  -j, --jobs N         threads analyzing the job's shards (one per rank; default: one\n"
     "                       per core)\n"
     "  --single-process     the whole job in one pass, no shards (what html, perfetto and\n"
@@ -79,6 +82,7 @@ constexpr OptionSpec kReportOptions[] = {
     kTop,
     kReorderWindow,
     kNoPythonFrames,
+    kStepMarker,
     {kJobsOption, "jobs", 'j', "N"},
     {kSingleProcessOption, "single-process"},
 };

@@ -127,7 +127,7 @@ int IndexCommand(int argc, char** argv) {
 
 constexpr char kPlanUsage[] =
     "usage: idlescope plan [--min-gap MS] [--top N] [--reorder-window MS]\n"
-    "                      [--no-python-frames] -o PLAN INDEX...\n"
+    "                      [--no-python-frames] [--step-marker NAME] -o PLAN INDEX...\n"
     "  the plan of the job whose files the INDEX files (`idlescope index`) describe, in\n"
     "  order: its processes, clocks and shards, and the analysis options every map and\n"
     "  the merge use (those of idlescope report); prints the number of shards\n"
@@ -135,8 +135,8 @@ constexpr char kPlanUsage[] =
     "exit status: 0 written, 1 an INDEX cannot be read or PLAN written (one line says\n"
     "which), 2 usage error, 3 the job spans hosts: index its files again with --align\n";
 
-constexpr OptionSpec kPlanOptions[] = {kOutput, kQuiet,         kMinGap,
-                                       kTop,    kReorderWindow, kNoPythonFrames};
+constexpr OptionSpec kPlanOptions[] = {kOutput,        kQuiet,          kMinGap,    kTop,
+                                       kReorderWindow, kNoPythonFrames, kStepMarker};
 
 constexpr CommandSpec kPlan = {"plan", kPlanOptions, kPlanUsage};
 

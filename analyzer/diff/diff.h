@@ -2,7 +2,7 @@
 // CI gates of `idlescope diff`. Plain data in, plain data out, so every rule is testable on
 // synthetic JobReports; docs/diff.md documents the output and the JSON schema (kDiffSchemaVersion).
 //
-// Steps (diff/step_census.h, FindSteps): when both runs' steps are found, the wall-time gate
+// Steps (the report's, analysis/steps.h): when both runs' steps are found, the wall-time gate
 // compares their step times, with a confidence interval from a bootstrap over the steps
 // (StepChange), and trips only on a change both above its threshold and significant.
 //
@@ -43,7 +43,7 @@ inline constexpr int kDiffExitGateTripped = 3;
 // A run's step times, summarized (StepCensus::steps).
 struct StepStats {
   uint64_t count = 0;  // steps measured
-  Steps::Source source = Steps::Source::kNone;
+  StepSource source = StepSource::kNone;
   std::string anchor;  // what each step begins with (Steps::anchor)
   uint64_t kernels_per_step = 0;
   Ns p25 = 0;

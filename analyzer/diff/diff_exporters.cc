@@ -163,7 +163,7 @@ std::string FormatTextDiff(const JobDiff& d) {
       absl::StrAppendFormat(&out, "\n  %-6s none found", side);
       continue;
     }
-    const std::string from = st.source == Steps::Source::kNvtx
+    const std::string from = st.source == StepSource::kNvtx
                                  ? absl::StrCat("NVTX ranges ", EscapeControls(st.anchor))
                                  : absl::StrFormat("%d GPU activities each, from %s",
                                                    st.kernels_per_step, EscapeControls(st.anchor));
@@ -287,9 +287,9 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
   j.Key("kernels_per_step");
   j.Uint(r.step_stats.kernels_per_step);
   j.Key("source");
-  j.String(r.step_stats.source == Steps::Source::kNvtx          ? "nvtx"
-           : r.step_stats.source == Steps::Source::kGpuActivity ? "gpu_activity"
-                                                                : "none");
+  j.String(r.step_stats.source == StepSource::kNvtx          ? "nvtx"
+           : r.step_stats.source == StepSource::kGpuActivity ? "gpu_activity"
+                                                             : "none");
   j.Key("step_time_ns");
   j.Int(r.step_stats.typical);
   j.Key("p25_ns");

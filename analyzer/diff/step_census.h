@@ -1,6 +1,6 @@
 // The step census of `idlescope diff` (diff/diff.h, "Runs of different lengths"): how many
 // collectives each process issued per communicator and how often it ran each compute kernel, with
-// which grid; and the job's training steps, found in its own kernel sequence (FindSteps).
+// which grid; and the job's training steps, as its report found them (analysis/steps.h).
 // StepCensusSink collects it as a RecordSink, from the same single read of the files that feeds
 // the analysis (a TeeSink), and resolves the kernel names once the read is done.
 #pragma once
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "analyzer/model/job_report.h"
 #include "analyzer/model/record_sink.h"
 #include "analyzer/model/symbol_source.h"
 
@@ -25,37 +26,15 @@ struct KernelCount {
   uint64_t median_grid = 0;  // blocks per launch (median), 0: unknown
 };
 
-// The training steps of a run, found without markers in the GPU activity sequence (kernels, NCCL's
-// too, copies and memsets by kind) of the process that ran the most (docs/diff.md, "Steps"): a
-// step begins at each start of the anchor, an activity that runs once per period of the sequence.
+// The training steps of a run as its report found them (analysis/steps.h): where from, what each
+// begins with, and their durations in order.
 struct Steps {
-  // Where the steps come from: the job's NVTX ranges (its own markers: one name recurring at the
-  // outermost level of a thread), else its GPU activity (FindSteps).
-  enum class Source : uint8_t { kNone, kNvtx, kGpuActivity };
-  Source source = Source::kNone;
-  // The anchor: the NVTX range's name (trailing digits and '#' dropped: ProfilerStep#12 is
-  // ProfilerStep), a kernel's name, GPU_MEMCPY:COPY_H2D, GPU_MEMSET ("": no steps found).
-  std::string anchor;
+  StepSource source = StepSource::kNone;
+  std::string anchor;             // StepsReport::anchor ("": no steps found)
   uint64_t kernels_per_step = 0;  // the period, in GPU activities
-  std::vector<Ns> durations;      // from one anchor's start on the GPU to the next's, in order
-};
-
-// The steps of an activity sequence (each one's name, in start order, with its start): the
-// anchor is a name that runs at least kMinStepAnchors times, its runs `P` activities apart for
-// 75% of them (P >= 2; an evaluation every 10 steps breaks 1 gap in 10), and the sequence
-// repeats with period P (the activity P later has the same name) for 80% of it; of the anchors that
-// qualify, the smallest P (a finer cycle inside a step does not repeat the whole sequence; a
-// coarser one, such as an evaluation every 50 steps, is longer). nullopt when none qualifies.
-inline constexpr uint64_t kMinStepAnchors = 4;
-// An NVTX range name as a step marker: "ProfilerStep#12" -> "ProfilerStep", "step 3" -> "step".
-std::string StepMarkerName(std::string_view name);
-struct FoundSteps {
-  uint32_t anchor = 0;  // its name, as in `names`
-  uint64_t kernels_per_step = 0;
   std::vector<Ns> durations;
 };
-std::optional<FoundSteps> FindSteps(const std::vector<uint32_t>& names,
-                                    const std::vector<Ns>& starts);
+Steps StepsOf(const StepsReport& report);
 
 // What a run's trace says about its steps.
 struct StepCensus {
@@ -65,18 +44,12 @@ struct StepCensus {
   Steps steps;
 };
 inline constexpr size_t kMaxCensusKernels = 8;
-// Kernels of one process kept for FindSteps (16 bytes each): past that, the steps are those of
-// the run's first kMaxStepKernels kernels.
-inline constexpr size_t kMaxStepKernels = size_t{1} << 24;
 
 class StepCensusSink : public RecordSink {
  public:
   void AddProcess(uint32_t process, const ProcessInfo& info) override;
   void AddHostEvent(const HostEvent& event) override;
   void AddGpuRecord(const GpuRecord& record) override;
-  // Steps from NVTX ranges named `marker` (after the trailing step number is dropped) rather than
-  // the most frequent outermost name; "" for that.
-  void SetStepMarker(std::string marker) { marker_ = std::move(marker); }
 
   // Per communicator and per kernel name, the most any one process saw: every rank of a
   // data-parallel job runs the same steps, and DataLoader workers run none.
@@ -92,16 +65,8 @@ class StepCensusSink : public RecordSink {
     uint64_t last_name = 0;
     uint64_t last_grid = 0;
     uint64_t* last_count = nullptr;
-    // GPU activities in arrival order (nearly start order): token (a kernel's name id, a copy's
-    // kind) and start.
-    std::vector<uint64_t> kernel_names;
-    std::vector<Ns> kernel_starts;
-    // Outermost NVTX ranges (and started ones) by name, their starts (at most kMaxStepKernels).
-    absl::flat_hash_map<std::string, std::vector<Ns>> nvtx_starts;
-    size_t nvtx_ranges = 0;
   };
   std::vector<ProcessCensus> processes_;
-  std::string marker_;
 };
 
 }  // namespace idlescope

@@ -213,6 +213,30 @@ struct HostActivityReport {
   uint32_t workers_with_reads = 0;
 };
 
+// The job's training steps (analysis/steps.h): where they were found and how long they took.
+enum class StepSource : uint8_t { kNone, kNvtx, kGpuActivity };
+struct SlowStep {
+  uint64_t number = 0;  // 1: the step that begins at the first start
+  Ns start = 0;         // since the job start
+  Ns length = 0;
+  // The report's top gap that overlaps it most on the steps' devices (gap_ns 0: none), and that
+  // gap's largest cause.
+  Ns gap_ns = 0;
+  Cause cause = Cause::kUnknown;
+  Ns cause_ns = 0;
+};
+struct StepsReport {
+  StepSource source = StepSource::kNone;
+  std::string anchor;         // the NVTX range's name or the activity each step begins with
+  uint64_t per_step = 0;      // GPU activities per step (kGpuActivity)
+  uint32_t pid = 0;           // the process whose steps these are
+  Ns first_start = 0;         // since the job start
+  uint64_t steps = 0;         // all of them; the times of the first durations.size() are measured
+  std::vector<Ns> durations;  // in order: from one step's start to the next's
+  Ns p25 = 0, median = 0, p90 = 0, max = 0;
+  std::vector<SlowStep> slowest;  // longest first: at most 3, each at least twice the median
+};
+
 struct JobReport {
   std::string tool_version;
   Ns min_gap = 0;
@@ -237,6 +261,7 @@ struct JobReport {
   HostActivityReport host_activity;
   std::vector<FileReport> files;
   std::vector<HostClock> clocks;  // jobs on more than one host: how each host was aligned
+  StepsReport steps;
   std::vector<ReportWarning> warnings;
   ReportSymbols symbols;  // the strings and stacks the ids above refer to
 };

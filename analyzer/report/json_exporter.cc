@@ -327,6 +327,42 @@ void WriteTopGaps(JsonWriter& j, const JobReport& r) {
   j.EndArray();
 }
 
+void WriteSteps(JsonWriter& j, const StepsReport& s) {
+  j.Key("steps");
+  j.BeginObject();
+  j.String("source", s.source == StepSource::kNvtx          ? "nvtx"
+                     : s.source == StepSource::kGpuActivity ? "gpu_activity"
+                                                            : "none");
+  j.Uint("count", s.steps);
+  j.Uint("measured", s.durations.size());
+  OptionalString(j, "anchor", s.anchor);
+  j.Uint("activities_per_step", s.per_step);
+  j.Uint("pid", s.pid);
+  j.Int("first_start_ns", s.first_start);
+  j.Int("p25_ns", s.p25);
+  j.Int("median_ns", s.median);
+  j.Int("p90_ns", s.p90);
+  j.Int("max_ns", s.max);
+  j.Key("slowest");
+  j.BeginArray();
+  for (const SlowStep& slow : s.slowest) {
+    j.BeginObject();
+    j.Uint("step", slow.number);
+    j.Int("start_ns", slow.start);
+    j.Int("length_ns", slow.length);
+    j.Int("gap_ns", slow.gap_ns);
+    if (slow.gap_ns > 0) {
+      j.String("cause", InfoOf(slow.cause).name);
+    } else {
+      j.Null("cause");
+    }
+    j.Int("cause_ns", slow.cause_ns);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
 // Communicator ids as 16 hex digits: JSON numbers lose precision past 2^53.
 std::string CommId(uint64_t comm) { return absl::StrFormat("%016x", comm); }
 
@@ -617,6 +653,7 @@ std::string FormatJsonReport(const JobReport& r) {
   j.EndObject();
 
   WriteDevices(j, r);
+  WriteSteps(j, r.steps);
   WriteCauses(j, r);
   WriteTopGaps(j, r);
   WriteCollectives(j, r);

@@ -39,6 +39,33 @@ void AppendEvidenceLine(std::string* out, std::string line) {
   *out += '\n';
 }
 
+// The job's training steps (analysis/steps.h): how they were found, their times, the slowest.
+void AppendSteps(std::string* out, const StepsReport& s) {
+  if (s.source == StepSource::kNone) return;
+  const std::string how = s.source == StepSource::kNvtx
+                              ? absl::StrCat("its NVTX ranges ", EscapeControls(s.anchor))
+                              : absl::StrCat("its GPU work, ", s.per_step,
+                                             " activities a step from ", EscapeControls(s.anchor));
+  absl::StrAppendFormat(out, "Steps (pid %d: %d steps, found in %s)\n", s.pid, s.steps, how);
+  if (s.steps > s.durations.size()) {
+    absl::StrAppendFormat(out, "  the times of the first %d steps:\n", s.durations.size());
+  }
+  absl::StrAppendFormat(out, "  step time: median %s, p25 %s, p90 %s, max %s; first at +%s\n",
+                        AutoTime(s.median), AutoTime(s.p25), AutoTime(s.p90), AutoTime(s.max),
+                        Seconds(s.first_start));
+  for (const SlowStep& slow : s.slowest) {
+    std::string why = "none of the longest idle gaps (below) in it";
+    if (slow.gap_ns > 0) {
+      why = absl::StrCat("idle gap of ", Seconds(slow.gap_ns), ", ",
+                         std::string(InfoOf(slow.cause).name), " ", Seconds(slow.cause_ns));
+    }
+    absl::StrAppendFormat(out, "  slow: step %d at +%s took %s (%.1fx the median): %s\n",
+                          slow.number, Seconds(slow.start), AutoTime(slow.length),
+                          static_cast<double>(slow.length) / static_cast<double>(s.median), why);
+  }
+  *out += '\n';
+}
+
 }  // namespace
 
 bool ShownInText(const CauseReport& cause, Ns gpu_time) {
@@ -96,6 +123,8 @@ std::string FormatTextReport(const JobReport& r) {
     }
     out += '\n';
   }
+
+  AppendSteps(&out, r.steps);
 
   if (!r.clocks.empty()) {
     absl::StrAppendFormat(&out, "Host clocks (aligned to %s)\n  %-24s %-12s %12s %12s %10s  %s\n",

@@ -191,6 +191,7 @@ absl::StatusOr<shard::Plan> MakePlan(const std::vector<shard::FileIndex>& index,
   o->set_python_frames(options.python_frames);
   o->set_advance_quantum(options.advance_quantum);
   o->set_reorder_window(reorder_window);
+  o->set_step_marker(options.step_marker);
   // Readable files, as JobReader::Open takes them: one named by the user must be readable.
   std::vector<const shard::FileIndex*> files;
   for (const shard::FileIndex& f : index) {
@@ -320,6 +321,7 @@ AnalysisOptions ToAnalysisOptions(const shard::Options& o) {
   options.top_evidence = o.top_evidence();
   options.python_frames = o.python_frames();
   options.advance_quantum = o.advance_quantum();
+  options.step_marker = o.step_marker();
   return options;
 }
 

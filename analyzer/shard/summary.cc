@@ -559,6 +559,19 @@ shard::Summary Summarize(const PartResults& part, const CrossRankRecorder& cross
     m->set_gpu_activities(f.report.gpu_activities);
     m->set_footer(f.report.footer);
   }
+  for (const ProcessSteps& p : part.steps) {
+    shard::ProcessSteps* m = s.add_steps();
+    m->set_process(p.process);
+    m->set_marker(p.marker);
+    m->mutable_marker_starts()->Add(p.marker_starts.begin(), p.marker_starts.end());
+    m->set_activities(p.activities);
+    m->set_anchor(p.anchor);
+    m->set_per_step(p.per_step);
+    m->mutable_anchor_starts()->Add(p.anchor_starts.begin(), p.anchor_starts.end());
+    m->set_anchor_runs(p.anchor_runs);
+    for (const std::string& d : p.devices) m->add_devices(d);
+    if ((p.anchor & kActivityToken) == 0) symbols.String(p.process, p.anchor);
+  }
   // Blame's evidence: the activity's stacks and objects (sorted: the same summary, byte for byte).
   std::vector<EvidenceKey> keys(cross_rank.stacks().begin(), cross_rank.stacks().end());
   auto by_key = [](const EvidenceKey& a, const EvidenceKey& b) {
@@ -760,6 +773,18 @@ PartResults PartOf(const shard::Summary& s, const std::vector<ProcessInfo>& proc
   part.late_candidates = s.late_candidates();
   for (const shard::Warning& w : s.warnings()) part.warnings.push_back({w.file(), FromMessage(w)});
   for (const shard::FileReport& f : s.files()) part.files.push_back({f.file(), FromMessage(f)});
+  for (const shard::ProcessSteps& m : s.steps()) {
+    ProcessSteps& p = part.steps.emplace_back();
+    p.process = m.process();
+    p.marker = m.marker();
+    p.marker_starts.assign(m.marker_starts().begin(), m.marker_starts().end());
+    p.activities = m.activities();
+    p.anchor = m.anchor();
+    p.per_step = m.per_step();
+    p.anchor_starts.assign(m.anchor_starts().begin(), m.anchor_starts().end());
+    p.anchor_runs = m.anchor_runs();
+    p.devices.assign(m.devices().begin(), m.devices().end());
+  }
   return part;
 }
 

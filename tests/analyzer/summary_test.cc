@@ -216,6 +216,15 @@ PartResults FullPart() {
                          .gpu_activities = 567,
                          .footer = true,
                          .ending = {}}});
+  part.steps.push_back({.process = 1,
+                        .marker = "ProfilerStep",
+                        .marker_starts = {10, 20, 30},
+                        .activities = 40,
+                        .anchor = 3,
+                        .per_step = 4,
+                        .anchor_starts = {11, 21, 31},
+                        .anchor_runs = 3,
+                        .devices = {"node0/GPU-0"}});
   return part;
 }
 

@@ -352,7 +352,7 @@ TEST(CompareRuns, StepsOfAnotherBatchSizeAreNotCompared) {
   auto run = [](uint64_t grid, Ns span, uint64_t seed) {
     StepCensus census;
     census.kernels = {{"gemm", 400, grid}};
-    census.steps.source = Steps::Source::kGpuActivity;
+    census.steps.source = StepSource::kGpuActivity;
     census.steps.anchor = "GPU_MEMCPY:COPY_H2D";
     census.steps.kernels_per_step = 9;
     census.steps.durations = NoisySteps(100, 4'000'000, seed, 0);
@@ -374,7 +374,7 @@ TEST(CombineRuns, SeveralRunsWidenTheInterval) {
   // warmer cache): steps alone would call 2% significant, the runs' spread does not.
   auto run = [](Ns step, uint64_t seed) {
     StepCensus census;
-    census.steps.source = Steps::Source::kGpuActivity;
+    census.steps.source = StepSource::kGpuActivity;
     census.steps.anchor = "k";
     census.steps.kernels_per_step = 3;
     census.steps.durations = NoisySteps(200, step, seed, 0);
