@@ -310,6 +310,38 @@ void Gaps(const JobReport& r, std::string& out) {
   out += "</table></div>\n";
 }
 
+// The job's training steps (analysis/steps.h) and the slowest, as the text report has them.
+void Steps(const JobReport& r, std::string& out) {
+  const StepsReport& s = r.steps;
+  if (s.source == StepSource::kNone) return;
+  const std::string how =
+      s.source == StepSource::kNvtx
+          ? Cat("its NVTX ranges <span class=\"mono\">", HtmlEscape(s.anchor), "</span>")
+          : Cat("its GPU work, ", s.per_step, " activities a step from <span class=\"mono\">",
+                HtmlEscape(s.anchor), "</span>");
+  CatTo(&out, "<h2 id=\"steps\">Steps</h2>\n<p class=\"sub\">pid ", s.pid, ": ", s.steps,
+        " steps, found in ", how, "; step time median ", AutoTime(s.median), ", p25 ",
+        AutoTime(s.p25), ", p90 ", AutoTime(s.p90), ", max ", AutoTime(s.max), "; first at +",
+        Seconds(s.first_start), "</p>\n");
+  if (s.slowest.empty()) return;
+  out +=
+      "<div class=\"scroll\"><table>\n<tr><th>slowest step</th><th class=\"n\">at</th>"
+      "<th class=\"n\">took</th><th class=\"n\">x median</th><th class=\"n\">idle gap in it</th>"
+      "<th>its largest cause</th></tr>\n";
+  for (const SlowStep& slow : s.slowest) {
+    CatTo(&out, "<tr><td>", slow.number, "</td><td class=\"n\">+", Seconds(slow.start),
+          "</td><td class=\"n\">", AutoTime(slow.length), "</td><td class=\"n\">",
+          absl::StrFormat("%.1f", static_cast<double>(slow.length) / static_cast<double>(s.median)),
+          "</td><td class=\"n\">", slow.gap_ns > 0 ? Seconds(slow.gap_ns) : "-", "</td><td>",
+          slow.gap_ns > 0
+              ? Cat("<span class=\"swatch\" style=\"background:", CauseColor(slow.cause),
+                    "\"></span>", InfoOf(slow.cause).name, " ", Seconds(slow.cause_ns))
+              : std::string("none of the longest gaps"),
+          "</td></tr>\n");
+  }
+  out += "</table></div>\n";
+}
+
 void Devices(const JobReport& r, std::string& out) {
   if (r.devices.empty()) return;
   out +=
@@ -474,6 +506,7 @@ std::string FormatHtmlReport(const JobReport& report, const JobStrips& strips) {
   CauseChart(report, out);
   Findings(report, out);
   Gaps(report, out);
+  Steps(report, out);
   Devices(report, out);
   Collectives(report, out);
   HostActivitySection(report, out);
