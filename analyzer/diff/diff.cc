@@ -49,6 +49,7 @@ RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus s
   }
   s.run_steps = {s.steps.steps.durations};
   s.run_spans = {s.span};
+  s.run_causes = {s.cause_ns};
   return s;
 }
 
@@ -81,6 +82,7 @@ RunSummary CombineRuns(std::string input, std::vector<RunSummary> runs) {
   std::vector<std::vector<Ns>> per_run;
   for (const RunSummary& r : runs) {
     s.run_spans.push_back(r.span);
+    s.run_causes.push_back(r.cause_ns);
     const Steps& st = r.steps.steps;
     if (st.source != census.steps.source || st.anchor != census.steps.anchor ||
         st.kernels_per_step != census.steps.kernels_per_step) {
@@ -225,8 +227,8 @@ StepChange CompareMeanSteps(const RunSteps& before, const RunSteps& after, doubl
   return Bootstrap(b, a, confidence, Mean);
 }
 
-StepChange CompareWallTimes(const std::vector<Ns>& before, const std::vector<Ns>& after,
-                            double confidence) {
+StepChange CompareRunMeans(const std::vector<Ns>& before, const std::vector<Ns>& after,
+                           double confidence) {
   if (before.size() < 2 || after.size() < 2) return StepChange{.confidence = confidence};
   // Each run a "run" of one step: the bootstrap draws runs.
   std::vector<std::vector<double>> b, a;
@@ -397,7 +399,7 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
   } else {
     d.step_time.confidence = d.mean_step_time.confidence = options.confidence;
   }
-  d.wall_runs = CompareWallTimes(before.run_spans, after.run_spans, options.confidence);
+  d.wall_runs = CompareRunMeans(before.run_spans, after.run_spans, options.confidence);
   if (options.fail_if_slower_pct) {
     GateResult g;
     g.kind = GateKind::kFailIfSlower;
@@ -444,6 +446,18 @@ JobDiff CompareRuns(const RunSummary& before, const RunSummary& after, const Dif
     g.tripped = grew && g.value.change() > noise;
     g.below_noise = grew && !g.tripped;
     g.noise_ns = noise;
+    // Several runs a side (compared per run): the growth must also hold across the runs, its
+    // interval from a bootstrap over them excluding no change.
+    if (rel && !d.normalization.per_step && before.run_causes.size() >= 2 &&
+        after.run_causes.size() >= 2) {
+      std::vector<Ns> b, a;
+      for (const auto& run : before.run_causes) b.push_back(run[Index(gate.cause)]);
+      for (const auto& run : after.run_causes) a.push_back(run[Index(gate.cause)]);
+      const StepChange c = CompareRunMeans(b, a, options.confidence);
+      g.on_runs = true;
+      g.not_significant = g.tripped && c.low <= 0;
+      g.tripped = g.tripped && c.low > 0;
+    }
     d.gates.push_back(g);
   }
   return d;

@@ -69,6 +69,7 @@ struct RunSummary {
   // are their means, the steps above all of them. One run: its own.
   std::vector<std::vector<Ns>> run_steps;
   std::vector<Ns> run_spans;
+  std::vector<std::array<Ns, kCauseCount>> run_causes;  // each run's idle time by cause
 };
 
 RunSummary SummarizeRun(std::string input, const JobReport& report, StepCensus steps);
@@ -130,9 +131,10 @@ StepChange CompareSteps(const RunSteps& before, const RunSteps& after, double co
 // The same for the mean step time: what every step's time, a loaded machine's contention
 // included, adds up to.
 StepChange CompareMeanSteps(const RunSteps& before, const RunSteps& after, double confidence);
-// The mean wall time of several runs per side (at least 2 each), with a bootstrap over the runs.
-StepChange CompareWallTimes(const std::vector<Ns>& before, const std::vector<Ns>& after,
-                            double confidence);
+// The mean of a figure of several runs per side (at least 2 each: their wall times, a cause's idle
+// time), with a bootstrap over the runs.
+StepChange CompareRunMeans(const std::vector<Ns>& before, const std::vector<Ns>& after,
+                           double confidence);
 
 // "checkpointing:10" -> {kCheckpointing, 10}. Cause names as in the report's JSON.
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec);
@@ -195,8 +197,9 @@ struct GateResult {
   // kFailIfSlower on the step time (JobDiff::step_time) instead of the wall time (docs/diff.md,
   // "The slower gate"): it trips when the change is above the threshold and significant.
   bool on_steps = false;
-  // kFailIfSlower on the mean wall time of several runs per side (JobDiff::wall_runs), when no
-  // steps are compared: above the threshold and significant.
+  // On the mean of several runs per side, when compared per run: kFailIfSlower on their wall
+  // time (JobDiff::wall_runs) when no steps are compared, kFailIfCauseGrows on the cause's idle
+  // time; either trips above the threshold and significant (an interval over the runs).
   bool on_runs = false;
   std::optional<double> mean_pct;  // the mean step's change (shown, not gated)
   bool not_significant = false;    // above the threshold, but the interval includes no change

@@ -102,6 +102,8 @@ std::string GateDetail(const GateResult& g) {
                                        AutoTime(g.value.before), AutoTime(g.value.after),
                                        rel ? absl::StrFormat("%+.1f%%", 100 * *rel) : "new");
   if (g.below_noise) absl::StrAppend(&detail, ", below the noise floor of ", AutoTime(g.noise_ns));
+  if (g.on_runs) absl::StrAppend(&detail, ", mean of the runs");
+  if (g.not_significant) absl::StrAppend(&detail, ", not significant");
   return detail;
 }
 
@@ -421,7 +423,7 @@ std::string FormatJsonDiff(const JobDiff& d) {
     j.Key("on_runs");
     j.Bool(g.on_runs);
     j.Key("significant");
-    j.Bool(!g.on_steps || !g.not_significant);
+    j.Bool(!g.not_significant);
     j.Key("detail");
     j.String(GateDetail(g));
     j.EndObject();

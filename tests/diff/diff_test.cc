@@ -397,9 +397,37 @@ TEST(CombineRuns, SeveralRunsWidenTheInterval) {
   EXPECT_LT(pooled.low, 0);  // the runs' spread: no significant change
   StepChange one = CompareSteps({before.run_steps[0]}, {after.run_steps[0]}, 0.95);
   EXPECT_GT(one.low, 0);  // one run a side: 4% and significant
-  StepChange walls = CompareWallTimes(before.run_spans, after.run_spans, 0.95);
+  StepChange walls = CompareRunMeans(before.run_spans, after.run_spans, 0.95);
   ASSERT_TRUE(walls.measured);
   EXPECT_NEAR(walls.change, (4'160'000 + 4'240'000 + 4'080'000) / 12'240'000.0 - 1, 1e-6);
+}
+
+TEST(CombineRuns, ACauseGateTripsOnlyOnAGrowthThatHoldsAcrossTheRuns) {
+  auto side = [](std::vector<Ns> checkpoints) {
+    std::vector<RunSummary> runs;
+    for (Ns c : checkpoints) runs.push_back(MakeRun(10 * kS, 5 * kS, c, 0));
+    return CombineRuns("side", std::move(runs));
+  };
+  DiffOptions options;
+  options.cause_gates.push_back({Cause::kCheckpointing, 5});
+  // +10% on the mean, the runs 40% apart: not significant.
+  JobDiff noisy = CompareRuns(side({1000 * kMs, 1400 * kMs, 600 * kMs}),
+                              side({1600 * kMs, 700 * kMs, 1000 * kMs}), options);
+  ASSERT_EQ(noisy.gates.size(), 1u);
+  EXPECT_TRUE(noisy.gates[0].on_runs);
+  EXPECT_TRUE(noisy.gates[0].not_significant);
+  EXPECT_FALSE(noisy.tripped());
+  EXPECT_NE(GateDetail(noisy.gates[0]).find("not significant"), std::string::npos);
+  // +30% in every run: significant.
+  JobDiff grown = CompareRuns(side({1000 * kMs, 1010 * kMs, 990 * kMs}),
+                              side({1300 * kMs, 1310 * kMs, 1290 * kMs}), options);
+  EXPECT_TRUE(grown.gates[0].tripped);
+  EXPECT_FALSE(grown.gates[0].not_significant);
+  // One run a side: the threshold and the noise floor, no interval.
+  JobDiff one = CompareRuns(MakeRun(10 * kS, 5 * kS, 1000 * kMs, 0),
+                            MakeRun(10 * kS, 5 * kS, 1100 * kMs, 0), options);
+  EXPECT_TRUE(one.gates[0].tripped);
+  EXPECT_FALSE(one.gates[0].on_runs);
 }
 
 }  // namespace
