@@ -48,17 +48,21 @@ __thread bool t_ring_failed __attribute__((tls_model("initial-exec"))) = false;
 
 bool MapSlots(Ring* r) {
   const uint64_t slots = g_table.slots.load(std::memory_order_relaxed);
-  void* p = mmap(nullptr, slots * sizeof(RawEvent), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, slots * sizeof(RawEvent) + unwind::WalkCacheBytes(),
+                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return false;
   r->slots = static_cast<RawEvent*>(p);
   r->mask = slots - 1;
+  r->walk_cache = reinterpret_cast<unwind::WalkCache*>(r->slots + slots);
   return true;
 }
 
 void UnmapSlots(Ring* r) {
-  if (r->slots != nullptr) munmap(r->slots, (r->mask + 1) * sizeof(RawEvent));
+  if (r->slots != nullptr) {
+    munmap(r->slots, (r->mask + 1) * sizeof(RawEvent) + unwind::WalkCacheBytes());
+  }
   r->slots = nullptr;
+  r->walk_cache = nullptr;
 }
 
 void ResetRing(Ring* r, uint32_t tid) {
@@ -250,6 +254,11 @@ void Drained(const Snapped& snapped) {
     UnmapSlots(snapped.ring);
     snapped.ring->state.store(kFree, std::memory_order_release);
   }
+}
+
+unwind::WalkCache* ThreadWalkCache() {
+  Ring* r = t_ring;
+  return r != nullptr ? r->walk_cache : nullptr;
 }
 
 uint64_t EventsWithoutRing() { return g_table.without_ring.load(std::memory_order_relaxed); }

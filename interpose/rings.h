@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "interpose/recorder.h"
+#include "interpose/unwind.h"
 
 namespace idlescope::rings {
 
@@ -26,6 +27,9 @@ struct Ring {
   std::atomic<uint64_t> dropped{0};
   RawEvent* slots = nullptr;
   uint64_t mask = 0;
+  // The owner's last stack walks (unwind.h), mapped after the slots: a ring handed to another
+  // thread maps them anew, empty.
+  unwind::WalkCache* walk_cache = nullptr;
   std::atomic<bool> wake_pending{false};
   // Consumer side (the flush, under the flush lock).
   alignas(64) std::atomic<uint64_t> tail{0};
@@ -48,6 +52,9 @@ struct Ring {
 // At start (Init), before any ring is claimed: each ring holds `slots` events (a power of two).
 // Creates the pthread key whose destructor hands a thread's ring over when the thread ends.
 void Init(uint64_t slots);
+
+// The calling thread's walk cache (its ring's), null before its first event.
+unwind::WalkCache* ThreadWalkCache();
 
 // The writer thread never records (its events would be its own work): no ring is ever claimed
 // there, even by a call that bypasses the hook depth.

@@ -26,6 +26,7 @@
 #include "interpose/python/pystacks.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
+#include "interpose/rings.h"
 #include "interpose/unwind.h"
 
 namespace idlescope::stacks {
@@ -747,7 +748,8 @@ uint32_t CaptureStack(int skip) {
   uintptr_t pcs[kMaxDepth + 64];
   int want = static_cast<int>(g_depth) + skip + 8;
   if (want > kMaxDepth + 64) want = kMaxDepth + 64;
-  int n = unwind::UsesCfiWalk() ? unwind::Backtrace(pcs, want) : BacktraceUnlessForking(pcs, want);
+  int n = unwind::UsesCfiWalk() ? unwind::Backtrace(pcs, want, rings::ThreadWalkCache())
+                                : BacktraceUnlessForking(pcs, want);
   // Find our caller's frame by its return address (how many frames of ours precede it depends on
   // inlining); then drop `skip` frames the caller asked to (the hook), then any frames still
   // inside the preload library (helpers of the hook).

@@ -30,6 +30,32 @@
 extern "C" void* __libc_stack_end;
 
 namespace idlescope::unwind {
+
+// What a thread's walk cache holds: its last kCachedWalks walks of at most kWalkFrames frames
+// and kWalkLoads words read (CaptureStack asks for its depth, 24 by default, and up to 16 more;
+// a frame reads one or two words).
+constexpr int kCachedWalks = 2;
+constexpr int kWalkFrames = 64;
+constexpr int kWalkLoads = 128;
+
+// One recorded walk (unwind.h, WalkCache): its start, the words it read and its result.
+struct CachedWalk {
+  uintptr_t sp = 0, bp = 0, hi = 0;  // sp 0: empty
+  int max = 0;                       // what it was asked for
+  int n = 0;                         // what it gave
+  int loads = 0;
+  uintptr_t at[kWalkLoads];
+  uintptr_t value[kWalkLoads];
+  uintptr_t pcs[kWalkFrames];
+};
+struct WalkCache {
+  bool busy;  // a walk on this thread uses it now (a signal handler's walk must not)
+  uint32_t next;
+  CachedWalk walks[kCachedWalks];
+};
+
+size_t WalkCacheBytes() { return sizeof(WalkCache); }
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -56,6 +82,7 @@ int GccBacktrace(uintptr_t* pcs, int max) {
 }
 
 std::atomic<uint64_t> g_rules_computed{0};
+std::atomic<uint64_t> g_walks_repeated{0};
 
 #if IDLESCOPE_CFI_WALK
 
@@ -625,8 +652,30 @@ bool StackBounds(uintptr_t sp, uintptr_t* hi) {
   return false;
 }
 
+// A walk of `cache` that fits what is asked: it began at (sp, bp, hi), every word it read is
+// unchanged, and it gave what `max` asks (it stopped by itself, or was asked for as many or more).
+// Not instrumented by ASan: the words are other frames' slots, read on purpose.
+__attribute__((no_sanitize("address"))) int Repeat(const WalkCache& cache, uintptr_t sp,
+                                                   uintptr_t bp, uintptr_t hi, uintptr_t* pcs,
+                                                   int max) {
+  for (const CachedWalk& w : cache.walks) {
+    if (w.sp != sp || w.bp != bp || w.hi != hi || w.sp == 0) continue;
+    if (w.max < max && w.n >= w.max) continue;  // cut short then, may go on now
+    bool same = true;
+    for (int i = 0; i < w.loads && same; ++i) {
+      same = *reinterpret_cast<const volatile uintptr_t*>(w.at[i]) == w.value[i];
+    }
+    if (!same) continue;
+    const int n = w.n < max ? w.n : max;
+    memcpy(pcs, w.pcs, sizeof(uintptr_t) * static_cast<size_t>(n));
+    return n;
+  }
+  return -1;
+}
+
 // Not instrumented by ASan: the walk reads other frames' return-address and rbp slots on purpose.
-__attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pcs, int max) {
+__attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pcs, int max,
+                                                                   WalkCache* cache) {
   uintptr_t pc, sp, bp;
   // This function's own pc, sp and rbp at one point: the walk starts with this frame's rule.
   asm volatile(
@@ -636,9 +685,39 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
       : "=r"(pc), "=r"(sp), "=r"(bp));
   uintptr_t lo = sp, hi;
   if (!StackBounds(sp, &hi)) return 0;
+  const uintptr_t start_sp = sp, start_bp = bp;
+  // A walk that repeats one of the thread's last ones; else this one is recorded (unless a walk
+  // of this thread that a signal interrupted is using the cache).
+  CachedWalk* record = nullptr;
+  if (cache != nullptr && !cache->busy) {
+    cache->busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const int n = Repeat(*cache, sp, bp, hi, pcs, max);
+    if (n >= 0) {
+      g_walks_repeated.fetch_add(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      cache->busy = false;
+      return n;
+    }
+    if (max <= kWalkFrames) {
+      record = &cache->walks[cache->next++ % kCachedWalks];
+      record->sp = 0;  // empty until complete
+      record->loads = 0;
+    } else {
+      cache->busy = false;
+    }
+  }
   auto load = [&](uintptr_t at, uintptr_t* v) {
     if (at < lo || at > hi - sizeof(uintptr_t) || (at & 7) != 0) return false;
     *v = *reinterpret_cast<const uintptr_t*>(at);
+    if (record != nullptr) {
+      if (record->loads == kWalkLoads) {
+        record = nullptr;  // too many words to check: not kept
+      } else {
+        record->at[record->loads] = at;
+        record->value[record->loads++] = *v;
+      }
+    }
     return true;
   };
   bool exact = true;  // pc is where execution is (not a return address): look it up as is
@@ -656,6 +735,7 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
         break;
       }
       if (rip == 0) break;
+      record = nullptr;             // the interrupted stack may be another one next time: not kept
       if (rsp < lo || rsp >= hi) {  // the handler ran on an alternate stack
         if (!StackBounds(rsp, &hi)) break;
         lo = rsp;
@@ -686,6 +766,18 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
     exact = false;
     pcs[n++] = ra;
   }
+  if (cache != nullptr && cache->busy) {
+    if (record != nullptr) {
+      memcpy(record->pcs, pcs, sizeof(uintptr_t) * static_cast<size_t>(n));
+      record->max = max;
+      record->n = n;
+      record->hi = hi;
+      record->bp = start_bp;
+      record->sp = start_sp;  // complete
+    }
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    cache->busy = false;
+  }
   return n;
 }
 
@@ -709,9 +801,11 @@ void Init() {
 #endif
 }
 
-int Backtrace(uintptr_t* pcs, int max) {
+int Backtrace(uintptr_t* pcs, int max, WalkCache* cache) {
 #if IDLESCOPE_CFI_WALK
-  if (g_cfi) return CfiBacktrace(pcs, max);
+  if (g_cfi) return CfiBacktrace(pcs, max, cache);
+#else
+  (void)cache;
 #endif
   return GccBacktrace(pcs, max);
 }
@@ -719,5 +813,7 @@ int Backtrace(uintptr_t* pcs, int max) {
 bool UsesCfiWalk() { return g_cfi; }
 
 uint64_t RulesComputed() { return g_rules_computed.load(std::memory_order_relaxed); }
+
+uint64_t WalksRepeated() { return g_walks_repeated.load(std::memory_order_relaxed); }
 
 }  // namespace idlescope::unwind

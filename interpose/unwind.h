@@ -10,9 +10,20 @@
 // "Stacks").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace idlescope::unwind {
+
+// A thread's last walks, for Backtrace to repeat (the same call path, millions of times): where
+// each began (sp, rbp and the stack's top), every stack word it read (the return-address slots,
+// the saved rbp slots), and what it gave. A walk that begins where one of them did and finds every
+// one of those words unchanged would read the same rules and words again: it gives the same
+// return addresses, checked with one load a word instead of a rule lookup a frame. Memory of
+// WalkCacheBytes(), zeroed (empty), owned by one thread (its ring: rings.h); a walk nested in a
+// signal handler that interrupted one using it walks without it.
+struct WalkCache;
+size_t WalkCacheBytes();
 
 // Looks up what the walk needs (_dl_find_object); idempotent. Call before the first Backtrace.
 void Init();
@@ -21,12 +32,14 @@ void Init();
 // inside Backtrace itself (callers find their own frame by its return address). At most `max`
 // entries; returns how many. Async-signal-safe on the CFI walk (no lock, no allocation, no system
 // call).
-int Backtrace(uintptr_t* pcs, int max);
+int Backtrace(uintptr_t* pcs, int max, WalkCache* cache = nullptr);
 
 // Which walk Backtrace uses: true for the cached CFI walk, false for libgcc's.
 bool UsesCfiWalk();
 
-// Counters for tests and benchmarks: rules computed (cache misses) since start.
+// Counters for tests and benchmarks: rules computed (cache misses) since start, and walks given
+// from a WalkCache.
 uint64_t RulesComputed();
+uint64_t WalksRepeated();
 
 }  // namespace idlescope::unwind

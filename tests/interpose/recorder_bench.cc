@@ -386,6 +386,13 @@ uint32_t CfiWalkLeaf() {
   uintptr_t pcs[24];
   return static_cast<uint32_t>(unwind::Backtrace(pcs, 24));
 }
+// The same walk with a thread's walk cache (what CaptureStack passes: unwind.h, WalkCache).
+uint32_t CachedCfiWalkLeaf() {
+  static std::vector<char> memory(unwind::WalkCacheBytes(), 0);
+  uintptr_t pcs[24];
+  return static_cast<uint32_t>(
+      unwind::Backtrace(pcs, 24, reinterpret_cast<unwind::WalkCache*>(memory.data())));
+}
 uint32_t UnwBacktraceLeaf() {
   void* pcs[24];
   return static_cast<uint32_t>(g_unw_backtrace(pcs, 24));
@@ -423,17 +430,19 @@ uint32_t GccLeaf() {
 }
 
 void BM_Unwind(benchmark::State& state, uint32_t (*leaf)()) {
-  if (leaf == CfiWalkLeaf && !unwind::UsesCfiWalk()) {
+  if ((leaf == CfiWalkLeaf || leaf == CachedCfiWalkLeaf) && !unwind::UsesCfiWalk()) {
     state.SkipWithError("no _dl_find_object: CaptureStack uses libgcc's walk");
     return;
   }
-  if (leaf != GccLeaf && leaf != CfiWalkLeaf && g_init_local == nullptr) {
+  if (leaf != GccLeaf && leaf != CfiWalkLeaf && leaf != CachedCfiWalkLeaf &&
+      g_init_local == nullptr) {
     state.SkipWithError("libunwind.so.8 not installed");
     return;
   }
   for (auto _ : state) benchmark::DoNotOptimize(Deep(20, leaf));
 }
 BENCHMARK_CAPTURE(BM_Unwind, idlescope_cfi_walk, CfiWalkLeaf);
+BENCHMARK_CAPTURE(BM_Unwind, idlescope_cfi_walk_cached, CachedCfiWalkLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, unw_backtrace, UnwBacktraceLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, unw_cursor, UnwCursorLeaf);
 BENCHMARK_CAPTURE(BM_Unwind, gcc_unwind_backtrace, GccLeaf);

@@ -97,6 +97,63 @@ TEST(Unwind, RepeatedWalksUseTheCachedRules) {
   EXPECT_EQ(RulesComputed(), before);
 }
 
+// Call paths whose walks begin at the same sp and rbp (the same caller, frames of the same
+// size): a thread's walk cache must give each its own frames.
+__attribute__((noinline)) std::vector<uintptr_t> WalkWith(WalkCache* cache) {
+  uintptr_t pcs[48];
+  int n = Backtrace(pcs, 48, cache);
+  std::vector<uintptr_t> v(pcs, pcs + n);
+  asm volatile("" ::: "memory");
+  return v;
+}
+__attribute__((noinline)) std::vector<uintptr_t> WalkUpTo(WalkCache* cache, int max) {
+  uintptr_t pcs[48];
+  int n = Backtrace(pcs, max, cache);
+  std::vector<uintptr_t> v(pcs, pcs + n);
+  asm volatile("" ::: "memory");
+  return v;
+}
+template <int kPath>  // a function of its own per path (the constant keeps their code apart)
+__attribute__((noinline)) std::vector<uintptr_t> Path(WalkCache* cache) {
+  std::vector<uintptr_t> v = WalkWith(cache);
+  asm volatile("" ::"i"(kPath) : "memory");
+  return v;
+}
+
+TEST(Unwind, AWalkCacheRepeatsAWalkOnlyOnTheSameStack) {
+  Init();
+  ASSERT_TRUE(UsesCfiWalk());
+  std::vector<char> memory(WalkCacheBytes(), 0);
+  WalkCache* cache = reinterpret_cast<WalkCache*>(memory.data());
+  std::vector<uintptr_t> (*paths[])(WalkCache*) = {Path<0>, Path<1>, Path<0>, Path<2>, Path<1>};
+  const uint64_t repeated = WalksRepeated();
+  for (int round = 0; round < 20; ++round) {
+    for (auto* path : paths) {
+      std::vector<uintptr_t> walks[2];  // from one call site (not unrolled): cached, then not
+      int twice = 2;
+      asm volatile("" : "+r"(twice));  // a trip count the compiler cannot unroll
+#pragma GCC unroll 1
+      for (int k = 0; k < twice; ++k) walks[k] = path(k == 0 ? cache : nullptr);
+      ASSERT_EQ(walks[0], walks[1]) << "round " << round;
+      ASSERT_GE(walks[0].size(), 3u);
+    }
+  }
+  // Two walks kept: A and B alternate and repeat; C evicts one of them now and then.
+  EXPECT_GT(WalksRepeated() - repeated, 20u);
+  // One call site asking for 3 frames, then 48 (more than the cut-short walk gave), then 3 (what
+  // the 48-frame walk gave, cut).
+  std::vector<uintptr_t> asked[3];
+  int i = 0;
+  int thrice = 3;
+  asm volatile("" : "+r"(thrice));
+#pragma GCC unroll 1
+  for (int k = 0; k < thrice; ++k) asked[i++] = WalkUpTo(cache, k == 1 ? 48 : 3);
+  EXPECT_EQ(asked[0].size(), 3u);
+  EXPECT_GT(asked[1].size(), 3u);
+  EXPECT_EQ(asked[2], asked[0]);
+  EXPECT_TRUE(std::equal(asked[0].begin(), asked[0].end(), asked[1].begin()));
+}
+
 void* ThreadWalk(void* arg) {
   Recurse(12, static_cast<Walks*>(arg));
   return nullptr;
