@@ -154,8 +154,18 @@ inline uint64_t Mix(uint64_t parent, uint64_t pc) {
 // lookup of that slot would wait forever (the fork handlers take it, see recorder.cc).
 std::mutex g_insert_mu;
 
+// Where (parent, pc)'s probe starts: in a window of 256 slots (a page of them) from parent * 2.
+// Node ids are dense and a stack's nodes are made in a row, so the children of nodes made together
+// share pages: a short process's few thousand nodes touch tens of the table's 2,048 pages instead
+// of nearly all of them (python3 -c pass: 2,950 page faults in here, ~5 ms, with a slot anywhere).
+// The window spreads a parent's children (a dispatch frame may have hundreds); 2 slots per id keep
+// the table's load at most a half, as kMaxNodes does.
+inline uint32_t FirstSlot(uint32_t parent, uint64_t pc) {
+  return (parent * 2 + (static_cast<uint32_t>(Mix(parent, pc)) & 255)) & (kTrieSlots - 1);
+}
+
 uint32_t Child(uint32_t parent, uint64_t pc) {
-  uint32_t i = static_cast<uint32_t>(Mix(parent, pc)) & (kTrieSlots - 1);
+  uint32_t i = FirstSlot(parent, pc);
   for (uint32_t probes = 0; probes < kTrieSlots; ++probes) {
     TrieSlot& s = g_slots[i];
     uint32_t id = s.id.load(std::memory_order_acquire);
@@ -261,9 +271,33 @@ void MarkAllUnemitted() {
 
 namespace {
 
-struct ElfSymbol {
+// A FUNC symbol: its module-relative address and size, its name's offset in a string table.
+struct SymbolEntry {
   uint64_t addr, size;
-  std::string name;
+  uint32_t name;
+};
+
+// The function of `entries` (by address) whose [addr, addr + size) holds `rel`, or "".
+std::string SymbolNameAt(const std::vector<SymbolEntry>& entries, const char* strs,
+                         size_t strs_size, uint64_t rel) {
+  auto it = std::upper_bound(entries.begin(), entries.end(), rel,
+                             [](uint64_t v, const SymbolEntry& e) { return v < e.addr; });
+  if (it == entries.begin()) return {};
+  --it;
+  if (rel >= it->addr + std::max<uint64_t>(it->size, 1)) return {};
+  return std::string(strs + it->name, strnlen(strs + it->name, strs_size - it->name));
+}
+
+// A module's FUNC symbols by address, their names in a copy of the symbol table's string table
+// (one allocation: a symbol table of 15,000 names, libpython's, costs a copy and a sort of
+// 24-byte entries, not 15,000 strings).
+struct ElfSymbols {
+  std::vector<SymbolEntry> entries;
+  std::string strings;
+
+  std::string NameAt(uint64_t rel) const {
+    return SymbolNameAt(entries, strings.data(), strings.size(), rel);
+  }
 };
 
 // FUNC symbols of a module's file: .symtab when present (static functions, executables not
@@ -271,8 +305,8 @@ struct ElfSymbol {
 // searches .dynsym, is not used: FindWithoutLoader). Sorted by address. Without .symtab and
 // `dynsym` nothing is read: a stripped library's .dynsym (libc's: 3000 names to copy and sort, a
 // third of a short process's traced cost) cannot name what dladdr did not.
-std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
-  std::vector<ElfSymbol> out;
+ElfSymbols LoadElfSymbols(const std::string& path, bool dynsym) {
+  ElfSymbols out;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
   struct stat st;
@@ -300,26 +334,24 @@ std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
     }
     if (table != nullptr && in_file(table->sh_offset, table->sh_size)) {
       const Elf64_Shdr& strtab = sh[table->sh_link];
-      if (in_file(strtab.sh_offset, strtab.sh_size)) {
+      if (in_file(strtab.sh_offset, strtab.sh_size) && strtab.sh_size <= UINT32_MAX) {
         const Elf64_Sym* syms = reinterpret_cast<const Elf64_Sym*>(base + table->sh_offset);
         size_t count = table->sh_size / sizeof(Elf64_Sym);
-        const char* strs = reinterpret_cast<const char*>(base + strtab.sh_offset);
+        out.strings.assign(reinterpret_cast<const char*>(base + strtab.sh_offset), strtab.sh_size);
         for (size_t i = 0; i < count; ++i) {
           const Elf64_Sym& s = syms[i];
           if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_value == 0 ||
               s.st_name >= strtab.sh_size) {
             continue;
           }
-          out.push_back({s.st_value, s.st_size,
-                         std::string(strs + s.st_name,
-                                     strnlen(strs + s.st_name, strtab.sh_size - s.st_name))});
+          out.entries.push_back({s.st_value, s.st_size, s.st_name});
         }
       }
     }
   }
   munmap(map, size);
-  std::sort(out.begin(), out.end(),
-            [](const ElfSymbol& a, const ElfSymbol& b) { return a.addr < b.addr; });
+  std::sort(out.entries.begin(), out.entries.end(),
+            [](const SymbolEntry& a, const SymbolEntry& b) { return a.addr < b.addr; });
   return out;
 }
 
@@ -331,35 +363,27 @@ std::vector<ElfSymbol> LoadElfSymbols(const std::string& path, bool dynsym) {
 class DynsymIndex {
  public:
   // Modules smaller than this, or with fewer dynamic symbols, keep dladdr: opening and sorting
-  // would cost more than their few lookups.
-  static constexpr off_t kMinFileBytes = 4 << 20;
-  static constexpr size_t kMinSymbols = 4096;
+  // would cost more than their few lookups. So do the first kLookupsFirst names of any module
+  // (dladdr scans a module's 2,000 symbols, libpython's, in ~54k instructions; the index sorts them
+  // in ~200k, then finds a name in a few hundred).
+  static constexpr off_t kMinFileBytes = 1 << 20;
+  static constexpr size_t kMinSymbols = 512;
+  static constexpr uint32_t kLookupsFirst = 4;
 
   // The index of `path` if it is big and its build id is `build_id`; null otherwise.
   static std::unique_ptr<DynsymIndex> Load(const std::string& path, const std::string& build_id);
   ~DynsymIndex() { munmap(const_cast<uint8_t*>(map_), size_); }
 
   // The function whose [start, start + size) holds `rel` (module-relative), or "".
-  std::string NameAt(uint64_t rel) const {
-    auto it = std::upper_bound(entries_.begin(), entries_.end(), rel,
-                               [](uint64_t v, const Entry& e) { return v < e.addr; });
-    if (it == entries_.begin()) return {};
-    --it;
-    if (rel >= it->addr + std::max<uint64_t>(it->size, 1)) return {};
-    return std::string(strs_ + it->name, strnlen(strs_ + it->name, strs_size_ - it->name));
-  }
+  std::string NameAt(uint64_t rel) const { return SymbolNameAt(entries_, strs_, strs_size_, rel); }
 
  private:
-  struct Entry {
-    uint64_t addr, size;
-    uint32_t name;
-  };
   DynsymIndex(const uint8_t* map, size_t size) : map_(map), size_(size) {}
   const uint8_t* map_;
   size_t size_;
   const char* strs_ = nullptr;
   size_t strs_size_ = 0;
-  std::vector<Entry> entries_;
+  std::vector<SymbolEntry> entries_;
 };
 
 // The GNU build id among the ELF notes in [p, end), or "": of a loaded image's PT_NOTE segments
@@ -455,7 +479,7 @@ std::unique_ptr<DynsymIndex> DynsymIndex::Load(const std::string& path,
       index->entries_.push_back({sym.st_value, sym.st_size, sym.st_name});
     }
     std::sort(index->entries_.begin(), index->entries_.end(),
-              [](const Entry& a, const Entry& b) { return a.addr < b.addr; });
+              [](const SymbolEntry& a, const SymbolEntry& b) { return a.addr < b.addr; });
     return index;
   }
   return nullptr;
@@ -468,7 +492,8 @@ struct ModuleInfo {
   bool emitted = false;
   bool symbols_loaded = false;
   bool dynsym_loaded = false;  // `symbols` came from .dynsym too (loader_free)
-  std::vector<ElfSymbol> symbols;
+  ElfSymbols symbols;
+  uint32_t dladdr_lookups = 0;  // names asked of dladdr (the index is tried after a few)
   bool dynsym_index_tried = false;
   std::unique_ptr<DynsymIndex> dynsym_index;  // a big module's, in place of dladdr
 };
@@ -602,7 +627,8 @@ class SymbolizerState {
   std::string FunctionName(ModuleInfo* m, uintptr_t addr, bool loader_free) {
     Dl_info info;
     std::string name;
-    if (!loader_free && m != nullptr && !m->dynsym_index_tried) {
+    if (!loader_free && m != nullptr && !m->dynsym_index_tried &&
+        ++m->dladdr_lookups > DynsymIndex::kLookupsFirst) {
       m->dynsym_index_tried = true;
       m->dynsym_index = DynsymIndex::Load(m->path, m->build_id);
     }
@@ -618,13 +644,7 @@ class SymbolizerState {
         m->dynsym_loaded = loader_free;
         m->symbols = LoadElfSymbols(m->path, /*dynsym=*/loader_free);
       }
-      uint64_t rel = addr - m->bias;
-      auto it = std::upper_bound(m->symbols.begin(), m->symbols.end(), rel,
-                                 [](uint64_t v, const ElfSymbol& s) { return v < s.addr; });
-      if (it != m->symbols.begin()) {
-        --it;
-        if (rel < it->addr + std::max<uint64_t>(it->size, 1)) name = it->name;
-      }
+      name = m->symbols.NameAt(addr - m->bias);
     }
     if (name.empty()) return name;
     int status = 0;
@@ -647,18 +667,14 @@ std::string FunctionInFile(const std::string& path, uint64_t offset) {
   // the same program, rarely.
   static std::mutex mu;
   static std::string* cached_path = new std::string();
-  static std::vector<ElfSymbol>* cached = new std::vector<ElfSymbol>();
+  static ElfSymbols* cached = new ElfSymbols();
   std::lock_guard<std::mutex> lock(mu);
   if (*cached_path != path) {
     *cached = LoadElfSymbols(path, /*dynsym=*/false);
     *cached_path = path;
   }
-  auto it = std::upper_bound(cached->begin(), cached->end(), offset,
-                             [](uint64_t v, const ElfSymbol& s) { return v < s.addr; });
-  if (it == cached->begin()) return {};
-  --it;
-  if (offset >= it->addr + std::max<uint64_t>(it->size, 1)) return {};
-  std::string name = it->name;
+  std::string name = cached->NameAt(offset);
+  if (name.empty()) return {};
   int status = 0;
   char* demangled = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
   if (status == 0 && demangled != nullptr) name = demangled;
