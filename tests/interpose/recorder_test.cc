@@ -447,6 +447,7 @@ TEST(RecorderTest, SamplerRecordsWhatThreadsThatFeedAGpuDo) {
   // writer), at most 10 s.
   std::map<uint32_t, uint64_t> cpu_ns, blocked_ns, runs;
   std::set<int32_t> sleepy_calls;
+  std::string sleepy_runs;  // for the failure message
   ReadTrace trace;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     trace = ReadOwnTrace();
@@ -469,6 +470,12 @@ TEST(RecorderTest, SamplerRecordsWhatThreadsThatFeedAGpuDo) {
       EXPECT_NE(p.events().tid(), e.tid()) << "a run is in the sampler's batch, not the thread's";
       ++runs[e.tid()];
       cpu_ns[e.tid()] += e.cpu_ns();
+      if (e.tid() == sleepy_tid) {
+        sleepy_runs += " [ts " + std::to_string(e.ts()) + " dur " + std::to_string(e.dur()) +
+                       " cpu " + std::to_string(e.cpu_ns()) + " wait " +
+                       std::to_string(e.wait_ns()) + " syscall " +
+                       (e.has_syscall() ? std::to_string(e.syscall()) : "-") + "]";
+      }
       if (e.has_syscall()) {
         blocked_ns[e.tid()] += e.dur() - std::min<uint64_t>(e.dur(), e.cpu_ns() + e.wait_ns());
         if (e.tid() == sleepy_tid) sleepy_calls.insert(e.syscall());
@@ -483,7 +490,7 @@ TEST(RecorderTest, SamplerRecordsWhatThreadsThatFeedAGpuDo) {
   EXPECT_GT(cpu_ns[busy_tid] + 30'000'000u, busy_cpu_ns.load()) << "of " << busy_cpu_ns;
   EXPECT_GT(cpu_ns[busy_tid], busy_cpu_ns / 2) << "of " << busy_cpu_ns;
   // The sleepy one was blocked, in its sleep (clock_nanosleep, or nanosleep where usleep uses it).
-  EXPECT_GT(blocked_ns[sleepy_tid], 50'000'000u);
+  EXPECT_GT(blocked_ns[sleepy_tid], 50'000'000u) << "runs:" << sleepy_runs;
   EXPECT_TRUE(sleepy_calls.count(SYS_clock_nanosleep) || sleepy_calls.count(SYS_nanosleep));
 }
 
