@@ -41,8 +41,12 @@ constexpr int kWalkLoads = 128;
 // One recorded walk (unwind.h, WalkCache): its start, the words it read and its result.
 struct CachedWalk {
   uintptr_t sp = 0, bp = 0, hi = 0;  // sp 0: empty
-  int max = 0;                       // what it was asked for
-  int n = 0;                         // what it gave
+  // The walk read the rbp it began with (a frame whose CFA is on rbp before any frame restored
+  // rbp): only then must a repeat begin with the same. Otherwise rbp is whatever the callers left
+  // in it (without frame pointers, often a loop's counter) and does not count.
+  bool bp_read = false;
+  int max = 0;  // what it was asked for
+  int n = 0;    // what it gave
   int loads = 0;
   uintptr_t at[kWalkLoads];
   uintptr_t value[kWalkLoads];
@@ -659,7 +663,7 @@ __attribute__((no_sanitize("address"))) int Repeat(const WalkCache& cache, uintp
                                                    uintptr_t bp, uintptr_t hi, uintptr_t* pcs,
                                                    int max) {
   for (const CachedWalk& w : cache.walks) {
-    if (w.sp != sp || w.bp != bp || w.hi != hi || w.sp == 0) continue;
+    if (w.sp != sp || w.hi != hi || w.sp == 0 || (w.bp_read && w.bp != bp)) continue;
     if (w.max < max && w.n >= w.max) continue;  // cut short then, may go on now
     bool same = true;
     for (int i = 0; i < w.loads && same; ++i) {
@@ -689,7 +693,8 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
   // A walk that repeats one of the thread's last ones; else this one is recorded (unless a walk
   // of this thread that a signal interrupted is using the cache).
   CachedWalk* record = nullptr;
-  if (cache != nullptr && !cache->busy) {
+  const bool owns_cache = cache != nullptr && !cache->busy;  // false: nested in a walk using it
+  if (owns_cache) {
     cache->busy = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     const int n = Repeat(*cache, sp, bp, hi, pcs, max);
@@ -703,25 +708,36 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
       record = &cache->walks[cache->next++ % kCachedWalks];
       record->sp = 0;  // empty until complete
       record->loads = 0;
-    } else {
-      cache->busy = false;
     }
   }
-  auto load = [&](uintptr_t at, uintptr_t* v) {
+  auto read = [&](uintptr_t at, uintptr_t* v) {
     if (at < lo || at > hi - sizeof(uintptr_t) || (at & 7) != 0) return false;
     *v = *reinterpret_cast<const uintptr_t*>(at);
-    if (record != nullptr) {
-      if (record->loads == kWalkLoads) {
-        record = nullptr;  // too many words to check: not kept
-      } else {
-        record->at[record->loads] = at;
-        record->value[record->loads++] = *v;
-      }
+    return true;
+  };
+  // A word the walk's result depends on, for a repeat to check.
+  auto note = [&](uintptr_t at, uintptr_t v) {
+    if (record == nullptr) return;
+    if (record->loads == kWalkLoads) {
+      record = nullptr;  // too many words to check: not kept
+      return;
     }
+    record->at[record->loads] = at;
+    record->value[record->loads++] = v;
+  };
+  auto load = [&](uintptr_t at, uintptr_t* v) {
+    if (!read(at, v)) return false;
+    note(at, *v);
     return true;
   };
   bool exact = true;  // pc is where execution is (not a return address): look it up as is
   bool bp_known = true;
+  // Where bp came from: the walk's start (bp_start), or the stack word at bp_at, noted only once a
+  // frame uses bp (a saved rbp that no frame uses, often a caller's loop counter without frame
+  // pointers, must not keep a repeat from matching).
+  bool bp_start = true;
+  bool bp_start_read = false;  // CachedWalk::bp_read
+  uintptr_t bp_at = 0;
   int n = 0;
   while (n < max) {
     Rule r = RuleFor(exact ? pc : pc - 1);
@@ -744,20 +760,28 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
       sp = rsp;
       bp = rbp;
       bp_known = true;
+      bp_start = false;
+      bp_at = 0;
       exact = true;
       pcs[n++] = rip + 1;  // callers treat entries as return addresses (they look up pc - 1)
       continue;
     }
     if (r.kind != kFrame || ((r.cfa_on_rbp || r.rbp == kRbpAtRbp) && !bp_known)) break;
+    if (r.cfa_on_rbp || r.rbp == kRbpAtRbp) {  // this frame uses bp
+      bp_start_read = bp_start_read || bp_start;
+      if (bp_at != 0) note(bp_at, bp);
+      bp_at = 0;
+    }
     uintptr_t cfa = (r.cfa_on_rbp ? bp : sp) + static_cast<intptr_t>(r.cfa_offset);
     if (r.cfa_deref && !load(cfa, &cfa)) break;
     if (cfa <= sp || cfa > hi) break;
     uintptr_t ra;
     if (!load(cfa + r.ra_offset, &ra) || ra == 0) break;
-    if (r.rbp == kRbpSaved) {
-      if (!load(cfa + r.rbp_offset, &bp)) break;
-    } else if (r.rbp == kRbpAtRbp) {
-      if (!load(bp + r.rbp_offset, &bp)) break;
+    if (r.rbp == kRbpSaved || r.rbp == kRbpAtRbp) {
+      const uintptr_t at = (r.rbp == kRbpSaved ? cfa : bp) + static_cast<intptr_t>(r.rbp_offset);
+      if (!read(at, &bp)) break;
+      bp_at = at;
+      bp_start = false;
     } else if (r.rbp == kRbpUndefined) {
       bp_known = false;
     }
@@ -766,13 +790,14 @@ __attribute__((noinline, no_sanitize("address"))) int CfiBacktrace(uintptr_t* pc
     exact = false;
     pcs[n++] = ra;
   }
-  if (cache != nullptr && cache->busy) {
+  if (owns_cache) {
     if (record != nullptr) {
       memcpy(record->pcs, pcs, sizeof(uintptr_t) * static_cast<size_t>(n));
       record->max = max;
       record->n = n;
       record->hi = hi;
       record->bp = start_bp;
+      record->bp_read = bp_start_read;
       record->sp = start_sp;  // complete
     }
     std::atomic_signal_fence(std::memory_order_seq_cst);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <unwind.h>
 
 #include <algorithm>
@@ -152,6 +153,61 @@ TEST(Unwind, AWalkCacheRepeatsAWalkOnlyOnTheSameStack) {
   EXPECT_GT(asked[1].size(), 3u);
   EXPECT_EQ(asked[2], asked[0]);
   EXPECT_TRUE(std::equal(asked[0].begin(), asked[0].end(), asked[1].begin()));
+}
+
+// Walks into arrays (a signal handler may not allocate), one function per path.
+template <int kPath>
+__attribute__((noinline)) int ArrayWalk(WalkCache* cache, uintptr_t* pcs) {
+  const int n = Backtrace(pcs, 48, cache);
+  asm volatile("" ::"i"(kPath) : "memory");
+  return n;
+}
+// The same path walked with `cache`, then without, from one call site: whether they agree.
+template <int kPath>
+__attribute__((noinline)) bool CachedWalkAgrees(WalkCache* cache) {
+  uintptr_t walks[2][48];
+  int n[2];
+  int twice = 2;
+  asm volatile("" : "+r"(twice));
+#pragma GCC unroll 1
+  for (int k = 0; k < twice; ++k) n[k] = ArrayWalk<kPath>(k == 0 ? cache : nullptr, walks[k]);
+  return n[0] == n[1] && n[0] > 2 && std::equal(walks[0], walks[0] + n[0], walks[1]);
+}
+
+WalkCache* g_shared_cache = nullptr;
+volatile sig_atomic_t g_handler_walks = 0, g_handler_disagreements = 0;
+void OnProfSignal(int) {
+  g_handler_walks = g_handler_walks + 1;
+  if (!CachedWalkAgrees<9>(g_shared_cache)) g_handler_disagreements = g_handler_disagreements + 1;
+}
+
+TEST(Unwind, HandlersThatInterruptCachedWalksShareTheCache) {
+  // A profiling timer interrupts the thread's cached walks thousands of times; its handler walks
+  // with the same cache (it must not use it while the interrupted walk does, nor end that walk's
+  // hold on it). Every walk, in the handler or not, gives what an uncached one gives.
+  Init();
+  ASSERT_TRUE(UsesCfiWalk());
+  std::vector<char> memory(WalkCacheBytes(), 0);
+  g_shared_cache = reinterpret_cast<WalkCache*>(memory.data());
+  struct sigaction sa = {}, old;
+  sa.sa_handler = OnProfSignal;
+  sa.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGPROF, &sa, &old), 0);
+  struct itimerval every = {{0, 50}, {0, 50}}, off = {};
+  ASSERT_EQ(setitimer(ITIMER_PROF, &every, nullptr), 0);
+  const uint64_t repeated = WalksRepeated();
+  int disagreements = 0;
+  for (int i = 0; i < 30000 || g_handler_walks < 50; ++i) {
+    disagreements += !CachedWalkAgrees<0>(g_shared_cache);
+    disagreements += !CachedWalkAgrees<1>(g_shared_cache);
+    if (i > 3'000'000) break;
+  }
+  setitimer(ITIMER_PROF, &off, nullptr);
+  sigaction(SIGPROF, &old, nullptr);
+  EXPECT_EQ(disagreements, 0);
+  EXPECT_EQ(g_handler_disagreements, 0);
+  EXPECT_GE(g_handler_walks, 50);
+  EXPECT_GT(WalksRepeated() - repeated, 30000u);  // the cache kept working between signals
 }
 
 void* ThreadWalk(void* arg) {
