@@ -289,9 +289,7 @@ void Run(JsonWriter& j, std::string_view key, const RunSummary& r, uint64_t step
   j.Key("kernels_per_step");
   j.Uint(r.step_stats.kernels_per_step);
   j.Key("source");
-  j.String(r.step_stats.source == StepSource::kNvtx          ? "nvtx"
-           : r.step_stats.source == StepSource::kGpuActivity ? "gpu_activity"
-                                                             : "none");
+  j.String(StepSourceName(r.step_stats.source));
   j.Key("step_time_ns");
   j.Int(r.step_stats.typical);
   j.Key("p25_ns");

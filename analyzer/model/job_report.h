@@ -214,7 +214,6 @@ struct HostActivityReport {
 };
 
 // The job's training steps (analysis/steps.h): where they were found and how long they took.
-enum class StepSource : uint8_t { kNone, kNvtx, kGpuActivity };
 struct SlowStep {
   uint64_t number = 0;  // 1: the step that begins at the first start
   Ns start = 0;         // since the job start

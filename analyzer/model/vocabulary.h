@@ -31,6 +31,23 @@ constexpr std::string_view GapKindName(GapKind kind) {
   return "?";
 }
 
+// Where a job's training steps were found (analysis/steps.h): none, its NVTX ranges, the cycle of
+// its GPU work.
+enum class StepSource : uint8_t { kNone, kNvtx, kGpuActivity };
+
+// Stable identifiers (JSON of report and diff): "none", "nvtx", "gpu_activity".
+constexpr std::string_view StepSourceName(StepSource source) {
+  switch (source) {
+    case StepSource::kNone:
+      return "none";
+    case StepSource::kNvtx:
+      return "nvtx";
+    case StepSource::kGpuActivity:
+      return "gpu_activity";
+  }
+  return "?";
+}
+
 // Host activity: what the job's threads and processes spent blocked time in, whether or not a GPU
 // was involved (docs/attribution.md, "Host activity"). The only account of a job without GPU
 // work, and the host-side picture of any job.

@@ -330,9 +330,7 @@ void WriteTopGaps(JsonWriter& j, const JobReport& r) {
 void WriteSteps(JsonWriter& j, const StepsReport& s) {
   j.Key("steps");
   j.BeginObject();
-  j.String("source", s.source == StepSource::kNvtx          ? "nvtx"
-                     : s.source == StepSource::kGpuActivity ? "gpu_activity"
-                                                            : "none");
+  j.String("source", StepSourceName(s.source));
   j.Uint("count", s.steps);
   j.Uint("measured", s.durations.size());
   OptionalString(j, "anchor", s.anchor);
