@@ -132,9 +132,13 @@ StepChange CompareSteps(const RunSteps& before, const RunSteps& after, double co
 // included, adds up to.
 StepChange CompareMeanSteps(const RunSteps& before, const RunSteps& after, double confidence);
 // The mean of a figure of several runs per side (at least 2 each: their wall times, a cause's idle
-// time), with a bootstrap over the runs.
+// time), with Welch's interval (Student's t, the sides' variances apart): a few runs a side is the
+// common case, where a bootstrap over the runs is far too narrow.
 StepChange CompareRunMeans(const std::vector<Ns>& before, const std::vector<Ns>& after,
                            double confidence);
+// The p-quantile (p > 0.5) of Student's t distribution with `df` (> 0, not only whole) degrees
+// of freedom.
+double StudentTQuantile(double p, double df);
 
 // "checkpointing:10" -> {kCheckpointing, 10}. Cause names as in the report's JSON.
 absl::StatusOr<CauseGate> ParseCauseGate(std::string_view spec);

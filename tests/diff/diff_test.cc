@@ -327,6 +327,36 @@ RunSummary SummarizedRun(Ns span, const StepCensus& census) {
   return r;
 }
 
+TEST(CompareRunMeans, StudentsQuantilesAsTabulated) {
+  EXPECT_NEAR(StudentTQuantile(0.975, 1), 12.706, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(0.975, 2), 4.303, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(0.975, 4), 2.776, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(0.95, 10), 1.812, 1e-3);
+  EXPECT_NEAR(StudentTQuantile(0.975, 1e6), 1.960, 1e-3);
+  // Between df 2 (9.925) and 3 (5.841); 7.1637 by integrating the density numerically.
+  EXPECT_NEAR(StudentTQuantile(0.995, 2.5), 7.1637, 1e-3);
+}
+
+TEST(CompareRunMeans, ThreeRunsASideThatDoNotOverlapButSpreadAreNotSignificant) {
+  // A cause's idle time in three identical runs a side beside CPU hogs (ms): +11% on the mean,
+  // every AFTER run above every BEFORE run, which a bootstrap over the runs calls significant.
+  StepChange c = CompareRunMeans({594, 609, 597}, {640, 660, 700}, 0.95);
+  ASSERT_TRUE(c.measured);
+  EXPECT_NEAR(c.change, 2000.0 / 3 / 600 - 1, 1e-9);
+  EXPECT_LT(c.low, 0);
+  EXPECT_FALSE(c.significant());
+  // The same growth, the runs of each side alike: significant.
+  StepChange tight = CompareRunMeans({600, 602, 598}, {664, 668, 666}, 0.95);
+  EXPECT_GT(tight.low, 0.09);
+  EXPECT_LT(tight.high, 0.13);
+  EXPECT_TRUE(tight.significant());
+  // Identical runs: no interval width, no change.
+  StepChange same = CompareRunMeans({600, 600}, {600, 600}, 0.95);
+  EXPECT_TRUE(same.measured);
+  EXPECT_FALSE(same.significant());
+  EXPECT_FALSE(CompareRunMeans({600}, {600, 601}, 0.95).measured);
+}
+
 TEST(CompareRuns, TheSlowerGateComparesStepTimesWhenBothRunsHaveSteps) {
   auto run = [](Ns step, uint64_t seed) {
     StepCensus census;
