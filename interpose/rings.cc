@@ -169,6 +169,7 @@ void OnThreadExit(void* arg) {
   // A burst still open when the thread ends is complete now: it goes in before the ring is handed
   // over (this runs on the owner thread, after its C++ thread_local destructors).
   if (detail::t_pending_open) AppendPending(r);
+  if (detail::t_launch_device != 0) sampler::ThisThreadExits(r->tid);
   t_ring = nullptr;
   t_thread_dead = true;  // events recorded later in this thread's teardown are not kept
   r->state.store(kExited, std::memory_order_release);

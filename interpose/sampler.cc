@@ -42,6 +42,9 @@ struct Slot {
   // starts at its first call that feeds the GPU, not at the writer's first look.
   std::atomic<uint64_t> joined_ns{0};
   std::atomic<uint64_t> joined_cpu{0};
+  // Set by the thread as it ends (ThisThreadExits; 0: not yet): the time and its CPU time then.
+  std::atomic<uint64_t> exited_ns{0};
+  std::atomic<uint64_t> exited_cpu{0};
   uint32_t open_tid = 0;  // the thread the descriptors below were opened for
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
@@ -307,9 +310,10 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     s.schedstat_fd = OpenTaskFile(tid, "schedstat");
     s.stat_fd = OpenTaskFile(tid, "stat");
     s.syscall_fd = OpenTaskFile(tid, "syscall");
-    if (s.schedstat_fd < 0 || s.stat_fd < 0) {
+    if (s.stat_fd < 0) return false;  // the thread is gone before the first look
+    if (s.schedstat_fd < 0) {
       CloseFiles(s);
-      s.failed = true;  // no schedstat (a kernel without CONFIG_SCHED_INFO), or the thread is gone
+      s.failed = true;  // no schedstat: a kernel without CONFIG_SCHED_INFO
     }
   }
   if (s.failed) return true;
@@ -435,6 +439,36 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   return AddInterval(s, tid, current, current.kind(), syscall, fd, true);
 }
 
+// The thread of slot `s` is gone: the interval from its last look to its end, when it said when
+// it ended (ThisThreadExits), goes to its runs. Its waits for a CPU since the last look are not
+// known (schedstat is gone with it): what its CPU time leaves of the interval reads as blocked, in
+// the call of its open run when that run was blocked in one (a thread that sleeps to its end).
+void LookAtExit(Slot& s, uint32_t tid) {
+  const uint64_t exited = s.exited_ns.load(std::memory_order_acquire);
+  if (exited == 0 || s.failed) return;
+  Reading from = s.last;
+  if (!s.have_last) {
+    from = {s.joined_ns.load(std::memory_order_relaxed),
+            s.joined_cpu.load(std::memory_order_relaxed), 0};
+    if (from.ns == 0) return;
+  }
+  // Deferred looks are decided as they read: no later look can charge their waits.
+  for (uint32_t k = 0; k <= s.deferred; ++k) {
+    Reading to = k < s.deferred
+                     ? s.deferred_at[k]
+                     : Reading{exited, s.exited_cpu.load(std::memory_order_relaxed), from.wait};
+    if (to.ns <= from.ns) break;
+    to.cpu = std::max(to.cpu, from.cpu);
+    const Interval i = Between(from, to);
+    const Kind kind = i.kind();
+    const bool in_call = kind == kBlocked && s.kind == kBlocked && s.syscall != kSampleNotBlocked;
+    AddInterval(s, tid, i, kind, in_call ? s.syscall : kSampleNotBlocked, in_call ? s.fd : -1,
+                false);
+    from = to;
+  }
+  s.deferred = 0;
+}
+
 }  // namespace
 
 void Init(uint32_t hz) {
@@ -470,6 +504,22 @@ bool AddThisThread() {
   return false;
 }
 
+void ThisThreadExits(uint32_t tid) {
+  if (g_sampler.hz == 0 || tid == 0) return;
+  const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& s = g_sampler.slots[i];
+    if (s.tid.load(std::memory_order_acquire) != tid) continue;
+    timespec cpu{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    s.exited_cpu.store(
+        static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec),
+        std::memory_order_relaxed);
+    s.exited_ns.store(NowNs(), std::memory_order_release);
+    return;
+  }
+}
+
 void StartOnWriter(uint32_t writer_tid) {
   if (g_sampler.hz == 0) return;
   g_sampler.writer_tid = writer_tid;
@@ -499,11 +549,14 @@ void Look(uint64_t now) {
     const uint32_t tid = s.tid.load(std::memory_order_acquire);
     if (tid == 0) continue;
     if (!LookAt(s, tid, now)) {  // the thread ended: its slot is free again
+      LookAtExit(s, tid);
       EndRun(s);
       CloseFiles(s);
       s.open_tid = 0;
       s.joined_ns.store(0, std::memory_order_relaxed);
       s.joined_cpu.store(0, std::memory_order_relaxed);
+      s.exited_ns.store(0, std::memory_order_relaxed);
+      s.exited_cpu.store(0, std::memory_order_relaxed);
       s.tid.store(0, std::memory_order_release);
     }
   }
@@ -551,6 +604,8 @@ void ResetInChild() {
     s.tid.store(0, std::memory_order_relaxed);
     s.joined_ns.store(0, std::memory_order_relaxed);
     s.joined_cpu.store(0, std::memory_order_relaxed);
+    s.exited_ns.store(0, std::memory_order_relaxed);
+    s.exited_cpu.store(0, std::memory_order_relaxed);
     s.open_tid = 0;
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;

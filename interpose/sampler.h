@@ -25,6 +25,10 @@ uint32_t Hz();
 // handler); a thread beyond the table's 64 is not sampled. True when it is the first thread the
 // sampler has: the writer, which sleeps until its next flush while it has none, is to be woken.
 bool AddThisThread();
+// The calling thread `tid` ends (its ring's thread-exit destructor): its CPU time and the time now
+// are kept for the writer, whose next look finds the thread gone and ends its runs there (the
+// interval since its last look is otherwise lost with the thread's /proc files).
+void ThisThreadExits(uint32_t tid);
 
 // --- The writer thread's side ------------------------------------------------------------------
 
