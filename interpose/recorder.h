@@ -292,6 +292,12 @@ constexpr uint32_t kDeviceWorkTypes = 1u << ev::kCudaMemcpy | 1u << ev::kCudaMem
                                       1u << ev::kCudaGraphLaunch | 1u << ev::kCudaLaunchSummary;
 }  // namespace detail
 
+// The calling thread is about to issue or wait for device work (a hook, before the real call;
+// Record does it too): the first time, the thread gets its sampling and the process its writer
+// thread (writer.h). Before the call, so that the sampler sees what the thread does inside its
+// first one (a first launch that starts the driver's threads waits for a CPU beside CPU hogs).
+void NoteDeviceWork();
+
 // What a WAIT event says of its thread (proto Event.launch_device): the device of the thread's
 // last call that issued or waited for device work, plus 1; 0 when it made none (a helper thread, a
 // DataLoader worker, a launcher: its waits never explain a GPU's idle time by themselves).

@@ -19,6 +19,8 @@ namespace detail {
 __thread bool t_pending_open __attribute__((tls_model("initial-exec"))) = false;
 __thread PendingSlot* t_pending_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_launch_device __attribute__((tls_model("initial-exec"))) = 0;
+// NoteDeviceWork ran on this thread (cleared in a fork()ed child, as t_launch_device).
+__thread bool t_device_work_noted __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace detail
 
 namespace rings {
@@ -268,6 +270,7 @@ void ResetInChild() {
   t_ring_failed = false;           // the parent's other threads' rings are freed below
   detail::t_pending_open = false;  // the parent writes this thread's pending event, not the child
   detail::t_launch_device = 0;     // the child has no CUDA context: it feeds no GPU
+  detail::t_device_work_noted = false;
   uint32_t n = g_table.count.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; ++i) {
     Ring* r = &g_table.rings[i];
@@ -288,14 +291,19 @@ void ResetInChild() {
 
 using rings::Ring;
 
+void NoteDeviceWork() {
+  if (detail::t_device_work_noted) return;
+  detail::t_device_work_noted = true;
+  // Sampled first: starting a thread beside CPU hogs may cost this one its CPU for milliseconds
+  // (a wait for a CPU the sampler then sees).
+  const bool first_sampled = sampler::AddThisThread();
+  writer::StartThread();
+  if (first_sampled) writer::Wake();
+}
+
 void Record(const RawEvent& event) {
   if (event.type < 32 && (detail::kDeviceWorkTypes >> event.type & 1u) != 0) {
-    if (__builtin_expect(detail::t_launch_device == 0, 0)) {
-      // The first device work of this thread: the process gets its writer thread (writer.h), and
-      // the thread its sampling.
-      writer::StartThread();
-      if (sampler::AddThisThread()) writer::Wake();
-    }
+    if (__builtin_expect(!detail::t_device_work_noted, 0)) NoteDeviceWork();
     detail::t_launch_device = event.u.cuda.device + 1;
   }
   // Threadless: a flush is due (this thread flushes at the end of its hook).

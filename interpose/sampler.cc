@@ -55,6 +55,9 @@ struct Slot {
   uint32_t deferred = 0;
   // Waiting for a CPU already counted in runs that schedstat has not charged yet (LookAt).
   uint64_t wait_credit = 0;
+  // The waits charged before the first look, while its interval (from the thread's join) is
+  // deferred: they may be that interval's (LookAt).
+  uint64_t first_wait_bound = 0;
   // The open run.
   Kind kind = kNone;
   int32_t syscall = kSampleNotBlocked;
@@ -305,6 +308,7 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     s.have_last = false;
     s.deferred = 0;
     s.wait_credit = 0;
+    s.first_wait_bound = 0;
     s.failed = false;
     s.open_tid = tid;
     s.schedstat_fd = OpenTaskFile(tid, "schedstat");
@@ -338,6 +342,7 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
       return true;
     }
     s.last = {joined, joined_cpu, reading.wait};
+    s.first_wait_bound = reading.wait;
   }
   // The intervals since the last decided look: one per deferred look, and this one.
   Interval intervals[kMaxDeferredLooks + 1];
@@ -372,6 +377,10 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     const uint64_t take = std::min(credit, intervals[k].wait);
     intervals[k].wait -= take;
     credit -= take;
+    // The thread ran in this interval: it got a CPU back, which charged the wait in progress
+    // whole. Credit beyond that charge was no wait (the thread was blocked, then runnable only
+    // at the look), and must not take the charges of later waits.
+    if (intervals[k].cpu > 0) credit = 0;
   }
   // A wait that began before the previous look (the thread was preempted at it) is charged now:
   // what the charge holds beyond this interval goes back to the open run, up to the time that run
@@ -393,6 +402,14 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
       need -= take;
     }
   }
+  // The thread's first interval, deferred (runnable at the first look, in no call): what the
+  // charges since left of it unexplained is a wait charged before the first look, up to the
+  // waits charged then (beside CPU hogs the writer's first look comes late, after the thread got
+  // its CPU back: the charge is then in the figure the first interval starts from).
+  if (s.first_wait_bound > 0 && n > 1) {
+    intervals[0].wait += std::min(intervals[0].blocked(), s.first_wait_bound);
+  }
+  s.first_wait_bound = 0;
   if (current.kind() == kBlocked && !call_read) runnable = ReadCall(s, &syscall, &fd);
   const bool blocked_first = current.kind() == kBlocked && runnable && was_blocked;
   if (current.kind() == kBlocked && runnable && !blocked_first) {
@@ -612,6 +629,7 @@ void ResetInChild() {
     s.have_last = false;
     s.deferred = 0;
     s.wait_credit = 0;
+    s.first_wait_bound = 0;
     s.failed = false;
   }
 }

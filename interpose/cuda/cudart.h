@@ -200,6 +200,10 @@ inline void* Real(HookId id) {
 // added cost is a budget of ~100 ns (docs/architecture.md, "CUDA and CUPTI").
 inline void Prepare(const Call& call) {
   cuda::EnsureCuptiStarted();
+  if (__builtin_expect(detail::t_launch_device == 0, 0) && call.type < 32 &&
+      (detail::kDeviceWorkTypes >> call.type & 1u) != 0) {
+    NoteDeviceWork();
+  }
   // Frees drop their range before the real call: once the memory is freed another thread may
   // get the same address from a new allocation, and a late Remove would erase that one.
   if ((call.type == ev::kCudaHostFree || call.type == ev::kCudaFree) && call.ptr != nullptr) {
