@@ -136,6 +136,13 @@ inline SampledState SampledStateOf(const HostEvent& run) {
   const uint64_t blocked = dur > busy ? dur - busy : 0;
   if (run.wait_ns > run.cpu_ns && run.wait_ns >= blocked) return SampledState::kWaitingForCpu;
   if (run.cpu_ns >= blocked) return SampledState::kOnCpu;
+  // Blocked most of the run, but no look found it blocked in a call (it was running or runnable
+  // at each): it blocked between looks, in calls that returned before the next one, such as a
+  // read-back's wait. A traced call's time is that call's (it outranks every run); what the
+  // thread did besides, when that is a quarter of the run or more, is what the run is.
+  if (run.syscall == HostEvent::kNotBlocked && 4 * busy >= dur) {
+    return run.wait_ns > run.cpu_ns ? SampledState::kWaitingForCpu : SampledState::kOnCpu;
+  }
   return SampledState::kBlocked;
 }
 

@@ -629,6 +629,7 @@ TimelineSlice TimelineStream::HostSlice(const Pending& p) {
     run.end = p.end;
     run.cpu_ns = h.cpu_ns;
     run.wait_ns = h.wait_ns;
+    run.syscall = h.syscall;
     const SampledState state = SampledStateOf(run);
     s.name = state == SampledState::kOnCpu           ? "on a CPU"
              : state == SampledState::kWaitingForCpu ? "waiting for a CPU"

@@ -30,8 +30,16 @@ TEST(Samples, ClassifiedByWhatTheThreadDidMostOfTheRun) {
   uint32_t p = job.Process(100);
   EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.9, 0.05)).cause, Cause::kCpuWork);
   EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.3, 0.6)).cause, Cause::kCpuStarvation);
-  // Mostly blocked (sleeping, in an untraced call): no cause.
-  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.2, 0.1)).event_class, EventClass::kNone);
+  // Mostly blocked, in a call a look found it in (sleeping, an untraced call): no cause.
+  HostEvent sleeping = Sample(job, p, kTid, 0, 10, 0.2, 0.1);
+  sleeping.syscall = 230;  // clock_nanosleep
+  EXPECT_EQ(ClassifySample(sleeping).event_class, EventClass::kNone);
+  // Mostly blocked, but in no call at any of its looks (running or runnable at each): it blocked
+  // between looks, in calls that returned before the next; what it did besides is the run...
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.2, 0.1)).cause, Cause::kCpuWork);
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.1, 0.2)).cause, Cause::kCpuStarvation);
+  // ... when that is a quarter of the run or more.
+  EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.1, 0.1)).event_class, EventClass::kNone);
   // Blocked 40%, on a CPU 45%, waiting 15%: CPU work.
   EXPECT_EQ(ClassifySample(Sample(job, p, kTid, 0, 10, 0.45, 0.15)).cause, Cause::kCpuWork);
 }
@@ -62,6 +70,30 @@ TEST(Samples, OtherThreadsCpuWorkAndBlockedRunsStayUnknown) {
   JobReport r = g.job.Finish();
   EXPECT_EQ(CauseNs(r, Cause::kCpuWork), 0);
   EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(100));
+}
+
+// A run that blocked between its looks, in a traced call (beside CPU hogs: preempted, then a
+// 40 ms write): the write is its own cause, and the rest of the gap what the thread did besides,
+// mostly waiting for a CPU. Close case: a look found the thread blocked in a call (an untraced
+// one, the write aside): the rest stays unknown.
+TEST(Samples, ARunBlockedBetweenItsLooksIsWhatTheThreadDidBesides) {
+  OneGap g;
+  g.job.Io(g.p, kTid, FILE_WRITE, 150, 190, "/out/metrics.jsonl");
+  g.job.Add(Sample(g.job, g.p, kTid, 100, 200, 0.2, 0.37));
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), Ms(40));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(60));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+
+  OneGap in_call;
+  in_call.job.Io(in_call.p, kTid, FILE_WRITE, 150, 190, "/out/metrics.jsonl");
+  HostEvent run = Sample(in_call.job, in_call.p, kTid, 100, 200, 0.2, 0.37);
+  run.syscall = 202;  // futex
+  in_call.job.Add(run);
+  r = in_call.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kIntermediateUpload), Ms(40));
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(60));
 }
 
 // A traced call outranks a run that covers it: only the rest of the gap is CPU work.
