@@ -90,6 +90,10 @@ struct sigaction DefaultAction() {
   return dfl;
 }
 
+bool IsDefaultAction(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) == 0 && a.sa_handler == SIG_DFL;
+}
+
 void TerminationSignal(int sig, siginfo_t* info, void* ucontext) {
   int saved = errno;
   struct sigaction program = g_managed[sig].program;
@@ -150,8 +154,7 @@ void TerminationOnOwnStack(void* p) {
 }
 
 void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
-  const struct sigaction& program = g_managed[sig].program;
-  const bool dfl = (program.sa_flags & SA_SIGINFO) == 0 && program.sa_handler == SIG_DFL;
+  const bool dfl = IsDefaultAction(g_managed[sig].program);
   if (dfl && g_handler_stack_top != nullptr &&
       !g_handler_stack_busy.exchange(true, std::memory_order_acquire)) {
     TerminationCall call{sig, info, ucontext};
@@ -162,6 +165,28 @@ void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
   TerminationSignal(sig, info, ucontext);
 }
 
+// The alternate signal stack of the thread that loaded us (the main thread), where the program had
+// none: the kernel pushes the frame of our handler of SIGTERM/SIGINT there where the program has
+// the default action, so that a thread whose stack is used up to the last 3 KB (the frame takes
+// 3-4 KB with AVX-512 state) still dies of the signal as bare, not of SIGSEGV. The program never
+// sees it (Sigaltstack below): it reads no alternate stack, and one it sets replaces ours.
+constexpr size_t kAltStackBytes = size_t{64} << 10;
+char* g_alt_stack = nullptr;  // its lowest address
+
+void SetAltStack() {
+  stack_t current;
+  if (syscall(SYS_sigaltstack, nullptr, &current) != 0 || (current.ss_flags & SS_DISABLE) == 0) {
+    return;  // the program's (a runtime that set one before we were loaded)
+  }
+  char* top = MapOwnStack(kAltStackBytes);
+  if (top == nullptr) return;
+  stack_t ours;
+  ours.ss_sp = top - kAltStackBytes;
+  ours.ss_flags = 0;
+  ours.ss_size = kAltStackBytes;
+  if (syscall(SYS_sigaltstack, &ours, nullptr) == 0) g_alt_stack = top - kAltStackBytes;
+}
+
 int InstallOurs(int sig, const struct sigaction& program) {
   struct sigaction ours;
   memset(&ours, 0, sizeof(ours));
@@ -169,8 +194,10 @@ int InstallOurs(int sig, const struct sigaction& program) {
   ours.sa_mask = program.sa_mask;
   // The program's flags (SA_RESTART, SA_NODEFER, SA_ONSTACK) keep their meaning; SA_RESETHAND is
   // emulated above, since the kernel would remove our handler. The work of ours runs on a stack of
-  // ours (writer.cc, FlushHere), so a thread whose own stack is nearly used up still ends right.
+  // ours (writer.cc, FlushHere), so a thread whose own stack is nearly used up still ends right;
+  // where the program has the default action, the frame goes on an alternate stack (SetAltStack).
   ours.sa_flags = (program.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+  if (IsDefaultAction(program)) ours.sa_flags |= SA_ONSTACK;
   int rc = RealSigaction(sig, &ours, nullptr);
   if (rc == 0) g_managed[sig].ours_installed = true;
   return rc;
@@ -178,6 +205,7 @@ int InstallOurs(int sig, const struct sigaction& program) {
 
 void ManageSignals() {
   if (kCallsOnOwnStack) g_handler_stack_top = MapOwnStack(size_t{64} << 10);
+  SetAltStack();
   for (int sig : {SIGTERM, SIGINT}) {
     struct sigaction current;
     if (RealSigaction(sig, nullptr, &current) != 0) continue;
@@ -430,6 +458,26 @@ IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
   if (!IsManaged(sig)) return signals::Sigaction(sig, act, old, RealSigaction);
   if (!g_signals_managed) return RealSigaction(sig, act, old);
   return ManagedSigaction(sig, act, old);
+}
+
+// sigaltstack: the program sees its own alternate stack, never ours (SetAltStack). Where ours is
+// the thread's, the program reads none, one it sets replaces ours, and its SS_DISABLE leaves ours
+// (no stack of the program's is in use: there is nothing of its own to disable).
+IDLESCOPE_EXPORT int sigaltstack(const stack_t* ss, stack_t* old) noexcept {
+  stack_t current;
+  if (g_alt_stack == nullptr || syscall(SYS_sigaltstack, nullptr, &current) != 0 ||
+      (current.ss_flags & SS_DISABLE) != 0 || current.ss_sp != g_alt_stack) {
+    return static_cast<int>(syscall(SYS_sigaltstack, ss, old));
+  }
+  if (ss != nullptr && (ss->ss_flags & SS_DISABLE) == 0) {
+    if (syscall(SYS_sigaltstack, ss, nullptr) != 0) return -1;
+  }
+  if (old != nullptr) {
+    old->ss_sp = nullptr;
+    old->ss_flags = SS_DISABLE;
+    old->ss_size = 0;
+  }
+  return 0;
 }
 
 namespace {
