@@ -170,10 +170,18 @@ void OnTerminationSignal(int sig, siginfo_t* info, void* ucontext) {
 // the default action, so that a thread whose stack is used up to the last 3 KB (the frame takes
 // 3-4 KB with AVX-512 state) still dies of the signal as bare, not of SIGSEGV. The program never
 // sees it (Sigaltstack below): it reads no alternate stack, and one it sets replaces ours.
+// Not under the sanitizers: their runtimes set an alternate stack of their own on every thread,
+// and call sigaltstack while they start, before instrumented code of ours may run (the hook).
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+constexpr bool kOwnAltStack = true;
+#else
+constexpr bool kOwnAltStack = false;
+#endif
 constexpr size_t kAltStackBytes = size_t{64} << 10;
 char* g_alt_stack = nullptr;  // its lowest address
 
 void SetAltStack() {
+  if (!kOwnAltStack) return;
   stack_t current;
   if (syscall(SYS_sigaltstack, nullptr, &current) != 0 || (current.ss_flags & SS_DISABLE) == 0) {
     return;  // the program's (a runtime that set one before we were loaded)
@@ -460,6 +468,7 @@ IDLESCOPE_EXPORT int sigaction(int sig, const struct sigaction* act,
   return ManagedSigaction(sig, act, old);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // kOwnAltStack
 // sigaltstack: the program sees its own alternate stack, never ours (SetAltStack). Where ours is
 // the thread's, the program reads none, one it sets replaces ours, and its SS_DISABLE leaves ours
 // (no stack of the program's is in use: there is nothing of its own to disable).
@@ -479,6 +488,7 @@ IDLESCOPE_EXPORT int sigaltstack(const stack_t* ss, stack_t* old) noexcept {
   }
   return 0;
 }
+#endif
 
 namespace {
 
