@@ -206,6 +206,14 @@ bool ThreadCpuNs(uint32_t tid, uint64_t* out) {
   return true;
 }
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID: the same sum as schedstat's first
+// field), as it joins the sampler and as it ends.
+uint64_t CallingThreadCpuNs() {
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  return static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec);
+}
+
 // What one interval between two looks at a thread held: its length, CPU time and charged waits
 // for a CPU (the rest it was blocked).
 struct Interval {
@@ -503,11 +511,7 @@ bool AddThisThread() {
     uint32_t free_tid = 0;
     Slot& s = g_sampler.slots[i];
     if (s.tid.compare_exchange_strong(free_tid, tid, std::memory_order_acq_rel)) {
-      timespec cpu{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-      s.joined_cpu.store(
-          static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec),
-          std::memory_order_relaxed);
+      s.joined_cpu.store(CallingThreadCpuNs(), std::memory_order_relaxed);
       s.joined_ns.store(NowNs(), std::memory_order_release);
       if (i >= used) {
         uint32_t seen = used;
@@ -527,11 +531,7 @@ void ThisThreadExits(uint32_t tid) {
   for (uint32_t i = 0; i < used; ++i) {
     Slot& s = g_sampler.slots[i];
     if (s.tid.load(std::memory_order_acquire) != tid) continue;
-    timespec cpu{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    s.exited_cpu.store(
-        static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec),
-        std::memory_order_relaxed);
+    s.exited_cpu.store(CallingThreadCpuNs(), std::memory_order_relaxed);
     s.exited_ns.store(NowNs(), std::memory_order_release);
     return;
   }
