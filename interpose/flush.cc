@@ -43,12 +43,13 @@ struct Totals {
 
 // Never destroyed (a flush may run after static destructors: the library destructor's).
 struct FlushState {
-  std::mutex mu;                            // the flush lock
-  StreamIds* stream_ids = nullptr;          // per file
-  trace::CommIds* comm_ids = nullptr;       // NCCL communicators, per file
-  Totals totals;                            // of the current file
-  uint64_t sampler_seq = 0;                 // the sampler's batches in the current file
-  std::atomic<bool> ends_on_signal{false};  // AnnounceEndOnSignal
+  std::mutex mu;                             // the flush lock
+  StreamIds* stream_ids = nullptr;           // per file
+  trace::CommIds* comm_ids = nullptr;        // NCCL communicators, per file
+  format::PathPrefixes* prefixes = nullptr;  // the strings' directories, per file
+  Totals totals;                             // of the current file
+  uint64_t sampler_seq = 0;                  // the sampler's batches in the current file
+  std::atomic<bool> ends_on_signal{false};   // AnnounceEndOnSignal
 };
 static_assert(std::is_trivially_destructible_v<FlushState>);
 constinit FlushState g_flush;
@@ -195,6 +196,7 @@ void EncodeGpu(std::vector<RawGpuActivity>& gpu, uint64_t dropped, wire::Buffer*
 void Init() {
   g_flush.stream_ids = new StreamIds();
   g_flush.comm_ids = new trace::CommIds();
+  g_flush.prefixes = new format::PathPrefixes();
 }
 
 std::mutex& Mutex() { return g_flush.mu; }
@@ -240,7 +242,7 @@ void FlushLocked(bool final) {
   strings::TakeUnwritten(&interned);
 
   wire::Buffer out;
-  if (!interned.empty()) trace::WriteInternedPacket(out, interned);
+  if (!interned.empty()) trace::WriteInternedPacket(out, interned, *g_flush.prefixes);
   if (!modules.empty()) {
     trace::PacketScope p(out, trace::kModules);
     for (const trace::Module& m : modules) {
@@ -289,6 +291,7 @@ void ResetInChild() {
   g_flush.mu.unlock();
   g_flush.stream_ids->clear();
   g_flush.comm_ids->Clear();
+  g_flush.prefixes->Clear();
   g_flush.totals = {};
   g_flush.sampler_seq = 0;
   g_flush.ends_on_signal.store(false, std::memory_order_relaxed);

@@ -75,9 +75,12 @@ void EncodeHeader(wire::Buffer& b, const Header& m) {
   b.OptBytes(20, m.rank_variable);
 }
 
-void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str) {
+void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str,
+                          format::Prefix prefix) {
   b.OptU64(1, id);
-  b.OptBytes(2, str);
+  b.OptBytes(2, str.substr(prefix.size));
+  b.OptU64(3, prefix.id);
+  b.OptU64(4, prefix.size);
 }
 
 void EncodeFrame(wire::Buffer& b, const Frame& m) {
@@ -92,10 +95,12 @@ void EncodeFrame(wire::Buffer& b, const Frame& m) {
   b.OptBool(9, m.python_entry);
 }
 
-void EncodeStackNode(wire::Buffer& b, const StackNode& m) {
-  b.OptU64(1, m.id);
-  b.OptU64(2, m.parent);
-  b.OptU64(3, m.frame);
+void EncodeStackChain(wire::Buffer& b, const StackNode* first, const StackNode* end) {
+  b.OptU64(1, first->id);
+  b.OptU64(2, first->parent);
+  size_t frames = b.BeginNested(3);
+  for (const StackNode* n = first; n != end; ++n) b.Varint(n->frame);
+  b.EndNested(frames);
 }
 
 void EncodeInternedStream(wire::Buffer& b, const InternedStream& m) {
@@ -114,20 +119,15 @@ void EncodeInternedComm(wire::Buffer& b, const InternedComm& m) {
   b.OptU64(2, m.comm);
 }
 
-void EncodeInterned(wire::Buffer& b, const Interned& m) {
+void EncodeInterned(wire::Buffer& b, const Interned& m, format::PathPrefixes& prefixes) {
   for (const InternedString& s : m.strings) {
     size_t t = b.BeginNested(1);
-    EncodeInternedString(b, s.id, s.str);
+    EncodeInternedString(b, s.id, s.str, prefixes.Define(s.id, s.str));
     b.EndNested(t);
   }
   for (const Frame& f : m.frames) {
     size_t t = b.BeginNested(2);
     EncodeFrame(b, f);
-    b.EndNested(t);
-  }
-  for (const StackNode& n : m.stack_nodes) {
-    size_t t = b.BeginNested(3);
-    EncodeStackNode(b, n);
     b.EndNested(t);
   }
   for (const InternedStream& s : m.streams) {
@@ -144,6 +144,17 @@ void EncodeInterned(wire::Buffer& b, const Interned& m) {
     size_t t = b.BeginNested(6);
     EncodeInternedComm(b, c);
     b.EndNested(t);
+  }
+  const StackNode* nodes = m.stack_nodes.data();
+  for (size_t i = 0, n = m.stack_nodes.size(); i < n;) {
+    size_t end = i + 1;
+    while (end < n && format::ContinuesChain(nodes[end - 1].id, nodes[end].id, nodes[end].parent)) {
+      ++end;
+    }
+    size_t t = b.BeginNested(7);
+    EncodeStackChain(b, nodes + i, nodes + end);
+    b.EndNested(t);
+    i = end;
   }
 }
 
@@ -457,9 +468,9 @@ void WriteHeaderPacket(wire::Buffer& b, const Header& m) {
   PacketScope p(b, kHeader);
   EncodeHeader(b, m);
 }
-void WriteInternedPacket(wire::Buffer& b, const Interned& m) {
+void WriteInternedPacket(wire::Buffer& b, const Interned& m, format::PathPrefixes& prefixes) {
   PacketScope p(b, kInterned);
-  EncodeInterned(b, m);
+  EncodeInterned(b, m, prefixes);
 }
 void WriteNoticePacket(wire::Buffer& b, const Notice& m) {
   PacketScope p(b, kNotice);

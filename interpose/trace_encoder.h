@@ -12,11 +12,12 @@
 
 #include "interpose/recorder.h"
 #include "interpose/wire.h"
+#include "proto/format_rules.h"
 
 namespace idlescope::trace {
 
 // The format version the recorder writes (Header.format_version; proto/trace.proto "Versions").
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 
 // Field numbers of Packet's oneof (trace.proto).
 enum PacketField : uint32_t {
@@ -218,12 +219,17 @@ class PacketScope {
 void EncodeClockSnapshot(wire::Buffer& b, const ClockSnapshot& m);
 void EncodeRecorderConfig(wire::Buffer& b, const RecorderConfig& m);
 void EncodeHeader(wire::Buffer& b, const Header& m);
-void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str);
+// Format v3 (proto/format_rules.h): the string's first prefix.size bytes are those of string
+// prefix.id, and are not written.
+void EncodeInternedString(wire::Buffer& b, uint64_t id, std::string_view str,
+                          format::Prefix prefix = {});
 void EncodeFrame(wire::Buffer& b, const Frame& m);
-void EncodeStackNode(wire::Buffer& b, const StackNode& m);
+// Nodes [first, end), each (but the first) the child of the one before (a StackChain).
+void EncodeStackChain(wire::Buffer& b, const StackNode* first, const StackNode* end);
 void EncodeInternedStream(wire::Buffer& b, const InternedStream& m);
 void EncodeThreadName(wire::Buffer& b, const ThreadName& m);
-void EncodeInterned(wire::Buffer& b, const Interned& m);
+// Stack nodes as StackChains, strings against the file's `prefixes` (format v3).
+void EncodeInterned(wire::Buffer& b, const Interned& m, format::PathPrefixes& prefixes);
 void EncodeInternedComm(wire::Buffer& b, const InternedComm& m);
 // One Event (format v2) from a RawEvent and its references. Which payload of RawEvent::u applies
 // follows from the type (CUDA, NCCL, I/O and net, process).
@@ -316,7 +322,7 @@ void EncodeFooter(wire::Buffer& b, const Footer& m);
 
 // Whole packets (framing included), as the writer emits them.
 void WriteHeaderPacket(wire::Buffer& b, const Header& m);
-void WriteInternedPacket(wire::Buffer& b, const Interned& m);
+void WriteInternedPacket(wire::Buffer& b, const Interned& m, format::PathPrefixes& prefixes);
 void WriteNoticePacket(wire::Buffer& b, const Notice& m);
 void WriteFooterPacket(wire::Buffer& b, const Footer& m);
 void WriteDevicePacket(wire::Buffer& b, const RawDeviceInfo& m);

@@ -3,7 +3,7 @@
 // idle causes, for the analyzer's tests and benchmarks.
 //
 //   gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] [--seed S]
-//             [--causes pageable,checkpoint,...] [--format 1|2] [--python]
+//             [--causes pageable,checkpoint,...] [--format 1|2|3] [--python]
 //             [--duration-s S] [--kernel-us U] [--jobs J] [--short-lived N]
 //   gen_trace --out DIR --hosts H --ranks R [--clock-error-ms E] [--end-jitter-us J] [--seed S]
 //
@@ -14,7 +14,7 @@
 // test suite's processes). Every file is written as it is generated, never held in memory.
 //
 // The events are built in v1's one-Event-per-call shape and written in the format asked for
-// (default 2, what the recorder writes: FormatCompactor, analyzer/trace/trace_format.h); the
+// (default 3, what the recorder writes: FormatCompactor, analyzer/trace/trace_format.h); the
 // same flags give the same events in either format.
 //
 // One file per process: a rank process per rank (main thread launches on device 0), plus a
@@ -65,7 +65,8 @@ const std::set<std::string> kKnownCauses = {
 // One trace file being written: framing, interning and batching.
 class TraceFile {
  public:
-  TraceFile(const std::string& path, const Header& header, uint32_t format) : format_(format) {
+  TraceFile(const std::string& path, const Header& header, uint32_t format)
+      : format_(format), compactor_(format) {
     fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd_ < 0) {
       std::perror(path.c_str());
@@ -1087,7 +1088,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: gen_trace --out DIR [--events N] [--ranks R] [--kernels-per-step K] "
-                   "[--seed S] [--causes a,b,...] [--format 1|2] [--python] [--duration-s S] "
+                   "[--seed S] [--causes a,b,...] [--format 1|2|3] [--python] [--duration-s S] "
                    "[--kernel-us U] [--jobs J] [--short-lived N] [--replicate]\n"
                    "       gen_trace --out DIR --hosts H --ranks R [--clock-error-ms E] "
                    "[--end-jitter-us J]\ncauses:");
@@ -1100,7 +1101,7 @@ int Main(int argc, char** argv) {
       o.format > kTraceFormatVersion || o.jobs < 1 || o.kernel_us <= 0 || o.short_lived < 0) {
     std::fprintf(stderr,
                  "gen_trace: --out DIR is required; --ranks, --kernels-per-step and --jobs >= 1; "
-                 "--kernel-us > 0; --format 1 or 2\n");
+                 "--kernel-us > 0; --format 1, 2 or 3\n");
     return 2;
   }
   mkdir(o.out.c_str(), 0755);

@@ -3,7 +3,7 @@
 // that reads only v1. The events are the same (the reader expands v2 into v1's shape; v2 is
 // written by FormatCompactor, as the recorder would write it); packet boundaries are kept.
 //
-//   trace_convert [--format 1|2] IN OUT     (default: --format 2)
+//   trace_convert [--format 1|2|3] IN OUT     (default: --format 3)
 //
 // Prints the sizes of both files and where the bytes are, per packet kind. A cut or corrupt input
 // is converted up to its last good packet (said on stderr); the output then has no footer either.
@@ -115,7 +115,7 @@ int Main(int argc, char** argv) {
     }
   }
   if (in.empty() || out.empty() || format < kTraceFormatV1 || format > kTraceFormatVersion) {
-    std::fprintf(stderr, "usage: trace_convert [--format 1|2] IN OUT\n");
+    std::fprintf(stderr, "usage: trace_convert [--format 1|2|3] IN OUT\n");
     return 2;
   }
   auto reader = TraceFileReader::Open(in);
@@ -132,7 +132,7 @@ int Main(int argc, char** argv) {
   uint64_t events = 0, activities = 0;
   {
     Writer writer(fd);
-    FormatCompactor compactor;
+    FormatCompactor compactor(format);
     Packet p;
     *p.mutable_header() = (*reader)->header();
     p.mutable_header()->set_format_version(format);

@@ -46,7 +46,7 @@ bool FormatExpander::Expand(Packet* packet, std::string* error) {
   switch (packet->data_case()) {
     case Packet::kInterned:
       for (const InternedComm& c : packet->interned().comms()) comms_[c.id()] = c.comm();
-      return true;
+      return version_ < 3 || ExpandInterned(packet->mutable_interned(), error);
     case Packet::kEvents:
       return ExpandEvents(packet->mutable_events(), error);
     case Packet::kGpu:
@@ -54,6 +54,40 @@ bool FormatExpander::Expand(Packet* packet, std::string* error) {
     default:
       return true;
   }
+}
+
+bool FormatExpander::ExpandInterned(Interned* interned, std::string* error) {
+  for (InternedString& s : *interned->mutable_strings()) {
+    if (s.prefix() != 0 || s.prefix_size() != 0) {
+      auto it = prefix_strings_.find(s.prefix());
+      if (it == prefix_strings_.end() || s.prefix_size() > it->second.size()) {
+        *error = absl::StrFormat(
+            "string %u starts with %u bytes of string %u, which %s", s.id(), s.prefix_size(),
+            s.prefix(), it == prefix_strings_.end() ? "is not defined before it" : "is shorter");
+        return false;
+      }
+      s.mutable_str()->insert(0, it->second, 0, s.prefix_size());
+      s.clear_prefix();
+      s.clear_prefix_size();
+    }
+    if (s.str().find('/') != std::string::npos) prefix_strings_.try_emplace(s.id(), s.str());
+  }
+  for (const StackChain& c : interned->stack_chains()) {
+    if (c.frames_size() == 0) {
+      *error = absl::StrFormat("stack chain %u has no frames", c.first());
+      return false;
+    }
+    uint64_t parent = c.parent();
+    for (int i = 0; i < c.frames_size(); ++i) {
+      StackNode* n = interned->add_stack_nodes();
+      n->set_id(c.first() + static_cast<uint64_t>(i));
+      n->set_parent(parent);
+      n->set_frame(c.frames(i));
+      parent = n->id();
+    }
+  }
+  interned->clear_stack_chains();
+  return true;
 }
 
 uint64_t FormatExpander::Comm(uint64_t id) {
@@ -269,7 +303,10 @@ bool FormatExpander::ExpandActivities(GpuBatch* batch, std::string* error) {
 void FormatCompactor::Compact(Packet* packet, Interned* new_comms) {
   switch (packet->data_case()) {
     case Packet::kHeader:
-      packet->mutable_header()->set_format_version(kTraceFormatVersion);
+      packet->mutable_header()->set_format_version(version_);
+      return;
+    case Packet::kInterned:
+      if (version_ >= 3) CompactInterned(packet->mutable_interned());
       return;
     case Packet::kEvents:
       CompactEvents(packet->mutable_events(), new_comms);
@@ -280,6 +317,31 @@ void FormatCompactor::Compact(Packet* packet, Interned* new_comms) {
     default:
       return;
   }
+}
+
+// Mirrors trace::EncodeInterned (interpose/trace_encoder.cc), with the same rules.
+void FormatCompactor::CompactInterned(Interned* interned) {
+  for (InternedString& s : *interned->mutable_strings()) {
+    format::Prefix prefix = prefixes_.Define(s.id(), s.str());
+    if (prefix.id == 0) continue;
+    s.mutable_str()->erase(0, prefix.size);
+    s.set_prefix(prefix.id);
+    s.set_prefix_size(prefix.size);
+  }
+  const auto& nodes = interned->stack_nodes();
+  for (int i = 0, n = nodes.size(); i < n;) {
+    StackChain* c = interned->add_stack_chains();
+    c->set_first(nodes[i].id());
+    c->set_parent(nodes[i].parent());
+    int end = i;
+    do {
+      c->add_frames(nodes[end].frame());
+      ++end;
+    } while (end < n &&
+             format::ContinuesChain(nodes[end - 1].id(), nodes[end].id(), nodes[end].parent()));
+    i = end;
+  }
+  interned->clear_stack_nodes();
 }
 
 uint64_t FormatCompactor::CommId(uint64_t comm, Interned* new_comms) {

@@ -1,9 +1,11 @@
-// Trace format versions (proto/trace.proto, "Versions"): what differs between v1 and v2, in one
-// place. v2 stores the same events as v1, more compactly: runs of kernel launches as LaunchRun
+// Trace format versions (proto/trace.proto, "Versions"): what differs between v1, v2 and v3, in
+// one place. v2 stores the same events as v1, more compactly: runs of kernel launches as LaunchRun
 // columns and of kernel records as KernelRun columns, correlation ids as deltas, `async` implied
-// by the type, NCCL communicators as per-file ids. The reader expands every v2 packet back into
-// v1's one-Event-per-call shape (FormatExpander), so that the analysis, `dump` and `diff` see the
-// same events from both and never branch on the version. FormatCompactor does the reverse for tools
+// by the type, NCCL communicators as per-file ids. v3 stores interned data more compactly: stack
+// nodes as chains, strings as an earlier string's directory and a tail. The reader expands every
+// v2 and v3 packet back into v1's one-Event-per-call, whole-string, one-StackNode-per-node shape
+// (FormatExpander), so that the analysis, `dump` and `diff` see the same events from all three and
+// never branch on the version. FormatCompactor does the reverse for tools
 // that write traces with libprotobuf (tools/gen_trace, tools/trace_convert, tests); it forms the
 // same runs as the recorder's hand encoder (interpose/trace_encoder.h), which a test checks byte
 // for byte.
@@ -15,13 +17,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "proto/format_rules.h"
 #include "trace.pb.h"
 
 namespace idlescope {
 
 // The oldest and the newest format version this idlescope reads; it writes the newest.
 inline constexpr uint32_t kTraceFormatV1 = 1;
-inline constexpr uint32_t kTraceFormatVersion = 2;
+inline constexpr uint32_t kTraceFormatVersion = 3;
 
 // Event types whose `async` v2 does not write: always true.
 bool AsyncByType(int type);
@@ -42,6 +45,8 @@ class FormatExpander {
   // cleared; a GpuBatch one GpuActivity per kernel of each KernelRun and `correlation` from the
   // deltas. Returns false, with one line in *error, for a batch whose runs are inconsistent
   // (columns of different lengths, a site index out of range): the packet is then corrupt.
+  // v3: an Interned packet's StackChains become StackNodes, its strings whole strings (false for
+  // a chain without frames or a prefix that is no earlier string's start).
   bool Expand(Packet* packet, std::string* error);
 
   uint32_t version() const { return version_; }
@@ -54,6 +59,7 @@ class FormatExpander {
   uint64_t undefined_comm_ids() const { return undefined_comm_ids_; }
 
  private:
+  bool ExpandInterned(Interned* interned, std::string* error);
   bool ExpandEvents(EventBatch* batch, std::string* error);
   bool ExpandActivities(GpuBatch* batch, std::string* error);
   // The v1 fields of one plain v2 event; `correlation` is the batch's running correlation id
@@ -63,6 +69,8 @@ class FormatExpander {
 
   uint32_t version_;
   absl::flat_hash_map<uint64_t, uint64_t> comms_;  // InternedComm id -> communicator hash
+  // v3: the strings defined so far that hold a '/' (those a prefix can name), by id.
+  absl::flat_hash_map<uint64_t, std::string> prefix_strings_;
   // Reused from batch to batch (see ExpandInPlace): a batch's running correlation ids, and the
   // spare message objects that take a run holder's runs.
   std::vector<uint64_t> correlations_;
@@ -75,10 +83,15 @@ class FormatExpander {
   uint64_t undefined_comm_ids_ = 0;
 };
 
-// Writes one file's v1-shaped packets, in file order, as v2.
+// Writes one file's v1-shaped packets, in file order, as v2 or v3.
 class FormatCompactor {
  public:
-  // Rewrites `packet` in place: the Header's format_version becomes 2; an EventBatch's events
+  explicit FormatCompactor(uint32_t version = kTraceFormatVersion) : version_(version) {}
+
+  // Rewrites `packet` in place: the Header's format_version becomes the version; v3: an Interned
+  // packet's StackNodes become StackChains and its strings are written against the directories
+  // of the file's earlier strings, as the recorder writes them (proto/format_rules.h); an
+  // EventBatch's events
   // are encoded as the recorder encodes them (launch runs, correlation deltas, implied `async`,
   // communicator ids; a v1 launch or collective with `async` false reads back true, as v2 has
   // it); a GpuBatch's activities likewise (kernel runs, correlation deltas). Communicators this
@@ -87,11 +100,14 @@ class FormatCompactor {
   void Compact(Packet* packet, Interned* new_comms);
 
  private:
+  void CompactInterned(Interned* interned);
   void CompactEvents(EventBatch* batch, Interned* new_comms);
   void CompactActivities(GpuBatch* batch);
   uint64_t CommId(uint64_t comm, Interned* new_comms);
 
+  uint32_t version_;
   absl::flat_hash_map<uint64_t, uint64_t> comm_ids_;  // communicator hash -> InternedComm id
+  format::PathPrefixes prefixes_;
 };
 
 }  // namespace idlescope

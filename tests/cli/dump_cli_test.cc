@@ -116,26 +116,26 @@ std::vector<std::string> EventLines(const std::string& out) {
   return lines;
 }
 
-// A v2 file dumps its events exactly as the v1 file it was compacted from, and says how many
+// A v3 file dumps its events exactly as the v1 file it was compacted from, and says how many
 // of them it stored as runs.
-TEST_F(DumpCliTest, AV2TraceDumpsTheSameEventsAsV1) {
+TEST_F(DumpCliTest, ACompactTraceDumpsTheSameEventsAsV1) {
   TraceBytes v1 = MakeSampleTrace();
   WriteFile(Path("v1.idlescope"), v1.bytes);
-  WriteFile(Path("v2.idlescope"), testing::CompactToV2(v1).bytes);
+  WriteFile(Path("v3.idlescope"), testing::CompactToLatest(v1).bytes);
   ProcessResult r1 = Dump(Path("v1.idlescope"));
-  ProcessResult r2 = Dump(Path("v2.idlescope"));
+  ProcessResult r2 = Dump(Path("v3.idlescope"));
   ASSERT_EQ(r1.wait_status, 0) << r1.err;
   ASSERT_EQ(r2.wait_status, 0) << r2.err;
   const std::vector<std::string> lines = EventLines(r1.out);
   EXPECT_GE(lines.size(), 36u + 4u);  // events and GPU activities, and stack frames
   EXPECT_EQ(EventLines(r2.out), lines);
   EXPECT_NE(r1.out.find("\nformat v1\n"), std::string::npos) << r1.out;
-  EXPECT_NE(r2.out.find("format_version=2"), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("format_version=3"), std::string::npos) << r2.out;
   EXPECT_NE(r2.out.find(" launches stored in "), std::string::npos) << r2.out;
   EXPECT_NE(r2.out.find("gpu 4 activities, dropped 0 (3 kernels stored in 1 runs)"),
             std::string::npos)
       << r2.out;
-  EXPECT_NE(r2.out.find("\nformat v2: "), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("\nformat v3: "), std::string::npos) << r2.out;
   EXPECT_NE(r2.out.find("of the gpu activities kernels stored in 1 kernel runs\n"),
             std::string::npos)
       << r2.out;

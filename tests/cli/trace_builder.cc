@@ -248,7 +248,7 @@ TraceBytes MakeSampleTrace(bool footer) {
   return trace;
 }
 
-TraceBytes CompactToV2(const TraceBytes& v1) {
+TraceBytes CompactToLatest(const TraceBytes& v1) {
   TraceBytes v2;
   FormatCompactor compactor;
   for (const Packet& original : v1.packets) {

@@ -17,7 +17,7 @@ struct TraceBytes {
   std::vector<uint64_t> packet_ends;    // packet_ends[i] = offset just past packet i
   std::vector<uint64_t> framing_bytes;  // tag + length prefix size of packet i
   std::vector<Packet> packets;          // as written (packet 0 is the header)
-  // CompactToV2 only: per packet, what a reader gives back (v1's shape; the header says v2).
+  // CompactToLatest only: per packet, what a reader gives back (v1's shape; the header says v2).
   std::vector<Packet> read_back;
 
   // What a reader gives back for packet i: read_back[i], or the packet itself (v1).
@@ -40,10 +40,11 @@ TraceBytes MakeSampleTrace(bool footer = true);
 // interned data.
 EventBatch MakeEventBatch(uint32_t tid, uint64_t seq, int n, uint64_t seed);
 
-// The same trace in format v2, as the recorder writes it: every packet through FormatCompactor
-// (analyzer/trace/trace_format.h), an Interned packet of communicator ids before a batch that
-// uses new ones. `read_back` holds the v1 packets (an inserted Interned packet reads back as is).
-TraceBytes CompactToV2(const TraceBytes& v1);
+// The same trace in the newest format, as the recorder writes it: every packet through
+// FormatCompactor (analyzer/trace/trace_format.h), an Interned packet of communicator ids before a
+// batch that uses new ones. `read_back` holds the v1 packets (an inserted Interned packet reads
+// back as is).
+TraceBytes CompactToLatest(const TraceBytes& v1);
 
 // Varint encoding of `v` appended to `out`.
 void AppendVarint(uint64_t v, std::string* out);

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   // The same events as the recorder writes them now (format v2: launch runs, deltas), and as
   // older recorders wrote them (v1): the reader expands v2 into v1's shape, at what cost.
-  const std::string v2 = idlescope::testing::CompactToV2(trace).bytes;
+  const std::string v2 = idlescope::testing::CompactToLatest(trace).bytes;
   trace.packets.clear();
   return Measure("v1", trace.bytes) && Measure("v2", v2) ? 0 : 1;
 }

@@ -20,7 +20,7 @@
 namespace idlescope {
 namespace {
 
-using testing::CompactToV2;
+using testing::CompactToLatest;
 using testing::MakeSampleTrace;
 using testing::MakeTempDir;
 using testing::TraceBytes;
@@ -70,7 +70,7 @@ TEST_F(TraceReaderTest, ReadsEveryPacketOfACompleteTrace) {
 TEST_F(TraceReaderTest, TruncationAtEveryOffsetKeepsEveryCompletePacket) {
   int cuts = 0;
   for (const TraceBytes& trace :
-       {MakeSampleTrace(/*footer=*/true), CompactToV2(MakeSampleTrace(/*footer=*/true))}) {
+       {MakeSampleTrace(/*footer=*/true), CompactToLatest(MakeSampleTrace(/*footer=*/true))}) {
     const uint64_t header_end = trace.packet_ends[0];
     ASSERT_GE(trace.packets.size(), 6u);
     for (size_t chunk : {size_t{64}, TraceFileReader::kDefaultChunkBytes}) {
@@ -124,6 +124,27 @@ TEST_F(TraceReaderTest, TruncationAtEveryOffsetKeepsEveryCompletePacket) {
 // on two communicators and a split; launches without correlation ids.
 TraceBytes MixedV1Trace() {
   TraceBytes trace = MakeSampleTrace(/*footer=*/false);
+  {
+    // Paths that share directories and a stack of new nodes (v3 writes them as prefixes and a
+    // chain).
+    Packet p;
+    Interned* in = p.mutable_interned();
+    const char* paths[] = {"/usr/lib/python3/dist-packages/torch/nn/modules/conv.py",
+                           "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py",
+                           "/usr/lib/python3/dist-packages/torch/functional.py"};
+    for (uint64_t i = 0; i < 3; ++i) {
+      InternedString* str = in->add_strings();
+      str->set_id(900 + i);
+      str->set_str(paths[i]);
+    }
+    for (uint64_t i = 0; i < 4; ++i) {
+      StackNode* n = in->add_stack_nodes();
+      n->set_id(900 + i);
+      n->set_parent(i == 0 ? 1 : 899 + i);  // below the sample trace's stack 1
+      n->set_frame(1);
+    }
+    trace.Add(p);
+  }
   for (uint64_t seq = 3; seq < 6; ++seq) {
     Packet p;
     *p.mutable_events() = testing::MakeEventBatch(4242, seq, 1000, seq);
@@ -166,14 +187,14 @@ TraceBytes MixedV1Trace() {
 
 TEST_F(TraceReaderTest, ReadsAV2TraceAsTheV1PacketsItWasCompactedFrom) {
   TraceBytes v1 = MixedV1Trace();
-  TraceBytes v2 = CompactToV2(v1);
+  TraceBytes v2 = CompactToLatest(v1);
   // A random mix (half launches, in short runs): v2 saves 13% here, more on real traces.
   EXPECT_LT(v2.bytes.size(), v1.bytes.size() * 9 / 10);
   for (const TraceBytes* trace : {&v1, &v2}) {
     WriteFile(Path("m.idlescope"), trace->bytes);
     auto reader = TraceFileReader::Open(Path("m.idlescope"), 4096);
     ASSERT_TRUE(reader.ok()) << reader.status();
-    EXPECT_EQ((*reader)->format_version(), trace == &v1 ? 1u : 2u);
+    EXPECT_EQ((*reader)->format_version(), trace == &v1 ? 1u : kTraceFormatVersion);
     std::vector<Packet> packets = ReadAll(**reader);
     ASSERT_EQ(packets.size() + 1, trace->packets.size());
     for (size_t i = 0; i < packets.size(); ++i) {
@@ -199,7 +220,7 @@ TEST_F(TraceReaderTest, ReadsAV2TraceAsTheV1PacketsItWasCompactedFrom) {
 
 // A v2 batch whose run does not expand is a corrupt packet: everything before it is kept.
 TEST_F(TraceReaderTest, InconsistentLaunchRunIsACorruptPacket) {
-  TraceBytes v2 = CompactToV2(MixedV1Trace());
+  TraceBytes v2 = CompactToLatest(MixedV1Trace());
   size_t index = 0;
   while (!(v2.packets[index].has_events() && v2.packets[index].events().events_size() > 100)) {
     ++index;
@@ -246,7 +267,7 @@ TEST_F(TraceReaderTest, InconsistentLaunchRunIsACorruptPacket) {
 }
 
 TEST_F(TraceReaderTest, InconsistentKernelRunIsACorruptPacket) {
-  TraceBytes v2 = CompactToV2(MakeSampleTrace());
+  TraceBytes v2 = CompactToLatest(MakeSampleTrace());
   size_t index = 0;
   while (!v2.packets[index].has_gpu()) ++index;
   TraceBytes broken;
@@ -272,6 +293,48 @@ TEST_F(TraceReaderTest, InconsistentKernelRunIsACorruptPacket) {
   EXPECT_EQ(s.tail, TailProblem::kUnparseablePacket);
   EXPECT_NE(s.TailDescription().find("a kernel run is corrupt"), std::string::npos)
       << s.TailDescription();
+}
+
+// A v3 Interned packet whose chain has no frames, or whose string names an undefined or shorter
+// prefix, is a corrupt packet.
+TEST_F(TraceReaderTest, V3InternedThatDoesNotExpandIsACorruptPacket) {
+  const TraceBytes v3 = CompactToLatest(MixedV1Trace());
+  size_t index = 0;
+  while (!(v3.packets[index].has_interned() &&
+           v3.packets[index].interned().stack_chains_size() == 1)) {
+    ++index;
+  }
+  ASSERT_EQ(v3.packets[index].interned().strings(1).prefix(), 900u);
+  struct Damage {
+    const char* what;
+    void (*apply)(Interned*);
+    const char* says;
+  };
+  const Damage damages[] = {
+      {"no frames", [](Interned* in) { in->mutable_stack_chains(0)->clear_frames(); },
+       "stack chain 900 has no frames"},
+      {"undefined prefix", [](Interned* in) { in->mutable_strings(1)->set_prefix(7777); },
+       "string 901 starts with 47 bytes of string 7777, which is not defined before it"},
+      {"prefix later", [](Interned* in) { in->mutable_strings(1)->set_prefix(902); },
+       "which is not defined before it"},
+      {"prefix too long", [](Interned* in) { in->mutable_strings(1)->set_prefix_size(400); },
+       "string 901 starts with 400 bytes of string 900, which is shorter"},
+  };
+  for (const Damage& d : damages) {
+    TraceBytes broken;
+    for (size_t i = 0; i < v3.packets.size(); ++i) {
+      Packet p = v3.packets[i];
+      if (i == index) d.apply(p.mutable_interned());
+      broken.Add(p);
+    }
+    WriteFile(Path("i.idlescope"), broken.bytes);
+    auto reader = TraceFileReader::Open(Path("i.idlescope"));
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ(ReadAll(**reader).size(), index - 1) << d.what;
+    const TraceReadStats& s = (*reader)->stats();
+    EXPECT_EQ(s.tail, TailProblem::kUnparseablePacket) << d.what;
+    EXPECT_NE(s.TailDescription().find(d.says), std::string::npos) << s.TailDescription();
+  }
 }
 
 TEST_F(TraceReaderTest, V2UnknownFieldsInRunsAndUndefinedCommunicatorsAreCounted) {
@@ -680,12 +743,12 @@ TEST_F(TraceReaderTest, FilesThatAreNotTracesAreRefusedWithOneLine) {
   wrong_magic.mutable_header()->set_magic("PERFETTO");
   TraceBytes bad_magic;
   bad_magic.Add(wrong_magic);
-  Packet v3;
-  *v3.mutable_header() = testing::MakeHeader(1, 0);
-  v3.mutable_header()->set_format_version(3);
-  TraceBytes version3;
-  version3.Add(v3);
-  Packet v0 = v3;
+  Packet v4;
+  *v4.mutable_header() = testing::MakeHeader(1, 0);
+  v4.mutable_header()->set_format_version(4);
+  TraceBytes version4;
+  version4.Add(v4);
+  Packet v0 = v4;
   v0.mutable_header()->set_format_version(0);
   TraceBytes version0;
   version0.Add(v0);
@@ -700,9 +763,9 @@ TEST_F(TraceReaderTest, FilesThatAreNotTracesAreRefusedWithOneLine) {
        "not an idlescope trace"},
       {"events-first", no_header.bytes, "not an idlescope trace"},
       {"wrong-magic", bad_magic.bytes, "not an idlescope trace"},
-      {"version-3", version3.bytes,
-       "unsupported trace format version 3 (this idlescope reads "
-       "versions 1 to 2)"},
+      {"version-4", version4.bytes,
+       "unsupported trace format version 4 (this idlescope reads "
+       "versions 1 to 3)"},
       {"version-0", version0.bytes, "unsupported trace format version 0"},
   };
   for (const Case& c : cases) {

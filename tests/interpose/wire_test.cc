@@ -182,7 +182,15 @@ TEST(WireTest, HeaderPacket) {
 
 TEST(WireTest, InternedPacketWithEveryKind) {
   trace::Interned in;
-  in.strings = {{1, "cudaMemcpyAsync"}, {2, kNotUtf8}, {300, std::string(200, 'y')}};
+  // Paths that share directories (format v3 writes them against the earlier ones).
+  in.strings = {{1, "cudaMemcpyAsync"},
+                {2, kNotUtf8},
+                {300, std::string(200, 'y')},
+                {301, "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py"},
+                {302, "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py"},
+                {303, "/usr/lib/python3/dist-packages/torch/functional.py"},
+                {304, "/tmp/x/y"},
+                {305, "/tmp/x/z"}};
   in.frames = {{1, 1, 2, 0x1234567, 0, 0},
                {2, 0, 2, 0, 300, 4294967295u},
                {1ull << 40, 5, 6, 7, 8, 9},
@@ -190,12 +198,15 @@ TEST(WireTest, InternedPacketWithEveryKind) {
                {3, 1, 0, 0, 300, 42, trace::kFramePython, 40, true},
                {4, 2, 0, 0, 300, 4294967295u, trace::kFramePython, 4294967295u, false},
                {5, 1, 0, 0, 2, 0, trace::kFramePython, 0, true}};
-  in.stack_nodes = {{1, 0, 1}, {2, 1, 2}, {1ull << 33, 2, 1ull << 40}};
+  // Chains: 1-2-3, 1ull << 33 alone, 4 (not 3's child), 5.
+  in.stack_nodes = {{1, 0, 1}, {2, 1, 2}, {3, 2, 3}, {1ull << 33, 2, 1ull << 40},
+                    {4, 2, 4}, {5, 4, 5}};
   in.streams = {{1, 0, 0}, {2, 0x7f00deadbeef, 3}, {3, 2, -1}};
   in.threads = {{4242, "pt_data_worker"}, {1, ""}};
   in.comms = {{1, 0x9e3779b97f4a7c15ull}, {2, 1}};
   Buffer b;
-  trace::WriteInternedPacket(b, in);
+  format::PathPrefixes prefixes;
+  trace::WriteInternedPacket(b, in, prefixes);
 
   idlescope::Packet p;
   auto* pi = p.mutable_interned();
@@ -238,7 +249,24 @@ TEST(WireTest, InternedPacketWithEveryKind) {
     x->set_id(c.id);
     x->set_comm(c.comm);
   }
+  // The v1 shape above, written as v3 by libprotobuf's side; expanded back, the v1 shape again.
+  const idlescope::Packet whole = p;
+  idlescope::FormatCompactor compactor;
+  idlescope::Interned no_comms;
+  compactor.Compact(&p, &no_comms);
   EXPECT_EQ(Bytes(b), Framed(p));
+  ASSERT_EQ(pi->stack_chains_size(), 3);
+  EXPECT_EQ(pi->stack_chains(0).frames_size(), 3);
+  EXPECT_EQ(pi->stack_chains(2).first(), 4u);
+  EXPECT_EQ(pi->stack_chains(2).frames_size(), 2);
+  EXPECT_EQ(pi->strings(4).str(), "/linear.py");
+  EXPECT_EQ(pi->strings(4).prefix(), 301u);
+  EXPECT_EQ(pi->strings(5).str(), "/functional.py");
+  EXPECT_EQ(pi->strings(7).prefix(), 0u) << "a directory under 8 bytes is written whole";
+  idlescope::FormatExpander expander(idlescope::kTraceFormatVersion);
+  std::string error;
+  ASSERT_TRUE(expander.Expand(&p, &error)) << error;
+  EXPECT_EQ(p.SerializeAsString(), whole.SerializeAsString());
 
   // Each submessage alone, too.
   Buffer one;
@@ -250,8 +278,13 @@ TEST(WireTest, InternedPacketWithEveryKind) {
     EXPECT_EQ(Bytes(one), Serialize(pi->frames(i))) << "python frame " << i;
     one.clear();
   }
-  trace::EncodeStackNode(one, in.stack_nodes[2]);
-  EXPECT_EQ(Bytes(one), Serialize(pi->stack_nodes(2)));
+  compactor = idlescope::FormatCompactor();
+  compactor.Compact(&p, &no_comms);
+  trace::EncodeStackChain(one, &in.stack_nodes[4], &in.stack_nodes[6]);
+  EXPECT_EQ(Bytes(one), Serialize(pi->stack_chains(2)));
+  one.clear();
+  trace::EncodeInternedString(one, 302, in.strings[4].str, {301, 47});
+  EXPECT_EQ(Bytes(one), Serialize(pi->strings(4)));
   one.clear();
   trace::EncodeInternedStream(one, in.streams[2]);
   EXPECT_EQ(Bytes(one), Serialize(pi->streams(2)));

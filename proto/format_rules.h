@@ -1,0 +1,73 @@
+// The choices a writer of format v3 makes (proto/trace.proto, "Versions"), in one place for both
+// writers: the recorder's hand encoder (interpose/trace_encoder.cc) and FormatCompactor
+// (analyzer/trace/trace_format.cc), whose bytes a test compares (tests/interpose/wire_test.cc).
+// Plain C++ and the standard library only: the preload library includes it too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace idlescope::format {
+
+// Stack nodes in the order a writer defines them: `id` continues the chain whose last node is
+// `last` when it is the next id and that node is its parent.
+inline bool ContinuesChain(uint64_t last, uint64_t id, uint64_t parent) {
+  return last != 0 && id == last + 1 && parent == last;
+}
+
+// A string written as the start of an earlier one and a tail (InternedString.prefix).
+struct Prefix {
+  uint64_t id = 0;  // 0: none, the string is written whole
+  size_t size = 0;  // bytes of string `id` it starts with
+};
+
+// The directories of the strings a file defined so far: a string is written as the longest of
+// them it starts with (up to one of its '/'), when that is at least kMinPrefix bytes (a prefix
+// costs its id and size, 4-6 bytes). One per file, cleared when a new file starts.
+class PathPrefixes {
+ public:
+  static constexpr size_t kMinPrefix = 8;
+
+  // What string `id`, defined now, is written as; its directories are remembered for the
+  // strings after it.
+  Prefix Define(uint64_t id, std::string_view s) {
+    Prefix found;
+    // Longest first: once one is known, every shorter one is too (they were remembered together).
+    size_t end = s.size();
+    size_t known = 0;
+    while (end > 0) {
+      size_t slash = s.rfind('/', end - 1);
+      if (slash == std::string_view::npos || slash == 0) break;
+      auto it = dirs_.find(s.substr(0, slash));
+      if (it != dirs_.end()) {
+        if (slash >= kMinPrefix) found = {it->second, slash};
+        known = slash;
+        break;
+      }
+      end = slash;
+    }
+    // Remember the directories longer than the longest known one, as prefixes of `id`.
+    for (size_t at = s.size(); at > known + 1;) {
+      size_t slash = s.rfind('/', at - 1);
+      if (slash == std::string_view::npos || slash <= known) break;
+      dirs_.emplace(std::string(s.substr(0, slash)), id);
+      at = slash;
+    }
+    return found;
+  }
+  void Clear() { dirs_.clear(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  // directory -> a string that starts with it
+  std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> dirs_;
+};
+
+}  // namespace idlescope::format
