@@ -1,8 +1,12 @@
-// Added cost per intercepted cudaMemcpyAsync (Done-when 6 of issue 4). Run as
-//   cuda_memcpy_bench /path/libidlescope.so
+// Added cost per intercepted cudaMemcpyAsync (Done-when 6 of issue 4) or ncclAllReduce (issue 28).
+// Run as
+//   cuda_memcpy_bench /path/libidlescope.so [memcpy|allreduce]
 // it re-runs itself under LD_PRELOAD with stacks off and on. Each child times, in the same run,
-// batches of cudaMemcpyAsync through the hook (the program's own call) and through the real
-// libcudart function (dlsym on the already loaded library: no hook), interleaved, and prints the
+// batches of the call (cudaMemcpyAsync of 64 B pinned to the device, or ncclAllReduce of 64 floats
+// on a one-rank communicator) through the hook (the program's own call) and through the real
+// library function (dlsym on the already loaded libcudart or libnccl: no hook), interleaved, from
+// a call site kDepth frames deep (so a captured stack has the default IDLESCOPE_STACK_DEPTH of 24
+// frames, the same every call, as a training loop's), and prints the
 // median per-call difference, in the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID: on a
 // shared, loaded machine wall time also counts the time the thread waited for a core) and in
 // wall time. CUPTI is disabled in these children so both paths see the same (absent) CUPTI
@@ -15,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <nccl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +33,14 @@
 #include <vector>
 
 using MemcpyAsyncFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
+using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                     ncclComm_t, cudaStream_t);
+
+// The call timed: one of the two is set.
+struct Api {
+  MemcpyAsyncFn memcpy = nullptr;
+  AllReduceFn allreduce = nullptr;
+};
 
 static double ThreadCpuNs() {
   timespec ts;
@@ -39,14 +52,39 @@ struct PerCall {
   double cpu, wall;  // ns per call
 };
 
-static PerCall BatchNs(MemcpyAsyncFn fn, void* dst, const void* src, cudaStream_t s, int n) {
+struct Buffers {
+  void *dev = nullptr, *pinned = nullptr;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
+__attribute__((noinline)) static PerCall BatchNs(Api fn, const Buffers& b, int n) {
   double c0 = ThreadCpuNs();
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) fn(dst, src, 64, cudaMemcpyHostToDevice, s);
+  if (fn.memcpy != nullptr) {
+    for (int i = 0; i < n; ++i) fn.memcpy(b.dev, b.pinned, 64, cudaMemcpyHostToDevice, b.stream);
+  } else {
+    for (int i = 0; i < n; ++i) {
+      fn.allreduce(b.dev, b.dev, 64, ncclFloat, ncclSum, b.comm, b.stream);
+    }
+  }
   auto t1 = std::chrono::steady_clock::now();
   double c1 = ThreadCpuNs();
-  cudaStreamSynchronize(s);  // not timed: keeps the queue short
+  cudaStreamSynchronize(b.stream);  // not timed: keeps the queue short
   return {(c1 - c0) / n, std::chrono::duration<double, std::nano>(t1 - t0).count() / n};
+}
+
+// The call site's frames: main, kDepth + 1 Deep frames and BatchNs (PairChild or SoloChild may be
+// inlined into main), 25 at least, and 3 of libc below main: more than the 24 a stack keeps.
+constexpr int kDepth = 22;
+
+// BatchNs called `depth` frames deeper, the same call site every time (the empty asm after the
+// call keeps each frame: no tail call).
+__attribute__((noinline)) static PerCall Deep(int depth, Api fn, const Buffers& b, int n) {
+  if (depth <= 0) return BatchNs(fn, b, n);
+  PerCall r = Deep(depth - 1, fn, b, n);
+  asm volatile("" ::: "memory");
+  return r;
 }
 
 static double Median(std::vector<double> v) {
@@ -60,29 +98,53 @@ static double Median(std::vector<double> v) {
 // figure for them is printed apart from the steady state that follows.
 constexpr int kBatch = 200, kRounds = 60, kFirstPass = 56;
 
-struct Buffers {
-  void *dev = nullptr, *pinned = nullptr;
-  cudaStream_t stream = nullptr;
-};
+static bool AllReduce() {
+  const char* api = getenv("CUDA_MEMCPY_BENCH_API");
+  return api != nullptr && std::strcmp(api, "allreduce") == 0;
+}
+
 static Buffers Setup() {
   Buffers b;
-  cudaMalloc(&b.dev, 64);
+  cudaMalloc(&b.dev, 64 * sizeof(float));
   cudaMallocHost(&b.pinned, 64);
   cudaStreamCreate(&b.stream);
+  int device = 0;
+  if (AllReduce() && ncclCommInitAll(&b.comm, 1, &device) != ncclSuccess) {
+    std::printf("ncclCommInitAll failed\n");
+    std::exit(1);
+  }
   return b;
+}
+
+// The program's own call: resolves to the preloaded hook when there is one.
+static Api ProgramCall() {
+  Api a;
+  if (AllReduce()) {
+    a.allreduce = &ncclAllReduce;
+  } else {
+    a.memcpy = &cudaMemcpyAsync;
+  }
+  return a;
 }
 
 // In-process pair: hooked vs real, CUPTI off.
 static int PairChild(const char* label) {
-  void* cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
-  auto real = cudart ? reinterpret_cast<MemcpyAsyncFn>(dlsym(cudart, "cudaMemcpyAsync")) : nullptr;
-  MemcpyAsyncFn hooked = &cudaMemcpyAsync;  // resolves to the preloaded hook
-  if (real == nullptr || real == hooked) {
-    std::printf("%s: cannot separate hook from libcudart\n", label);
+  const bool nccl = AllReduce();
+  void* lib = dlopen(nccl ? "libnccl.so.2" : "libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  void* sym = lib ? dlsym(lib, nccl ? "ncclAllReduce" : "cudaMemcpyAsync") : nullptr;
+  Api hooked = ProgramCall(), real;
+  if (nccl) {
+    real.allreduce = reinterpret_cast<AllReduceFn>(sym);
+  } else {
+    real.memcpy = reinterpret_cast<MemcpyAsyncFn>(sym);
+  }
+  if (sym == nullptr ||
+      (nccl ? real.allreduce == hooked.allreduce : real.memcpy == hooked.memcpy)) {
+    std::printf("%s: cannot separate hook from %s\n", label, nccl ? "libnccl" : "libcudart");
     return 1;
   }
   Buffers b = Setup();
-  for (int i = 0; i < 3; ++i) BatchNs(real, b.dev, b.pinned, b.stream, kBatch);
+  for (int i = 0; i < 3; ++i) Deep(kDepth, real, b, kBatch);
   std::vector<double> first_diff;
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<double> base, traced, diff, wall_diff;
@@ -90,11 +152,11 @@ static int PairChild(const char* label) {
       // Alternate which path goes first, so neither always follows the sync.
       PerCall u, t;
       if (r % 2 == 0) {
-        u = BatchNs(real, b.dev, b.pinned, b.stream, kBatch);
-        t = BatchNs(hooked, b.dev, b.pinned, b.stream, kBatch);
+        u = Deep(kDepth, real, b, kBatch);
+        t = Deep(kDepth, hooked, b, kBatch);
       } else {
-        t = BatchNs(hooked, b.dev, b.pinned, b.stream, kBatch);
-        u = BatchNs(real, b.dev, b.pinned, b.stream, kBatch);
+        t = Deep(kDepth, hooked, b, kBatch);
+        u = Deep(kDepth, real, b, kBatch);
       }
       base.push_back(u.cpu);
       traced.push_back(t.cpu);
@@ -106,7 +168,7 @@ static int PairChild(const char* label) {
       continue;
     }
     std::printf(
-        "%-34s untraced %6.0f  traced %6.0f  added %5.0f ns/call CPU time (wall: added %5.0f; "
+        "%-40s untraced %6.0f  traced %6.0f  added %5.0f ns/call CPU time (wall: added %5.0f; "
         "first %d calls of the thread: added %5.0f)\n",
         label, Median(base), Median(traced), Median(diff), Median(wall_diff), kFirstPass * kBatch,
         Median(first_diff));
@@ -154,13 +216,9 @@ static int SoloChild(const char* label, const char* out) {
     }
   }
   Buffers b = Setup();
-  for (int i = 0; i < kFirstPass; ++i) {
-    BatchNs(&cudaMemcpyAsync, b.dev, b.pinned, b.stream, kBatch);
-  }
+  for (int i = 0; i < kFirstPass; ++i) Deep(kDepth, ProgramCall(), b, kBatch);
   std::vector<double> cpu;
-  for (int r = 0; r < kRounds; ++r) {
-    cpu.push_back(BatchNs(&cudaMemcpyAsync, b.dev, b.pinned, b.stream, kBatch).cpu);
-  }
+  for (int r = 0; r < kRounds; ++r) cpu.push_back(Deep(kDepth, ProgramCall(), b, kBatch).cpu);
   FILE* f = fopen(out, "w");
   if (f == nullptr) return 1;
   std::fprintf(f, "%f\n", Median(cpu));
@@ -201,22 +259,28 @@ int main(int argc, char** argv) {
     if (const char* out = getenv("CUDA_MEMCPY_BENCH_SOLO")) return SoloChild(label, out);
     return PairChild(label);
   }
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s /path/libidlescope.so\n", argv[0]);
+  const char* api = argc >= 3 ? argv[2] : "memcpy";
+  if (argc < 2 || argc > 3 || (std::strcmp(api, "memcpy") != 0 && std::strcmp(api, "allreduce"))) {
+    std::fprintf(stderr, "usage: %s /path/libidlescope.so [memcpy|allreduce]\n", argv[0]);
     return 2;
   }
+  setenv("CUDA_MEMCPY_BENCH_API", api, 1);
   std::printf(
-      "added cost per intercepted cudaMemcpyAsync (64 B pinned H2D, simgpu), CPU time of the\n"
-      "calling thread, batches of %d, median of %d, after the thread's first %d calls:\n"
+      "added cost per intercepted %s (simgpu), CPU time of the\n"
+      "calling thread, batches of %d, median of %d, after the thread's first %d calls,\n"
+      "from a call site at least %d frames deep:\n"
       " CUPTI off: hooked vs real function in the same process, batches interleaved\n"
       " CUPTI on: traced process vs a process enabling the same CUPTI activity kinds itself\n",
-      kBatch, kRounds, kFirstPass * kBatch);
+      AllReduce() ? "ncclAllReduce (64 floats, one-rank communicator)"
+                  : "cudaMemcpyAsync (64 B pinned H2D)",
+      kBatch, kRounds, kFirstPass * kBatch, kDepth + 3);
   std::fflush(stdout);
   char dir[] = "/tmp/idlescope_bench_XXXXXX";
   if (mkdtemp(dir) == nullptr) return 2;
   int rc = 0;
   rc |= RunChild(argv, "CUPTI off, no stacks", argv[1], "0", dir, nullptr, false);
-  rc |= RunChild(argv, "CUPTI off, stacks (24, repeated)", argv[1], "24", dir, nullptr, false);
+  rc |=
+      RunChild(argv, "CUPTI off, stacks (24 frames, repeated)", argv[1], "24", dir, nullptr, false);
   std::vector<double> traced, untraced;
   const std::string out = std::string(dir) + "/solo.ns";
   for (int rep = 0; rep < 3; ++rep) {
@@ -227,7 +291,7 @@ int main(int argc, char** argv) {
   }
   if (rc == 0) {
     double u = Median(untraced), t = Median(traced);
-    std::printf("%-34s untraced %6.0f  traced %6.0f  added %5.0f ns/call CPU time\n",
+    std::printf("%-40s untraced %6.0f  traced %6.0f  added %5.0f ns/call CPU time\n",
                 "CUPTI on, no stacks", u, t, t - u);
   }
   std::string cleanup = std::string("rm -rf ") + dir;
