@@ -28,6 +28,7 @@
 
 #include "interpose/hooks/signals.h"
 #include "interpose/own_stack.h"
+#include "interpose/python/pystacks.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
@@ -364,6 +365,7 @@ __attribute__((constructor)) void OnLoad() {
     ManageSignals();
     InstallFatalHandlers();
   }
+  python::Start();
 }
 
 __attribute__((destructor)) void OnUnload() { Shutdown(trace::kExitNormal, 0, false); }

@@ -15,6 +15,7 @@
 #include <sys/ucontext.h>
 #include <unwind.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
@@ -152,11 +153,48 @@ struct Slot {
   std::atomic<uint64_t> check;
   std::atomic<uint64_t> rule;
 };
-constexpr uint32_t kCacheBits = 16;  // 64 Ki rules, 1 MiB of address space touched on demand
-Slot* g_cache = nullptr;
 
-inline Slot& SlotOf(uintptr_t pc) {
-  return g_cache[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
+// The table starts small and grows, 4x at a time, once the rules put in the current table pass a
+// quarter of its slots. A table of 64 Ki rules (1 MiB) from the start had a Python start's ~150 pcs
+// scattered by the hash over ~74 of its pages, each faulted twice (a read maps the zero page, the
+// first write copies it): ~150 page faults per process. A table is replaced, never unmapped (a
+// walk on another thread, or in a signal handler, may still read it); its rules are computed
+// again as walks meet their pcs. The word holds the table's address and, in its low bits (the
+// table is page-aligned), the number of bits of its index.
+constexpr uint32_t kFirstCacheBits = 10;  // 1 Ki rules, 16 KiB
+constexpr uint32_t kMaxCacheBits = 16;    // 64 Ki rules, 1 MiB of address space touched on demand
+std::atomic<uint64_t> g_cache{0};
+std::atomic<uint32_t> g_cache_fills{0};  // rules put in the current table, about
+std::atomic<bool> g_cache_growing{false};
+
+uint64_t MapCacheTable(uint32_t bits) {
+  void* table = mmap(nullptr, sizeof(Slot) << bits, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return table == MAP_FAILED ? 0 : reinterpret_cast<uint64_t>(table) | bits;
+}
+
+inline Slot& SlotOf(uint64_t cache, uintptr_t pc) {
+  const uint32_t bits = static_cast<uint32_t>(cache & 63);
+  Slot* table = reinterpret_cast<Slot*>(cache & ~uint64_t{4095});
+  return table[(pc * 0x9E3779B97F4A7C15ull) >> (64 - bits)];
+}
+
+// One more rule in the table `cache`: the table that passed a quarter full is replaced by one 4x
+// larger (by one thread; mmap is async-signal-safe).
+void CountCacheFill(uint64_t cache) {
+  const uint32_t bits = static_cast<uint32_t>(cache & 63);
+  if (bits >= kMaxCacheBits ||
+      g_cache_fills.fetch_add(1, std::memory_order_relaxed) + 1 < (1u << bits) / 4 ||
+      g_cache_growing.exchange(true, std::memory_order_acquire)) {
+    return;
+  }
+  if (g_cache.load(std::memory_order_relaxed) == cache) {
+    if (uint64_t bigger = MapCacheTable(std::min(bits + 2, kMaxCacheBits)); bigger != 0) {
+      g_cache_fills.store(0, std::memory_order_relaxed);
+      g_cache.store(bigger, std::memory_order_release);
+    }
+  }
+  g_cache_growing.store(false, std::memory_order_release);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -626,7 +664,8 @@ Rule ComputeRule(uintptr_t pc) {
 }
 
 inline Rule RuleFor(uintptr_t pc) {
-  Slot& s = SlotOf(pc);
+  const uint64_t cache = g_cache.load(std::memory_order_acquire);
+  Slot& s = SlotOf(cache, pc);
   uint64_t rule = s.rule.load(std::memory_order_relaxed);
   uint64_t check = s.check.load(std::memory_order_relaxed);
   if ((check ^ rule) == pc && (rule & 7) != kEmpty) return Unpack(rule);
@@ -634,6 +673,7 @@ inline Rule RuleFor(uintptr_t pc) {
   uint64_t packed = Pack(r);
   s.rule.store(packed, std::memory_order_relaxed);
   s.check.store(pc ^ packed, std::memory_order_relaxed);
+  CountCacheFill(cache);
   return r;
 }
 
@@ -817,10 +857,9 @@ void Init() {
   if (g_initialized.exchange(true)) return;
 #if IDLESCOPE_CFI_WALK
   g_find_object = reinterpret_cast<FindObjectFn>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
-  void* cache = mmap(nullptr, sizeof(Slot) << kCacheBits, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (g_find_object != nullptr && cache != MAP_FAILED) {
-    g_cache = static_cast<Slot*>(cache);
+  const uint64_t cache = g_find_object != nullptr ? MapCacheTable(kFirstCacheBits) : 0;
+  if (cache != 0) {
+    g_cache.store(cache, std::memory_order_release);
     g_cfi = true;
   }
 #endif

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -228,14 +229,21 @@ std::string LoaderReason(const std::string& err, const char* program) {
 // Whether `lib` can be preloaded here; if not, `reason` says why (the loader's words). The
 // library really starts in the probe (its trace goes to a scratch directory in `dir`, removed
 // after): a library that loads but then crashes or hangs at start is caught too.
-bool PreloadWorks(const std::string& lib, const std::string& dir, std::string* reason) {
-  const char* const* program = nullptr;
+// The probe's argv (kProbePrograms), or nullptr where the system has none of them.
+const char* const* ProbeArgv() {
   for (const auto& candidate : kProbePrograms) {
-    if (access(candidate[0], X_OK) == 0) {
-      program = candidate;
-      break;
-    }
+    if (access(candidate[0], X_OK) == 0) return candidate;
   }
+  return nullptr;
+}
+
+const char* ProbeProgram() {
+  const char* const* argv = ProbeArgv();
+  return argv != nullptr ? argv[0] : nullptr;
+}
+
+bool PreloadWorks(const std::string& lib, const std::string& dir, std::string* reason) {
+  const char* const* program = ProbeArgv();
   if (program == nullptr) return true;  // nothing to probe with: trace as before
   std::string scratch = absl::StrCat(dir, "/.idlescope-probe-XXXXXX");
   if (mkdtemp(scratch.data()) == nullptr) return true;
@@ -316,6 +324,162 @@ bool PreloadWorks(const std::string& lib, const std::string& dir, std::string* r
     *reason = absl::StrCat(program[0], " with it exited with status ", WEXITSTATUS(status));
   }
   return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The probe's verdict, kept. A probe is a process start with the library (1-1.5 ms, most of what
+// `run` added to a short job), and what it finds depends only on the library file, the loader and
+// libc it meets, the kernel and the environment the loader and the library read. So a probe that
+// passed is remembered under a key made of all of those (each file by device, inode, size and
+// times; the kernel by its boot id), in a directory of the user's own
+// (`$XDG_RUNTIME_DIR/idlescope`, emptied at each boot, else `/tmp/idlescope-UID`); a later `run`
+// with the same key skips the probe. A new build of the library, a glibc upgrade (a new ld.so and
+// ld.so.cache), a reboot or another LD_LIBRARY_PATH or IDLESCOPE_* setting makes a new key, and the
+// probe runs again. A failed probe is never kept: the job runs untraced, and the next `run` asks
+// again.
+
+// The path of `program`'s dynamic loader (PT_INTERP), or "" if it has none or cannot be read.
+std::string ElfInterpreter(const char* program) {
+  int fd = open(program, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string interp;
+  Elf64_Ehdr eh;
+  if (pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) &&
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) !=
+          static_cast<ssize_t>(sizeof ph)) {
+        break;
+      }
+      if (ph.p_type != PT_INTERP || ph.p_filesz == 0 || ph.p_filesz > PATH_MAX) continue;
+      interp.resize(ph.p_filesz);
+      if (pread(fd, interp.data(), ph.p_filesz, static_cast<off_t>(ph.p_offset)) !=
+          static_cast<ssize_t>(ph.p_filesz)) {
+        interp.clear();
+      }
+      interp = interp.c_str();  // without the terminating NUL
+      break;
+    }
+  }
+  close(fd);
+  return interp;
+}
+
+// One file of the key: its path and what changes when it is replaced or rewritten.
+void AppendFileIdentity(std::string* key, const std::string& path) {
+  struct stat st;
+  if (path.empty() || stat(path.c_str(), &st) != 0) {
+    absl::StrAppend(key, path, " -\n");
+    return;
+  }
+  absl::StrAppend(key, path, " ", st.st_dev, ":", st.st_ino, " ", st.st_size, " ",
+                  st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, " ", st.st_ctim.tv_sec, ".",
+                  st.st_ctim.tv_nsec, "\n");
+}
+
+// Everything the probe's verdict depends on, or "" when it cannot be told (no boot id).
+std::string ProbeKey(const std::string& lib, const char* program) {
+  std::string boot_id;
+  if (int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buf[64];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) boot_id.assign(buf, static_cast<size_t>(n));
+    close(fd);
+  }
+  while (!boot_id.empty() && boot_id.back() == '\n') boot_id.pop_back();
+  if (boot_id.empty()) return "";
+  std::string key = absl::StrCat("idlescope probe 1\nboot ", boot_id, "\n");
+  AppendFileIdentity(&key, lib);
+  AppendFileIdentity(&key, program);
+  AppendFileIdentity(&key, ElfInterpreter(program));
+  AppendFileIdentity(&key, "/etc/ld.so.cache");
+  AppendFileIdentity(&key, "/etc/ld.so.preload");
+  // What the loader and the library read from the environment, but what the probe sets itself.
+  std::vector<std::string_view> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view var = *e;
+    if ((var.starts_with("LD_") && !var.starts_with("LD_PRELOAD=")) ||
+        var.starts_with("GLIBC_TUNABLES=") ||
+        (var.starts_with("IDLESCOPE_") && !var.starts_with("IDLESCOPE_OUT=") &&
+         !var.starts_with("IDLESCOPE_QUIET=") && !var.starts_with("IDLESCOPE_STDERR="))) {
+      vars.push_back(var);
+    }
+  }
+  std::sort(vars.begin(), vars.end());
+  for (std::string_view var : vars) key.append("env ").append(var).append("\n");
+  return key;
+}
+
+// The directory the verdicts are kept in, created if missing; "" where there is none that only
+// this user can write (a verdict another user planted would skip the probe).
+std::string ProbeCacheDir() {
+  std::string dir;
+  if (const char* runtime = getenv("XDG_RUNTIME_DIR"); runtime != nullptr && runtime[0] == '/') {
+    dir = absl::StrCat(runtime, "/idlescope");
+  } else {
+    dir = absl::StrCat("/tmp/idlescope-", geteuid());
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return "";
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return "";
+  }
+  return dir;
+}
+
+// The file that keeps the verdict for `key`: named by its hash (FNV-1a), holding the key itself.
+std::string ProbeVerdictPath(const std::string& dir, const std::string& key) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : key) hash = (hash ^ c) * 1099511628211ull;
+  return absl::StrFormat("%s/probe-%016x", dir, hash);
+}
+
+bool ProbePassedBefore(const std::string& path, const std::string& key) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  std::string kept(key.size() + 1, '\0');  // one byte more: a longer file is another key
+  size_t got = 0;
+  for (;;) {
+    ssize_t n = read(fd, kept.data() + got, kept.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+    if (got == kept.size()) break;
+  }
+  close(fd);
+  return got == key.size() && kept.compare(0, got, key) == 0;
+}
+
+// Written whole under another name, then renamed: a concurrent `run` reads all of it or nothing.
+void KeepProbePassed(const std::string& path, const std::string& key) {
+  const std::string temporary = absl::StrCat(path, ".", getpid());
+  int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  size_t done = 0;
+  while (done < key.size()) {
+    ssize_t n = write(fd, key.data() + done, key.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) == 0 && done == key.size() && rename(temporary.c_str(), path.c_str()) == 0) return;
+  unlink(temporary.c_str());
+}
+
+// PreloadWorks, skipped where a probe of the same library on the same system passed before.
+bool PreloadWorksHere(const std::string& lib, const std::string& dir, std::string* reason) {
+  const char* program = ProbeProgram();
+  if (program == nullptr) return true;  // nothing to probe with: trace as before
+  const std::string key = ProbeKey(lib, program);
+  const std::string cache_dir = key.empty() ? "" : ProbeCacheDir();
+  const std::string verdict = cache_dir.empty() ? "" : ProbeVerdictPath(cache_dir, key);
+  if (!verdict.empty() && ProbePassedBefore(verdict, key)) return true;
+  if (!PreloadWorks(lib, dir, reason)) return false;
+  if (!verdict.empty()) KeepProbePassed(verdict, key);
+  return true;
 }
 
 // What the program `name` is, when that explains a run without trace files: the dynamic loader
@@ -449,7 +613,7 @@ int RunCommand(int argc, char** argv) {
   }
   // The job is never turned away: where the library cannot be loaded, it runs untraced.
   std::string unloadable;
-  const bool traced = PreloadWorks(lib, abs_dir, &unloadable);
+  const bool traced = PreloadWorksHere(lib, abs_dir, &unloadable);
   if (!traced) {
     PrintError("run", absl::StrCat(lib, " cannot be loaded here (", unloadable, "); running ",
                                    cmd[0], " untraced"));

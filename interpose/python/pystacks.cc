@@ -5,6 +5,7 @@
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "interpose/python/code_cache.h"
 #include "interpose/python/layout.h"
 #include "interpose/python/line_table.h"
+#include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/redact.h"
 
@@ -65,7 +67,34 @@ constexpr int kMaxTrampolines = 4;
 uintptr_t g_trampoline[kMaxTrampolines];
 int g_trampolines = 0;
 
+// glibc's sigaction installs every handler with its __restore_rt as the restorer (SA_RESTORER),
+// and the kernel keeps it: the recorder's own handlers, installed by the time Start runs
+// (lifecycle.cc), give the trampoline without the scan below (libc's executable segment, 1.4 MB
+// in 16-byte steps: 870k instructions and ~20 page faults at every start of a Python process).
+bool TrampolineOfOurHandlers() {
+  constexpr int kSaRestorer = 0x04000000;  // the kernel's flag, which glibc's headers do not name
+  using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+  auto real_sigaction = reinterpret_cast<SigactionFn>(FindRealSymbol("sigaction"));
+  if (real_sigaction == nullptr) return false;
+  for (int sig : {SIGSEGV, SIGTERM, SIGINT}) {
+    struct sigaction current;
+    if (real_sigaction(sig, nullptr, &current) != 0 || (current.sa_flags & kSaRestorer) == 0) {
+      continue;
+    }
+    const uintptr_t at = reinterpret_cast<uintptr_t>(current.sa_restorer);
+    if (at == 0 || (at & 15) != 0 ||
+        memcmp(reinterpret_cast<const void*>(at), kSigreturnCode, sizeof(kSigreturnCode)) != 0) {
+      continue;
+    }
+    g_trampoline[0] = at;
+    g_trampolines = 1;
+    return true;
+  }
+  return false;
+}
+
 void FindSignalTrampolines() {
+  if (TrampolineOfOurHandlers()) return;
   struct Search {
     uintptr_t probe;
   } search{reinterpret_cast<uintptr_t>(&gnu_get_libc_version)};
@@ -150,12 +179,6 @@ void Init(bool wanted) {
     SayUnsupported(name + ": its type objects are not exported");
     return;
   }
-  FindSignalTrampolines();
-  if (g_trampolines == 0) {
-    // Without it a hook in a signal handler could walk a frame being pushed.
-    SayUnsupported(name + ": the signal return trampoline was not found in libc");
-    return;
-  }
   auto* cache = new CodeCache();  // never freed: hooks may use it until the process ends
   if (!cache->Init(layout, types)) return;
   g_layout = layout;
@@ -166,10 +189,22 @@ void Init(bool wanted) {
     g_is_finalizing = reinterpret_cast<FinalizingFn>(Symbol("_Py_IsFinalizing"));
   }
   snprintf(g_version, sizeof(g_version), "%u.%u.%u", major, minor, micro);
+}
+
+void Start() {
+  if (g_cache == nullptr || g_active.load(std::memory_order_relaxed)) return;
+  FindSignalTrampolines();
+  if (g_trampolines == 0) {
+    // Without it a hook in a signal handler could walk a frame being pushed.
+    SayUnsupported(std::string("CPython ") + g_version +
+                   ": the signal return trampoline was not found in libc");
+    return;
+  }
   g_active.store(true, std::memory_order_release);
 }
 
-const char* Version() { return g_active.load(std::memory_order_relaxed) ? g_version : ""; }
+// From Init on: the header, written before Start, names the interpreter whose stacks it will have.
+const char* Version() { return g_cache != nullptr ? g_version : ""; }
 
 // ---------------------------------------------------------------------------------------------
 // Capture (the hooked thread).

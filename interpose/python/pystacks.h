@@ -27,7 +27,12 @@ namespace idlescope::python {
 // does `wanted` false (IDLESCOPE_PYTHON_STACKS=0, or stacks off).
 void Init(bool wanted);
 
-// "3.11.2" when Python stacks are on in this process, else "".
+// Turns Python stacks on where Init found an interpreter it reads, once the recorder's signal
+// handlers are installed (lifecycle.cc): the signal return trampoline, which a walk must know, is
+// read from them.
+void Start();
+
+// "3.11.2" when Init found an interpreter whose stacks it reads, else "".
 const char* Version();
 
 // At most this many Python frames per stack, the innermost ones.

@@ -184,6 +184,7 @@ int main() {
   setenv("IDLESCOPE_OUT", tmpl, 1);
   setenv("IDLESCOPE_QUIET", "1", 1);
   idlescope::internal::Init();
+  idlescope::python::Start();
   if (!idlescope::RecorderActive()) return 1;
   if (idlescope::python::Version()[0] == '\0') {
     fprintf(stderr, "pystacks_bench: Python stacks are off for this interpreter\n");
