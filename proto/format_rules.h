@@ -27,10 +27,13 @@ struct Prefix {
 
 // The directories of the strings a file defined so far: a string is written as the longest of
 // them it starts with (up to one of its '/'), when that is at least kMinPrefix bytes (a prefix
-// costs its id and size, 4-6 bytes). One per file, cleared when a new file starts.
+// costs its id and size, 4-6 bytes) and at most kMaxPrefix (PATH_MAX: a reader refuses longer
+// ones, which would let a few bytes of a corrupt file stand for any amount of memory). One per
+// file, cleared when a new file starts.
 class PathPrefixes {
  public:
   static constexpr size_t kMinPrefix = 8;
+  static constexpr size_t kMaxPrefix = 4096;
 
   // What string `id`, defined now, is written as; its directories are remembered for the
   // strings after it.
@@ -44,7 +47,7 @@ class PathPrefixes {
       if (slash == std::string_view::npos || slash == 0) break;
       auto it = dirs_.find(s.substr(0, slash));
       if (it != dirs_.end()) {
-        if (slash >= kMinPrefix) found = {it->second, slash};
+        if (slash >= kMinPrefix && slash <= kMaxPrefix) found = {it->second, slash};
         known = slash;
         break;
       }

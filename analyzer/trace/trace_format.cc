@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/unknown_field_set.h"
 
@@ -57,8 +58,22 @@ bool FormatExpander::Expand(Packet* packet, std::string* error) {
 }
 
 bool FormatExpander::ExpandInterned(Interned* interned, std::string* error) {
+  // What the prefixes add, at most kMaxPrefixGrowth times the packet's own bytes: a prefix is a
+  // few bytes that stand for up to kMaxPrefix (a path's directory typically takes 3-4 times its
+  // tail and reference).
+  constexpr uint64_t kMaxPrefixGrowth = 64;
+  uint64_t added = 0, allowed = 0;
   for (InternedString& s : *interned->mutable_strings()) {
     if (s.prefix() != 0 || s.prefix_size() != 0) {
+      if (allowed == 0) allowed = kMaxPrefixGrowth * interned->ByteSizeLong();
+      added += s.prefix_size();
+      if (s.prefix_size() > format::PathPrefixes::kMaxPrefix || added > allowed) {
+        *error = absl::StrFormat("string %u starts with %u bytes of string %u: more than %s",
+                                 s.id(), s.prefix_size(), s.prefix(),
+                                 added > allowed ? "its packet may add"
+                                                 : absl::StrCat(format::PathPrefixes::kMaxPrefix));
+        return false;
+      }
       auto it = prefix_strings_.find(s.prefix());
       if (it == prefix_strings_.end() || s.prefix_size() > it->second.size()) {
         *error = absl::StrFormat(

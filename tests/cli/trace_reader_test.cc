@@ -319,6 +319,24 @@ TEST_F(TraceReaderTest, V3InternedThatDoesNotExpandIsACorruptPacket) {
        "which is not defined before it"},
       {"prefix too long", [](Interned* in) { in->mutable_strings(1)->set_prefix_size(400); },
        "string 901 starts with 400 bytes of string 900, which is shorter"},
+      {"prefix over PATH_MAX", [](Interned* in) { in->mutable_strings(1)->set_prefix_size(5000); },
+       "string 901 starts with 5000 bytes of string 900: more than 4096"},
+      {"prefixes that add too much",
+       [](Interned* in) {
+         // 3,000 strings of 2 bytes, each the first 4,000 bytes of a 4,000-byte string: 12 MB
+         // from some 20 KB.
+         InternedString* big = in->add_strings();
+         big->set_id(2000);
+         big->set_str("/" + std::string(3999, 'x'));
+         for (uint64_t i = 0; i < 3000; ++i) {
+           InternedString* s = in->add_strings();
+           s->set_id(3000 + i);
+           s->set_str("/y");
+           s->set_prefix(2000);
+           s->set_prefix_size(4000);
+         }
+       },
+       "bytes of string 2000: more than its packet may add"},
   };
   for (const Damage& d : damages) {
     TraceBytes broken;
