@@ -12,13 +12,16 @@ namespace {
 constexpr size_t kChunkBytes = 1 << 20;
 constexpr size_t kMaxArenaBytes = 64u << 20;
 
-// `populate`: the pages are made now, not at their first write by a hooked thread. The slot table's
-// entries land on random pages, so without it nearly every first-seen code object of a process's
-// first few hundred paid a page fault (5-7 us each on the build VMs, where the copy itself takes
-// 1-3 us: tests/python/pystacks_bench.cc). 2.5 MiB per Python process.
-void* MapZeroed(size_t bytes, bool populate = false) {
+// Pages are made at their first write. The slot table's entries land on random pages, so a
+// process's first few hundred code objects mostly pay a page fault each (pystacks_bench: a
+// first-seen innermost code object 3.8 us more than a seen one, 0.4 us before it when the tables
+// were made at once). Making the 2.5 MiB at once (MAP_POPULATE) cost every Python process 0.9 ms
+// at its start, whether it took a stack or not: `python3 -c pass` +2.2 -> +1.3 ms preloaded, and
+// even `import torch` (~600 code objects in its stacks) +30.4 -> +19.1 ms (medians of interleaved
+// runs, 2-core VM).
+void* MapZeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE), -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -84,9 +87,9 @@ int CopyUnicode(uintptr_t obj, const Layout& layout, uintptr_t unicode_type, cha
 bool CodeCache::Init(const Layout& layout, const ObjectTypes& types) {
   layout_ = layout;
   types_ = types;
-  slots_ = static_cast<Slot*>(MapZeroed(sizeof(Slot) * kSlots, true));
+  slots_ = static_cast<Slot*>(MapZeroed(sizeof(Slot) * kSlots));
   infos_ = static_cast<std::atomic<const CodeInfo*>*>(
-      MapZeroed(sizeof(std::atomic<const CodeInfo*>) * (kMaxCodes + 1), true));
+      MapZeroed(sizeof(std::atomic<const CodeInfo*>) * (kMaxCodes + 1)));
   return slots_ != nullptr && infos_ != nullptr;
 }
 
