@@ -1,6 +1,7 @@
 // `idlescope run` end to end: environment and exec propagation, exit statuses and signals passed
 // through, signals forwarded, and (with the real recorder) one trace file per process with the
 // right pid/ppid in each header (issue 2, Done-when 2).
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -118,6 +119,67 @@ TEST_F(RunCliTest, SignalsSentToRunReachTheCommand) {
     ASSERT_EQ(waitpid(run, &status, 0), run);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
         << strsignal(sig) << ": " << DescribeWaitStatus(status);
+  }
+}
+
+// A probe that passed is kept (run_command.cc, "The probe's verdict, kept"): the next `run` with
+// the same library, system and environment starts the job without one; another IDLESCOPE_*
+// setting is another key. Whether a probe ran is told by strace (the probe execs /bin/true, the
+// job is fork_exec_prog), where strace is installed.
+TEST_F(RunCliTest, AProbeThatPassedIsKeptUntilItsKeyChanges) {
+  const std::string xdg = dir_ + "/xdg";
+  ASSERT_EQ(mkdir(xdg.c_str(), 0700), 0);
+  auto kept = [&] {
+    int n = 0;
+    if (DIR* d = opendir((xdg + "/idlescope").c_str())) {
+      while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind("probe-", 0) == 0;
+      closedir(d);
+    }
+    return n;
+  };
+  const bool strace = access("/usr/bin/strace", X_OK) == 0;
+  // The probes a `run` made: execs of /bin/true under strace, or -1 without strace.
+  auto run = [&](const std::vector<std::string>& env) {
+    const std::string log = dir_ + "/strace.log";
+    std::vector<std::string> argv = {IDLESCOPE_BIN, "run",          "-q",     "-o", dir_ + "/out",
+                                     "--",          FORK_EXEC_PROG, "--exit", "0"};
+    if (strace) {
+      argv.insert(argv.begin(), {"/usr/bin/strace", "-f", "-qq", "-e", "trace=execve", "-o", log});
+    }
+    ProcessResult r = RunProcess(argv, env);
+    EXPECT_EQ(r.wait_status, 0) << r.err;
+    if (!strace) return -1;
+    std::istringstream in(ReadFileOrEmpty(log));
+    int probes = 0;
+    for (std::string line; std::getline(in, line);) {
+      probes += line.find("execve(\"/bin/true\"") != std::string::npos;
+    }
+    return probes;
+  };
+  const std::vector<std::string> env = {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE,
+                                        "XDG_RUNTIME_DIR=" + xdg};
+  const int first = run(env);
+  EXPECT_EQ(kept(), 1);
+  const std::string file = [&] {
+    DIR* d = opendir((xdg + "/idlescope").c_str());
+    std::string name;
+    while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+      if (std::string(e->d_name).rfind("probe-", 0) == 0) name = e->d_name;
+    }
+    if (d != nullptr) closedir(d);
+    return name;
+  }();
+  EXPECT_EQ(ReadFileOrEmpty(xdg + "/idlescope/" + file).rfind("idlescope probe 1\nboot ", 0), 0u);
+  const int second = run(env);
+  EXPECT_EQ(kept(), 1);
+  std::vector<std::string> other = env;
+  other.push_back("IDLESCOPE_SAMPLE_HZ=100");
+  const int third = run(other);
+  EXPECT_EQ(kept(), 2);
+  if (strace) {
+    EXPECT_EQ(first, 1);
+    EXPECT_EQ(second, 0) << "the kept probe was not used";
+    EXPECT_EQ(third, 1);
   }
 }
 
