@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -357,8 +358,16 @@ trace::Header BuildHeader() {
 // ---------------------------------------------------------------------------------------------
 // Creating the file.
 
-// mkdir -p
-bool MakeDirs(const std::string& dir) {
+// mkdir -p. A directory that exists (every process after the job's first) costs one stat and no
+// mkdir. `may_create` false (under a seccomp filter, whose worker may be killed at a mkdir it never
+// makes itself): a missing directory is an error (ENOENT), not made.
+bool MakeDirs(const std::string& dir, bool may_create) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
+  if (!may_create) {
+    errno = ENOENT;
+    return false;
+  }
   std::string partial;
   size_t pos = 0;
   while (pos != std::string::npos) {
@@ -367,25 +376,35 @@ bool MakeDirs(const std::string& dir) {
     if (partial.empty()) continue;
     if (mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) return false;
   }
-  struct stat st;
   return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
+
+// Whether the process runs under a seccomp filter (a sandbox that exec'd its worker; every process
+// of a container). Nothing can ask a filter what it allows without risking what it does to a call
+// it does not list, so the file is then made with the calls any program that writes a file makes
+// (open O_CREAT, write): no mkdir (the job's first process, or `idlescope run`, made the
+// directory), no O_TMPFILE and linkat. PR_GET_SECCOMP answers 2 under a filter; an error (a filter
+// that refuses the option, a kernel without seccomp) counts as one. The option is prctl's, which
+// the clock already calls at load (call_clock.cc, PR_GET_TSC).
+bool UnderSeccompFilter() { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
 
 // Creates the first free name of <base>.idlescope, <base>-1.idlescope, ... (exec keeps the pid)
 // holding `header`, such that the name never appears without it: a process killed at start, or a
 // full disk, leaves no empty file behind. O_TMPFILE (Linux 3.11; ext4, xfs, btrfs, tmpfs) makes an
-// unnamed file that linkat() names once the header is in; elsewhere (NFS, FUSE) the name is
-// created O_EXCL and the header written at once, and the file removed again if that fails.
+// unnamed file that linkat() names once the header is in; elsewhere (NFS, FUSE, or !unnamed_first:
+// under a seccomp filter) the name is created O_EXCL and the header written at once, and the file
+// removed again if that fails.
 // O_EXCL|O_NOFOLLOW: a name someone else made (a symlink planted in a shared /tmp) is never
 // opened, only skipped. Mode 0600 (less what the umask takes): a trace holds the job's paths and
 // command lines, for its owner to read (chmod to share it).
 // Returns the descriptor, or -1 with errno set.
 int CreateTraceFile(const std::string& dir, const std::string& base, const wire::Buffer& header,
-                    std::string* path) {
+                    bool unnamed_first, std::string* path) {
   auto name = [&](int i) { return base + (i == 0 ? "" : "-" + std::to_string(i)) + ".idlescope"; };
   // O_APPEND: in the shared-table fallback the program's descriptor and the writer's may end up
   // two descriptions of the file (RecoverFd); neither may write over the other's packets.
-  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+  int fd =
+      unnamed_first ? open(dir.c_str(), O_TMPFILE | O_WRONLY | O_APPEND | O_CLOEXEC, 0600) : -1;
   if (fd >= 0) {
     if (!WriteFully(fd, header.data(), header.size())) {
       int err = errno;
@@ -494,17 +513,18 @@ bool Create() {
       dir = std::string(cwd) + (dir == "." ? "" : "/" + dir);
     }
   }
-  if (!MakeDirs(dir)) {
-    internal::Say(
-        ("cannot create output directory " + dir + ": " + strerror(errno) + "; not tracing")
-            .c_str());
+  const bool filtered = UnderSeccompFilter();
+  if (!MakeDirs(dir, !filtered)) {
+    internal::Say(("cannot create output directory " + dir + ": " + strerror(errno) +
+                   (filtered ? " (not made under a seccomp filter)" : "") + "; not tracing")
+                      .c_str());
     return false;
   }
   wire::Buffer header;
   trace::WriteHeaderPacket(header, BuildHeader());
   std::string path;
   int fd = CreateTraceFile(dir, dir + "/" + HostForFileName() + "-" + std::to_string(g_file.pid),
-                           header, &path);
+                           header, !filtered, &path);
   if (fd < 0) {
     internal::Say(
         ("cannot create a trace file in " + dir + ": " + strerror(errno) + "; not tracing")
