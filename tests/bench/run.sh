@@ -2,7 +2,7 @@
 # The overhead table: every figure of idlescope's cost, each against a baseline measured in the
 # same run, with the machine and its load in the head (docs/architecture.md, "Overhead").
 #   tests/bench/run.sh [--quick] [--events-100m] [--sql-events N] [--export-events N] [--tmp DIR]
-#                      [--only SECTIONS] [BUILD_DIR]
+#                      [--only SECTIONS] [--before EARLIER_BUILD_DIR] [BUILD_DIR]
 # BUILD_DIR defaults to ./build; nothing is built here (the script says what to build when a
 # program is missing). --quick: few repetitions and small sizes (the ctest test bench_table, so
 # the script cannot rot; its figures are noisy). --events-100m: also the analyzer and the exports
@@ -21,6 +21,9 @@
 #   analyzer  `idlescope report` at 1M/10M (100M) events; default (map/merge) vs --single-process
 #             on the 2-rank trace at 10M (and 100M); the SQLite comparison
 #   export    `idlescope export` perfetto and chrome of the 10M-event trace
+# --before: an earlier build's lib/libidlescope.so also runs in the per-call and end-to-end
+# repetitions (`cmake --build DIR --target idlescope_preload` of an older checkout); rows
+# "vs before" give this tracer's cost over it, paired run by run.
 # (analyzer and export need only bin/idlescope and bin/gen_trace). Needs strace, ltrace, sqlite3
 # (scripts/install-deps.sh).
 set -euo pipefail

@@ -58,6 +58,7 @@ TARGET_RUN_TRUE_MS = 2.0  # idlescope run /bin/true
 TARGET_MODES_PCT = 5.0  # report's default mode at most 5% slower than --single-process, 2 ranks
 TARGET_ANALYZER_100M_MEPS = 12.0  # report at 100M events, M events per CPU second
 TARGET_BYTES_PER_EVENT = 40.0  # trace bytes per event of a bundled example
+TARGET_VS_BEFORE = 1.05  # --before: this tracer's cost over an earlier build's (issue 25)
 
 ROWS = []  # (section, what, figure, baseline, target verdict) for the table
 
@@ -161,11 +162,17 @@ class Bench:
         self.idlescope = self.need("bin/idlescope", "idlescope")
         self.simgpu = os.path.join(self.build, "tests/simgpu/lib")
         self.preload = None
+        self.before = None  # --before: an earlier build's preload library
         self.run_traces = 0
         # The analyzer's sections run the CLI only; the others trace programs on simgpu.
         if set(args.only.split(",")) - {"analyzer", "export"}:
             self.preload = self.need("lib/libidlescope.so", "idlescope_preload")
             self.need("tests/simgpu/lib/libcudart.so.13", "simgpu")
+            if args.before:
+                self.before = os.path.join(os.path.abspath(args.before), "lib/libidlescope.so")
+                if not os.path.exists(self.before):
+                    raise Missing("%s is missing: build --before's tree with `--target "
+                                  "idlescope_preload`" % self.before)
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("IDLESCOPE_") and k != "LD_PRELOAD"}
         self.host_env = dict(base)  # without simgpu: programs that use no GPU (PyTorch on CPU)
@@ -181,8 +188,9 @@ class Bench:
                           % (path, self.build, target))
         return path
 
-    def traced_env(self, out, **extra):
-        env = dict(self.base_env, LD_PRELOAD=self.preload, IDLESCOPE_OUT=out, IDLESCOPE_QUIET="1")
+    def traced_env(self, out, preload=None, **extra):
+        env = dict(self.base_env, LD_PRELOAD=preload or self.preload, IDLESCOPE_OUT=out,
+                   IDLESCOPE_QUIET="1")
         env.update(extra)
         return env
 
@@ -225,6 +233,12 @@ class Bench:
                 "no stack": ([], self.traced_env(out, IDLESCOPE_STACK_DEPTH="0"), calls),
                 "stack": ([], self.traced_env(out), calls),
             }
+            if self.before:
+                # The earlier build's tracer in the same repetitions: the baseline of "no worse
+                # than before" (its own rows, then the comparison rows below).
+                modes["no stack, before"] = ([], self.traced_env(
+                    out, self.before, IDLESCOPE_STACK_DEPTH="0"), calls)
+                modes["stack, before"] = ([], self.traced_env(out, self.before), calls)
             if strace:
                 trace_set = "write,read" if kind in ("write", "read") else "all"
                 modes["strace"] = ([strace, "-f", "-qq", "-e", "trace=" + trace_set, "-o",
@@ -267,10 +281,10 @@ class Bench:
                 if m == "bare":
                     continue
                 a = {c: median(added[m][c]) for c in ("wall", "cpu")}
-                if m in ("no stack", "stack"):
+                if m in ("no stack", "stack", "no stack, before", "stack, before"):
                     # CPU time of the whole process (the writer thread's work counts): on a shared,
                     # loaded machine wall time also counts waiting for a core.
-                    target = verdict_below(a["cpu"], TARGET_HOOK_NS if m == "no stack"
+                    target = verdict_below(a["cpu"], TARGET_HOOK_NS if m.startswith("no stack")
                                            else TARGET_STACK_NS, "ns")
                     figure = "+%.0f ns CPU (wall +%.0f)" % (a["cpu"], a["wall"])
                 else:
@@ -281,6 +295,16 @@ class Bench:
                     figure = "+%.0f ns wall" % a["wall"]
                 row("per call", "%s, %s" % (labels[kind], m), figure,
                     "bare %.0f ns CPU, %.0f wall" % (bare["cpu"], bare["wall"]), target)
+            if self.before:
+                # The traced call's whole cost (the real call and the hook's), paired run by run:
+                # the hook's added nanoseconds alone are tens of ns, and differ between identical
+                # runs by as much.
+                for m in ("no stack", "stack"):
+                    self.against_before(labels[kind], m, per_call[m]["cpu"],
+                                        per_call[m + ", before"]["cpu"], "ns/call CPU",
+                                        "added %+.0f against %+.0f ns" % (
+                                            median(added[m]["cpu"]),
+                                            median(added[m + ", before"]["cpu"])))
             if kind in ("memcpy", "allreduce"):
                 # The host-bound loops of issue 28, traced with stacks and CUPTI on, over bare:
                 # the timed loop (the calls, host-bound) is what the target holds; the whole
@@ -298,6 +322,19 @@ class Bench:
         if not self.quick:
             self.in_process_figures()
 
+    def against_before(self, what, mode, now, before, unit, note=""):
+        """A row of this build's cost against --before's: the median of the ratios of paired
+        repetitions (the same repetition, the same load)."""
+        ratios = [a / b for a, b in zip(now, before) if b > 0]
+        if not ratios:
+            return
+        r = median(ratios)
+        row("vs before", "%s, %s" % (what, mode),
+            "x%.3f (%.1f against %.1f %s%s)" % (r, median(now), median(before), unit,
+                                                "; " + note if note else ""),
+            "%d paired runs, --before %s" % (len(ratios), self.args.before),
+            verdict_below(r, TARGET_VS_BEFORE, "x"))
+
     def in_process_figures(self):
         bench = os.path.join(self.build, "tests/cuda/cuda_memcpy_bench")
         for api, name in (("memcpy", "cudaMemcpyAsync 64 B"), ("allreduce", "ncclAllReduce 256 B")):
@@ -305,16 +342,29 @@ class Bench:
                 break
             # The calls are made from 26 frames deep: the stack rows capture 24 frames (the
             # default depth), the same stack every call.
-            _, stdout, _, _, _ = timed([bench, self.preload, api], env=self.base_env)
-            for line in stdout.splitlines():
-                m = re.match(r"(CUPTI o\w+, [^ ]+(?: stacks)?(?: \(24 frames, repeated\))?)\s+"
-                             r"untraced\s+(\d+)\s+traced\s+(\d+)\s+added\s+(-?\d+)", line)
-                if m:
-                    label, base_ns, added = m.group(1), m.group(2), int(m.group(4))
-                    target = verdict_below(added, TARGET_GPU_STACK_NS if "stacks (" in label
-                                           else TARGET_HOOK_NS, "ns")
-                    row("per call", "%s in process (cuda_memcpy_bench %s), %s" % (name, api, label),
-                        "+%d ns/call CPU" % added, "real function %s ns" % base_ns, target)
+            def figures(preload):
+                _, stdout, _, _, _ = timed([bench, preload, api], env=self.base_env)
+                found = {}
+                for line in stdout.splitlines():
+                    m = re.match(r"(CUPTI o\w+, [^ ]+(?: stacks)?(?: \(24 frames, repeated\))?)"
+                                 r"\s+untraced\s+(\d+)\s+traced\s+(\d+)\s+added\s+(-?\d+)", line)
+                    if m:
+                        found[m.group(1)] = tuple(int(m.group(i)) for i in (2, 3, 4))
+                return found
+            now = figures(self.preload)
+            for label, (base_ns, _, added) in now.items():
+                target = verdict_below(added, TARGET_GPU_STACK_NS if "stacks (" in label
+                                       else TARGET_HOOK_NS, "ns")
+                row("per call", "%s in process (cuda_memcpy_bench %s), %s" % (name, api, label),
+                    "+%d ns/call CPU" % added, "real function %d ns" % base_ns, target)
+            if self.before:
+                before = figures(self.before)
+                for label in now:
+                    if label in before:
+                        self.against_before("%s in process" % name, label, [now[label][1]],
+                                            [before[label][1]], "ns/call CPU traced",
+                                            "added %+d against %+d ns" % (now[label][2],
+                                                                          before[label][2]))
         bench = os.path.join(self.build, "bin/recorder_bench")
         if os.path.exists(bench):
             _, stdout, _, _, _ = timed([bench, "--benchmark_filter=CaptureStackRepeated|BM_Unwind"
@@ -481,22 +531,28 @@ class Bench:
         log("3. examples end to end: %d paired runs each" % reps)
         for name, args, env_extra in jobs:
             env = dict(self.base_env, **env_extra)
-            ratios, bare_walls, traced_walls = [], [], []
+            ratios, bare_walls, traced_walls, before_walls = [], [], [], []
             trace_dir = None
             for rep in range(reps):
-                order = ["bare", "traced"]
+                order = ["bare", "traced"] + (["before"] if self.before else [])
                 self.rng.shuffle(order)
                 got = {}
                 for m in order:
                     cwd = self.fresh("ex-cwd")
                     cmd = [os.path.join(exdir, name)] + args
-                    if m == "traced":
-                        trace_dir = self.fresh("ex-trace")
+                    run_env = env
+                    if m != "bare":
+                        trace_dir = self.fresh("ex-trace" if m == "traced" else "ex-before")
                         cmd = [self.idlescope, "run", "-o", trace_dir, "--"] + cmd
-                    got[m] = timed(cmd, env=env, cwd=cwd, timeout=300)[0]
+                    if m == "before":
+                        run_env = dict(env, IDLESCOPE_LIB=self.before)
+                    got[m] = timed(cmd, env=run_env, cwd=cwd, timeout=300)[0]
                 ratios.append(got["traced"] / got["bare"])
                 bare_walls.append(got["bare"])
                 traced_walls.append(got["traced"])
+                if self.before:
+                    before_walls.append(got["before"])
+                    trace_dir = os.path.join(self.tmp, "ex-trace")
             r = median(ratios)
             spread = ""
             if len(ratios) >= 4:
@@ -505,6 +561,8 @@ class Bench:
             row("end to end", "%s (%s)" % (name, " ".join(args) or "defaults"),
                 "x%.3f%s" % (r, spread), "bare %.2f s" % median(bare_walls),
                 verdict_below((r - 1) * 100, (TARGET_E2E - 1) * 100, "%"))
+            if self.before:
+                self.against_before("end to end", name, traced_walls, before_walls, "s")
             self.trace_size(name, trace_dir, traced_walls[-1])
         self.pytorch_examples()
 
@@ -794,6 +852,9 @@ def main():
     ap.add_argument("--tmp", default=None, help="scratch directory (default $TMPDIR or /tmp)")
     ap.add_argument("--export-events", type=int, default=10000000,
                     help="events of the export section's trace (default 10M; --quick: 200k)")
+    ap.add_argument("--before", default=None, metavar="BUILD_DIR",
+                    help="an earlier build (lib/libidlescope.so): its tracer also runs in the "
+                    "per-call and end-to-end repetitions, rows 'vs before'")
     ap.add_argument("--only", default="calls,start,examples,sampler,analyzer,export",
                     help="comma list of sections (calls,start,examples,sampler,analyzer,export)")
     args = ap.parse_args()
