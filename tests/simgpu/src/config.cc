@@ -93,6 +93,7 @@ Config Load() {
   ReadDouble("SIMGPU_NCCL_GBPS", &c.nccl_gbps);
   ReadDouble("SIMGPU_NCCL_LATENCY_US", &c.nccl_latency_us);
   ReadDouble("SIMGPU_NCCL_TIMEOUT_S", &c.nccl_timeout_s);
+  ReadInt("SIMGPU_DEVICE_RT", &c.device_rt, 0);
   for (double* bw : {&c.pageable_gbps, &c.pinned_gbps, &c.d2d_gbps, &c.p2p_gbps, &c.nccl_gbps}) {
     if (*bw <= 0) *bw = 1e-3;
   }

@@ -25,6 +25,10 @@ struct Config {
   double start_latency_us = 5;  // from enqueue to the earliest start on the device
   double nccl_gbps = 100, nccl_latency_us = 10;
   double nccl_timeout_s = 120;
+  // Device threads (one per stream: kernels, copies, NCCL) run SCHED_FIFO where the process
+  // may (CAP_SYS_NICE or RLIMIT_RTPRIO), else at nice -20 where it may: a GPU does not wait for
+  // a host CPU. 0 leaves them at the process's own priority.
+  int device_rt = 1;
   std::vector<KernelRule> kernel_rules;
 };
 

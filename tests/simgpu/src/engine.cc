@@ -5,8 +5,10 @@
 // held, and every client callback (CUPTI hooks) runs with no lock held.
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +58,47 @@ constexpr uint8_t kCopyHtoD = 1, kCopyDtoH = 2, kCopyDtoD = 8, kCopyHtoH = 9, kC
 constexpr uint32_t kSyncEvent = 1, kSyncStreamWait = 2, kSyncStream = 3, kSyncContext = 4;
 
 bool IsHost(MemKind k) { return k == MemKind::kPageable || k == MemKind::kPinned; }
+
+// A device thread (a stream's worker) gets a CPU before the host's threads and whatever else the
+// machine runs, as far as the process may: a GPU does not wait for a host CPU. Its records are on
+// the model's clock (start = enqueued, stream free, dependencies done; end = start + duration),
+// but the host sees an op complete, and enqueues what follows a synchronization, only once the
+// thread has had a CPU to run it. Beside two CPU hogs on two cores, workers at the hogs' priority
+// fell 60-270 ms behind the model between the allreduce example's read-backs (its bucketed twin
+// passes each step between its streams and ranks 16 times), and the host, waiting that long in
+// cudaStreamSynchronize, turned the lag into idle device time: the fix saved 0.23-0.26 s of a
+// predicted 0.41 s (e2e_loaded_predictions_all). So: SCHED_FIFO at the lowest real-time priority
+// (a worker sleeps, never spins; SCHED_RESET_ON_FORK: what a client callback starts runs as
+// usual), else nice -20, else the process's own priority (no privilege: see ../README.md).
+void RunAsDeviceThread() {
+  if (GetConfig().device_rt == 0) return;
+  sched_param sp{};
+  sp.sched_priority = sched_get_priority_min(SCHED_FIFO);
+  if (pthread_setschedparam(pthread_self(), SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) return;
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), -20);
+}
+
+// A host function (cudaLaunchHostFunc) is the application's code: it runs at the priority of the
+// process's threads (the real runtime calls it from a thread of its own, not the GPU's).
+class AsHostThread {
+ public:
+  AsHostThread() : nice_(getpriority(PRIO_PROCESS, static_cast<id_t>(Tid()))) {
+    pthread_getschedparam(pthread_self(), &policy_, &param_);
+    sched_param normal{};
+    if (policy_ != SCHED_OTHER) pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+    setpriority(PRIO_PROCESS, static_cast<id_t>(Tid()), getpriority(PRIO_PROCESS, getpid()));
+  }
+  ~AsHostThread() {
+    if (policy_ != SCHED_OTHER) pthread_setschedparam(pthread_self(), policy_, &param_);
+    setpriority(PRIO_PROCESS, static_cast<id_t>(Tid()), nice_);
+  }
+  AsHostThread(const AsHostThread&) = delete;
+  AsHostThread& operator=(const AsHostThread&) = delete;
+
+ private:
+  int nice_ = 0, policy_ = SCHED_OTHER;
+  sched_param param_{};
+};
 
 thread_local int tls_device = 0;
 thread_local int tls_depth = 0;
@@ -432,6 +475,7 @@ void EngineImpl::Worker(Stream* s) {
   char name[16];
   snprintf(name, sizeof name, "simgpu-d%d-s%u", s->dev, static_cast<unsigned>(s->id % 1000));
   pthread_setname_np(pthread_self(), name);
+  RunAsDeviceThread();
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     s->cv.wait(lk, [&] { return !s->queue.empty() || s->destroyed; });
@@ -506,10 +550,11 @@ uint64_t EngineImpl::Execute(Stream& s, Op& op, uint64_t ready) {
       SleepUntil(end);
       break;
     }
-    case Op::Type::kHostFn:
+    case Op::Type::kHostFn: {
+      AsHostThread as_host;
       op.fn(op.arg);
-      end = MonoNs();
-      return end;
+      return MonoNs();
+    }
     case Op::Type::kEventRecord:
     case Op::Type::kWait:
       return start;

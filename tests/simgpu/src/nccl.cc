@@ -201,6 +201,50 @@ uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// out = in[0] op in[1] op ... (left to right, as before), one rank at a time with the operation
+// fixed per loop, so the compiler vectorizes it: the element-wise form with the operation chosen
+// per element took 12% of a bucketed all-reduce job's CPU, on the device threads that the host
+// must not wait for (engine.cc, RunAsDeviceThread). `out` is the caller's buffer, never a slot.
+template <typename T, typename Op>
+void ReduceWith(char* out, const std::vector<const char*>& in, size_t n, Op combine) {
+  memmove(out, in[0], n * sizeof(T));
+  for (size_t r = 1; r < in.size(); ++r) {
+    const char* src = in[r];
+    for (size_t i = 0; i < n; ++i) {
+      T a, b;
+      memcpy(&a, out + i * sizeof(T), sizeof(T));
+      memcpy(&b, src + i * sizeof(T), sizeof(T));
+      a = combine(a, b);
+      memcpy(out + i * sizeof(T), &a, sizeof(T));
+    }
+  }
+}
+
+template <typename T>
+void ReduceT(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp_t op, int nranks) {
+  switch (op) {
+    case ncclProd:
+      ReduceWith<T>(out, in, n, [](T a, T b) { return static_cast<T>(a * b); });
+      break;
+    case ncclMax:
+      ReduceWith<T>(out, in, n, [](T a, T b) { return std::max(a, b); });
+      break;
+    case ncclMin:
+      ReduceWith<T>(out, in, n, [](T a, T b) { return std::min(a, b); });
+      break;
+    default:  // Sum, Avg
+      ReduceWith<T>(out, in, n, [](T a, T b) { return static_cast<T>(a + b); });
+      break;
+  }
+  if (op != ncclAvg) return;
+  for (size_t i = 0; i < n; ++i) {
+    T a;
+    memcpy(&a, out + i * sizeof(T), sizeof(T));
+    a = static_cast<T>(a / static_cast<T>(nranks));
+    memcpy(out + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
 template <typename T>
 T Combine(T a, T b, ncclRedOp_t op) {
   switch (op) {
@@ -212,21 +256,6 @@ T Combine(T a, T b, ncclRedOp_t op) {
       return std::min(a, b);
     default:
       return static_cast<T>(a + b);  // Sum, Avg
-  }
-}
-
-template <typename T>
-void ReduceT(char* out, const std::vector<const char*>& in, size_t n, ncclRedOp_t op, int nranks) {
-  for (size_t i = 0; i < n; ++i) {
-    T acc;
-    memcpy(&acc, in[0] + i * sizeof(T), sizeof(T));
-    for (size_t r = 1; r < in.size(); ++r) {
-      T v;
-      memcpy(&v, in[r] + i * sizeof(T), sizeof(T));
-      acc = Combine(acc, v, op);
-    }
-    if (op == ncclAvg) acc = static_cast<T>(acc / static_cast<T>(nranks));
-    memcpy(out + i * sizeof(T), &acc, sizeof(T));
   }
 }
 

@@ -4,9 +4,17 @@
 // Tolerances are generous (a loaded 2-core CI machine): "returns early" means well under the
 // modelled time; "blocks" means at least the modelled time minus 1 ms.
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,8 +61,10 @@ TEST(SimgpuRuntime, SyncCopyBlocksUntilModelledCompletion) {
   std::vector<char> host(k8MB, 7), back(k8MB, 0);
   void* dev = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, k8MB), cudaSuccess);
-  ASSERT_EQ(LaunchSleep(20'000'000), cudaSuccess);  // the copy queues behind a 20 ms kernel
+  // From before the launch: the kernel starts after it was enqueued, and a loaded host may take
+  // the CPU from this thread between the enqueue and the launch's return (failed at 26.3 ms).
   auto t0 = Clock::now();
+  ASSERT_EQ(LaunchSleep(20'000'000), cudaSuccess);  // the copy queues behind a 20 ms kernel
   ASSERT_EQ(cudaMemcpy(dev, host.data(), k8MB, cudaMemcpyHostToDevice), cudaSuccess);
   double ms = MsSince(t0);
   EXPECT_GE(ms, 20.0 + 8.3 - 1.0);  // kernel + 8 MB at 1 GB/s
@@ -217,6 +227,57 @@ TEST(SimgpuRuntime, GraphCaptureReplays) {
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_GE(MsSince(t0), 19.0);
   cudaStreamDestroy(s);
+}
+
+// The scheduling policy of each of this process's threads whose name starts with `prefix`
+// (/proc/self/task/*/stat, field 41).
+std::vector<int> PoliciesOf(const std::string& prefix) {
+  std::vector<int> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string dir = std::string("/proc/self/task/") + e->d_name;
+    std::string comm;
+    std::getline(std::ifstream(dir + "/comm"), comm);
+    if (comm.rfind(prefix, 0) != 0) continue;
+    std::ifstream f(dir + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3, the state
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+    }
+    out.push_back(std::stoi(field));
+  }
+  closedir(d);
+  return out;
+}
+
+// Device threads take a CPU before the host's (SCHED_FIFO where the process may: a loaded host
+// must not hold back the device); a host function is the application's code and runs as its
+// threads do.
+TEST(SimgpuRuntime, DeviceThreadsRunFirstHostFuncsDoNot) {
+  bool may_fifo = false;
+  std::thread([&] {
+    sched_param sp{};
+    sp.sched_priority = sched_get_priority_min(SCHED_FIFO);
+    may_fifo = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+  }).join();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(LaunchSleep(1'000'000, s), cudaSuccess);
+  int host_fn_policy = -1;
+  auto read_policy = [](void* p) { *static_cast<int*>(p) = sched_getscheduler(0); };
+  ASSERT_EQ(cudaLaunchHostFunc(s, read_policy, &host_fn_policy), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  std::vector<int> workers = PoliciesOf("simgpu-d");  // before the destroy ends s's worker
+  cudaStreamDestroy(s);
+  EXPECT_EQ(host_fn_policy, SCHED_OTHER);
+  ASSERT_FALSE(workers.empty());
+  const char* rt = getenv("SIMGPU_DEVICE_RT");
+  if (rt != nullptr && strcmp(rt, "0") == 0) GTEST_SKIP() << "SIMGPU_DEVICE_RT=0";
+  if (!may_fifo) GTEST_SKIP() << "this process may not use SCHED_FIFO: device threads as host's";
+  for (int policy : workers) EXPECT_EQ(policy, SCHED_FIFO);  // the host function's restored
 }
 
 }  // namespace
