@@ -230,6 +230,7 @@ Config ParseConfig() {
   c.stack_depth = ParseNumber("IDLESCOPE_STACK_DEPTH", 24, 0, 128);
   c.python_stacks = ParseNumber("IDLESCOPE_PYTHON_STACKS", 1, 0, 1) != 0;
   c.sample_hz = ParseNumber("IDLESCOPE_SAMPLE_HZ", 200, 0, 1000);
+  c.sample_python_hz = ParseNumber("IDLESCOPE_SAMPLE_PYTHON_HZ", 50, 0, 1000);
   // Where the flushes run (writer.h): `auto`, a writer thread once the process issues device work;
   // `thread`, one from the start.
   if (const char* v = getenv("IDLESCOPE_WRITER"); v != nullptr && *v != '\0') {

@@ -269,7 +269,7 @@ void Init() {
   stacks::Init(config->stack_depth);
   python::Init(config->python_stacks && config->stack_depth > 0);
   writer::Init(config->flush_ms, config->writer_at_start);
-  sampler::Init(config->sample_hz);
+  sampler::Init(config->sample_hz, config->sample_python_hz);
   // The file is made here, by the starting thread; a writer thread comes later, if ever (writer.h).
   if (trace_file::Create()) {
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);

@@ -395,6 +395,10 @@ namespace idlescope {
 // or 0 when stacks are disabled (IDLESCOPE_STACK_DEPTH=0). Symbolization happens later, on the
 // writer thread.
 uint32_t CaptureStack(int skip = 1);
+// The trie id of a stack of Python frames only (python::ReadThreadFrames' keys, innermost first):
+// the sampler's stacks of another thread, which has no native frames to give. 0 when stacks are
+// disabled or `n` is 0.
+uint32_t InternPythonStack(const uint64_t* keys, int n);
 
 // Device properties, written once per device.
 struct RawDeviceInfo {

@@ -24,6 +24,7 @@ struct Config {
   uint32_t stack_depth = 24;          // IDLESCOPE_STACK_DEPTH, 0 = off
   bool python_stacks = true;          // IDLESCOPE_PYTHON_STACKS=0: no Python frames in stacks
   uint32_t sample_hz = 200;           // IDLESCOPE_SAMPLE_HZ, 0 = no thread sampler
+  uint32_t sample_python_hz = 50;     // IDLESCOPE_SAMPLE_PYTHON_HZ, 0 = no Python frames read
   bool writer_at_start = false;       // IDLESCOPE_WRITER=thread: the writer thread from the start
   uint32_t family_mask = 0;           // IDLESCOPE_ENABLE / IDLESCOPE_DISABLE
   bool quiet = false;                 // IDLESCOPE_QUIET: no stderr messages

@@ -14,6 +14,7 @@
 #include <new>
 #include <type_traits>
 
+#include "interpose/python/pystacks.h"
 #include "interpose/raw_syscall.h"
 
 namespace idlescope::sampler {
@@ -33,6 +34,15 @@ struct Reading {
 };
 constexpr uint32_t kMaxDeferredLooks = 3;
 
+// The innermost Python frames a look reads (LookAtPython): the line that computes, its callers.
+constexpr int kPythonFrames = 4;
+// The stacks a run's Python looks found, with how many looks found each; a fifth one counts
+// nowhere.
+constexpr uint32_t kRunStacks = 4;
+struct RunStack {
+  uint32_t stack = 0, looks = 0;
+};
+
 // One sampled thread. `tid` is published by the thread itself (AddThisThread); everything else is
 // the writer's alone.
 struct Slot {
@@ -45,6 +55,13 @@ struct Slot {
   // Set by the thread as it ends (ThisThreadExits; 0: not yet): the time and its CPU time then.
   std::atomic<uint64_t> exited_ns{0};
   std::atomic<uint64_t> exited_cpu{0};
+  // Set by the thread as it joins (0: it runs no Python we read): its PyThreadState, and the id
+  // CPython keeps in it, for reading its frames from the writer (python::ReadThreadFrames).
+  std::atomic<uintptr_t> py_tstate{0};
+  std::atomic<unsigned long> py_thread_id{0};
+  uint64_t py_next_ns = 0;       // the next look that may read its Python frames
+  uintptr_t py_gone_tstate = 0;  // a state that no longer named it: not read again
+  RunStack run_stacks[kRunStacks];
   uint32_t open_tid = 0;  // the thread the descriptors below were opened for
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
@@ -69,8 +86,13 @@ struct Slot {
 struct Sampler {
   uint32_t hz = 200;
   uint64_t period_ns = 5'000'000;
+  // A Python thread's frames are read at most this often (IDLESCOPE_SAMPLE_PYTHON_HZ: each read
+  // costs a system call per frame, docs/architecture.md, "The sampler"), at looks whose interval
+  // was mostly on a CPU; 0: never.
+  uint64_t python_period_ns = 0;
   std::atomic<bool> started{false};
   uint32_t writer_tid = 0;
+  int pid = 0;  // ours, for process_vm_readv (python::ReadThreadFrames)
   uint64_t next_look = 0;
   std::atomic<uint32_t> used{0};  // slots ever handed out (a high-water mark)
   Slot slots[kMaxThreads];
@@ -84,6 +106,15 @@ static_assert(std::is_trivially_destructible_v<Sampler>);
 constinit Sampler g_sampler;
 
 uint32_t ThisTid() { return static_cast<uint32_t>(RawSyscall(SYS_gettid)); }
+
+// The calling thread's slot, and its tid when it took it (NoteThisThreadState): the slot is still
+// its own only while it holds that tid (a forked child's table is emptied; a slot is freed only
+// once its thread is gone).
+struct OwnSlot {
+  Slot* slot;
+  uint32_t tid;
+};
+__thread OwnSlot t_own_slot __attribute__((tls_model("initial-exec"))) = {nullptr, 0};
 
 // Decimal of `v` into `out`, returning its end.
 char* Decimal(char* out, uint64_t v) {
@@ -165,7 +196,18 @@ bool TakesFd(long nr) {
   }
 }
 
+// The run's stack: the Python stack most of its looks found (the latest of those found as often).
+void TakeRunStack(Slot& s) {
+  uint32_t best = 0;
+  for (uint32_t k = 0; k < kRunStacks && s.run_stacks[k].looks > 0; ++k) {
+    if (s.run_stacks[k].looks >= s.run_stacks[best].looks) best = k;
+  }
+  s.run.stack = s.run_stacks[best].stack;
+  for (RunStack& r : s.run_stacks) r = RunStack();
+}
+
 void EndRun(Slot& s) {
+  TakeRunStack(s);
   if (s.kind == kNone) return;
   {
     std::lock_guard<std::mutex> lock(g_sampler.ended_mu);
@@ -313,6 +355,9 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   if (s.open_tid != tid) {
     CloseFiles(s);
     s.kind = kNone;
+    s.py_next_ns = 0;
+    s.py_gone_tstate = 0;
+    for (RunStack& r : s.run_stacks) r = RunStack();
     s.have_last = false;
     s.deferred = 0;
     s.wait_credit = 0;
@@ -464,6 +509,32 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   return AddInterval(s, tid, current, current.kind(), syscall, fd, true);
 }
 
+// After a look that found the thread on a CPU most of its interval: the innermost Python frames of
+// a Python thread, counted to its open run (at most every python_period_ns).
+void LookAtPython(Slot& s, uint32_t tid, uint64_t now) {
+  if (g_sampler.python_period_ns == 0 || s.kind != kOnCpu || now < s.py_next_ns) return;
+  python::ThreadStateRef ref;
+  ref.tstate = s.py_tstate.load(std::memory_order_acquire);
+  if (ref.tstate == 0 || ref.tstate == s.py_gone_tstate) return;
+  ref.thread_id = s.py_thread_id.load(std::memory_order_relaxed);
+  // Not one period after now: a look a little early (the writer's looks drift) still reads.
+  s.py_next_ns = now + g_sampler.python_period_ns - g_sampler.python_period_ns / 8;
+  uint64_t keys[kPythonFrames];
+  const int n = python::ReadThreadFrames(g_sampler.pid, tid, ref, keys, kPythonFrames);
+  if (n == python::kStateGone) {
+    s.py_gone_tstate = ref.tstate;  // until the thread names another (NoteThisThreadState)
+    return;
+  }
+  const uint32_t stack = InternPythonStack(keys, n);
+  if (stack == 0) return;
+  for (RunStack& r : s.run_stacks) {
+    if (r.looks == 0) r.stack = stack;
+    if (r.stack != stack) continue;
+    ++r.looks;
+    return;
+  }
+}
+
 // The thread of slot `s` is gone: the interval from its last look to its end, when it said when
 // it ended (ThisThreadExits), goes to its runs. Its waits for a CPU since the last look are not
 // known (schedstat is gone with it): what its CPU time leaves of the interval reads as blocked, in
@@ -496,9 +567,10 @@ void LookAtExit(Slot& s, uint32_t tid) {
 
 }  // namespace
 
-void Init(uint32_t hz) {
+void Init(uint32_t hz, uint32_t python_hz) {
   g_sampler.hz = hz;
   g_sampler.period_ns = hz == 0 ? 0 : 1'000'000'000ull / hz;
+  g_sampler.python_period_ns = python_hz == 0 ? 0 : 1'000'000'000ull / python_hz;
 }
 
 uint32_t Hz() { return g_sampler.hz; }
@@ -511,6 +583,12 @@ bool AddThisThread() {
     uint32_t free_tid = 0;
     Slot& s = g_sampler.slots[i];
     if (s.tid.compare_exchange_strong(free_tid, tid, std::memory_order_acq_rel)) {
+      python::ThreadStateRef ref;
+      if (g_sampler.python_period_ns != 0 && python::ThisThreadState(&ref)) {
+        s.py_thread_id.store(ref.thread_id, std::memory_order_relaxed);
+        s.py_tstate.store(ref.tstate, std::memory_order_release);
+      }
+      t_own_slot = {&s, tid};
       s.joined_cpu.store(CallingThreadCpuNs(), std::memory_order_relaxed);
       s.joined_ns.store(NowNs(), std::memory_order_release);
       if (i >= used) {
@@ -523,6 +601,21 @@ bool AddThisThread() {
     }
   }
   return false;
+}
+
+void NoteThisThreadState() {
+  const OwnSlot own = t_own_slot;
+  if (own.slot == nullptr || g_sampler.python_period_ns == 0 ||
+      own.slot->tid.load(std::memory_order_relaxed) != own.tid) {
+    return;
+  }
+  python::ThreadStateRef ref;
+  if (!python::ThisThreadState(&ref) ||
+      own.slot->py_tstate.load(std::memory_order_relaxed) == ref.tstate) {
+    return;
+  }
+  own.slot->py_thread_id.store(ref.thread_id, std::memory_order_relaxed);
+  own.slot->py_tstate.store(ref.tstate, std::memory_order_release);
 }
 
 void ThisThreadExits(uint32_t tid) {
@@ -540,6 +633,7 @@ void ThisThreadExits(uint32_t tid) {
 void StartOnWriter(uint32_t writer_tid) {
   if (g_sampler.hz == 0) return;
   g_sampler.writer_tid = writer_tid;
+  g_sampler.pid = static_cast<int>(RawSyscall(SYS_getpid));
   g_sampler.next_look = 0;
   g_sampler.started.store(true, std::memory_order_release);
 }
@@ -565,11 +659,15 @@ void Look(uint64_t now) {
     Slot& s = g_sampler.slots[i];
     const uint32_t tid = s.tid.load(std::memory_order_acquire);
     if (tid == 0) continue;
-    if (!LookAt(s, tid, now)) {  // the thread ended: its slot is free again
+    if (LookAt(s, tid, now)) {
+      LookAtPython(s, tid, now);
+    } else {  // the thread ended: its slot is free again
       LookAtExit(s, tid);
       EndRun(s);
       CloseFiles(s);
       s.open_tid = 0;
+      s.py_tstate.store(0, std::memory_order_relaxed);
+      s.py_thread_id.store(0, std::memory_order_relaxed);
       s.joined_ns.store(0, std::memory_order_relaxed);
       s.joined_cpu.store(0, std::memory_order_relaxed);
       s.exited_ns.store(0, std::memory_order_relaxed);
@@ -623,6 +721,11 @@ void ResetInChild() {
     s.joined_cpu.store(0, std::memory_order_relaxed);
     s.exited_ns.store(0, std::memory_order_relaxed);
     s.exited_cpu.store(0, std::memory_order_relaxed);
+    s.py_tstate.store(0, std::memory_order_relaxed);
+    s.py_thread_id.store(0, std::memory_order_relaxed);
+    s.py_next_ns = 0;
+    s.py_gone_tstate = 0;
+    for (RunStack& r : s.run_stacks) r = RunStack();
     s.open_tid = 0;
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;

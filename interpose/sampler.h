@@ -16,8 +16,9 @@
 
 namespace idlescope::sampler {
 
-// At start: looks per second at each sampled thread (0: the sampler is off).
-void Init(uint32_t hz);
+// At start: looks per second at each sampled thread (0: the sampler is off), and at most how many
+// of those per second read a Python thread's frames (0: none).
+void Init(uint32_t hz, uint32_t python_hz = 0);
 uint32_t Hz();
 
 // The calling program thread just made its first call that issues or waits for device work: it
@@ -25,6 +26,11 @@ uint32_t Hz();
 // handler); a thread beyond the table's 64 is not sampled. True when it is the first thread the
 // sampler has: the writer, which sleeps until its next flush while it has none, is to be woken.
 bool AddThisThread();
+// A stack capture of the calling thread just read Python frames: when the thread is sampled and
+// its PyThreadState is not the one the sampler reads (a C thread that makes a state per call
+// through PyGILState_Ensure, which the last Release frees), the sampler reads the new one from now
+// on. One thread-local load when the thread is not sampled, a compare when nothing changed.
+void NoteThisThreadState();
 // The calling thread `tid` ends (its ring's thread-exit destructor): its CPU time and the time now
 // are kept for the writer, whose next look finds the thread gone and ends its runs there (the
 // interval since its last look is otherwise lost with the thread's /proc files).

@@ -27,6 +27,7 @@
 #include "interpose/recorder.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
+#include "interpose/sampler.h"
 #include "interpose/unwind.h"
 
 namespace idlescope::stacks {
@@ -785,6 +786,9 @@ uint32_t CaptureStack(int skip) {
   // so of its hash: one native path serves many Python stacks.
   uint64_t py[python::kMaxFrames];
   const int python_frames = python::CaptureFrames(pcs, n, py, python::kMaxFrames);
+  // The state those frames came from is the one the sampler reads, should the thread have a new
+  // one (sampler.h).
+  if (python_frames > 0) sampler::NoteThisThreadState();
   uint64_t hash_a = 0x243F6A8885A308D3ull ^ static_cast<uint64_t>(last - first) ^
                     static_cast<uint64_t>(python_frames) << 32;
   uint64_t hash_b = 0x13198A2E03707344ull;
@@ -825,6 +829,19 @@ uint32_t CaptureStack(int skip) {
   prev = {hash_a, hash_b, node};
   --detail::t_hook_depth;
   errno = saved;
+  return node;
+}
+
+uint32_t InternPythonStack(const uint64_t* keys, int n) {
+  using namespace stacks;  // NOLINT
+  if (g_depth == 0 || g_slots == nullptr) return 0;
+  uint32_t node = 0;
+  for (int i = n; i > 0; --i) {  // outermost first, as CaptureStack's Python part
+    node = Child(node, keys[i - 1]);
+    // The trie is full: no stack rather than its outer frames, which would name a caller as the
+    // line that computed.
+    if (node == 0) return 0;
+  }
   return node;
 }
 

@@ -264,8 +264,11 @@ void JobAnalysis::AddSample(const HostEvent& e) {
   candidate.event_class = c.event_class;
   candidate.process = e.process;
   candidate.tid = e.tid;
-  // Its evidence: where the thread last called something traced (the sampler reads no stack).
-  candidate.stack = last_stacks_.Of(ThreadKey(e.process, e.tid));
+  // Its evidence: CPU work's own Python stack when the sampler read one (the line that computed),
+  // else where the thread last called something traced.
+  candidate.stack = c.event_class == EventClass::kCpuWork && e.stack != 0
+                        ? e.stack
+                        : last_stacks_.Of(ThreadKey(e.process, e.tid));
   candidate.object = object;
   candidate.data_read = c.event_class == EventClass::kMappedRead;
   candidate.wait_ns =

@@ -61,8 +61,16 @@ class CodeCache {
       if (static_cast<uint32_t>(entry >> 32) == Check(code)) return static_cast<uint32_t>(entry);
       break;  // a new code object at this address
     }
-    return Insert(code);
+    return code == 0 || (code & 7) != 0 ? 0 : Insert(code, Check(code), nullptr, 0);
   }
+
+  // Id() for a code object that is not the calling thread's (the sampler's reads of another
+  // thread's frames, pystacks.h): `prefix` holds the first layout.code_bytes bytes of `code`,
+  // read without faulting (own_memory.h, process `pid`, ours), and what a new code object needs
+  // is read so too. 0 when it cannot be read or is not a code object. The object may be freed
+  // while we read it: the prefix is read again after the copy, and a copy whose file, name, first
+  // line or line table changed meanwhile is not kept.
+  uint32_t IdFromPrefix(uintptr_t code, const uint8_t* prefix, int pid);
 
   // The copy of code `id`; nullptr for an id never handed out. Any thread.
   const CodeInfo* Info(uint32_t id) const {
@@ -94,17 +102,23 @@ class CodeCache {
     return static_cast<uint32_t>(((code >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
   }
   // What tells code objects at one address apart: their file and name objects and first line.
-  uint32_t Check(uintptr_t code) const {
-    const uint64_t h = Load<uintptr_t>(code + layout_.code_filename) * 0x9E3779B97F4A7C15ull ^
-                       Load<uintptr_t>(code + layout_.code_name) * 0xC2B2AE3D27D4EB4Full ^
-                       static_cast<uint64_t>(Load<uint32_t>(code + layout_.code_firstlineno)) *
-                           0x165667B19E3779F9ull;
+  static uint32_t CheckOf(uintptr_t filename, uintptr_t name, uint32_t first_line) {
+    const uint64_t h = filename * 0x9E3779B97F4A7C15ull ^ name * 0xC2B2AE3D27D4EB4Full ^
+                       static_cast<uint64_t>(first_line) * 0x165667B19E3779F9ull;
     return static_cast<uint32_t>(h >> 32);
   }
-  uint32_t Insert(uintptr_t code);
+  uint32_t Check(uintptr_t code) const {
+    return CheckOf(Load<uintptr_t>(code + layout_.code_filename),
+                   Load<uintptr_t>(code + layout_.code_name),
+                   Load<uint32_t>(code + layout_.code_firstlineno));
+  }
+  // `prefix`: null for the calling thread's own code object (plain loads), else as IdFromPrefix.
+  uint32_t Insert(uintptr_t code, uint32_t check, const uint8_t* prefix, int pid);
   // Copies the code object at `code` into a new CodeInfo; nullptr when it is not a code object or
   // the arena is full.
   CodeInfo* Copy(uintptr_t code);
+  // Copy() by reads that cannot fault (IdFromPrefix).
+  CodeInfo* CopyFromPrefix(uintptr_t code, const uint8_t* prefix, int pid);
   // Arena: room for `bytes` (8-aligned), then Commit() what was used of it.
   uint8_t* Reserve(size_t bytes);
   void Commit(size_t bytes);
@@ -124,5 +138,8 @@ class CodeCache {
 // character boundary) into `out`; returns the bytes written, or -1 when `obj` is not a compact
 // str object (type `unicode_type`).
 int CopyUnicode(uintptr_t obj, const Layout& layout, uintptr_t unicode_type, char* out, size_t max);
+// CopyUnicode by reads that cannot fault (own_memory.h) of process `pid` (ours).
+int CopyUnicodeOfPid(int pid, uintptr_t obj, const Layout& layout, uintptr_t unicode_type,
+                     char* out, size_t max);
 
 }  // namespace idlescope::python

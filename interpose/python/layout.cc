@@ -37,6 +37,7 @@ bool TableLayout(uint32_t minor, Layout* out) {
       break;
     case 11:
       l.tstate_thread_id = 152;
+      l.tstate_native_thread_id = 160;
       l.tstate_frame = 56;
       l.cframe_current_frame = 8;
       l.frame_previous = 48;
@@ -55,6 +56,7 @@ bool TableLayout(uint32_t minor, Layout* out) {
       break;
     case 12:
       l.tstate_thread_id = 136;
+      l.tstate_native_thread_id = 144;
       l.tstate_frame = 56;
       l.cframe_current_frame = 0;
       l.frame_previous = 8;
@@ -91,6 +93,7 @@ enum Word : size_t {
   kRuntimeSize = 3,          // runtime_state: size, finalizing, interpreters_head
   kThreadSize = 3 + 3 + 13,  // after interpreter_state's 13 words
   kThreadThreadId = kThreadSize + 5,
+  kThreadNativeThreadId = kThreadSize + 6,
   kThreadCurrentFrame = kThreadSize + 4,
   kFrameSize = kThreadSize + 9,  // interpreter_frame: size, previous, executable, instr_ptr,
                                  // localsplus, owner
@@ -142,16 +145,16 @@ bool DebugOffsetsLayout(const uint8_t* runtime, size_t size, uint64_t py_version
   // as sizes and offsets that do not fit), and the object headers must be those of a release
   // build.
   auto inside = [&](size_t field, size_t group) { return w[field] + 8 <= w[group]; };
-  const bool fits = w[kThreadSize] < 65536 && w[kFrameSize] < 4096 && w[kCodeSize] < 4096 &&
-                    inside(kThreadThreadId, kThreadSize) &&
-                    inside(kThreadCurrentFrame, kThreadSize) &&
-                    inside(kFramePrevious, kFrameSize) && inside(kFrameExecutable, kFrameSize) &&
-                    inside(kFrameInstrPtr, kFrameSize) && w[kFrameOwner] < w[kFrameSize] &&
-                    inside(kCodeFilename, kCodeSize) && inside(kCodeQualname, kCodeSize) &&
-                    inside(kCodeLinetable, kCodeSize) && w[kCodeFirstlineno] + 4 <= w[kCodeSize] &&
-                    w[kCodeAdaptive] <= w[kCodeSize] && w[kPyObjectType] == 8 &&
-                    w[kBytesObSize] == 16 && w[kBytesObSval] < 64 && w[kUnicodeState] < 64 &&
-                    w[kUnicodeLength] < 64 && w[kUnicodeAsciiSize] < 128;
+  const bool fits =
+      w[kThreadSize] < 65536 && w[kFrameSize] < 4096 && w[kCodeSize] < 4096 &&
+      inside(kThreadThreadId, kThreadSize) && inside(kThreadNativeThreadId, kThreadSize) &&
+      inside(kThreadCurrentFrame, kThreadSize) && inside(kFramePrevious, kFrameSize) &&
+      inside(kFrameExecutable, kFrameSize) && inside(kFrameInstrPtr, kFrameSize) &&
+      w[kFrameOwner] < w[kFrameSize] && inside(kCodeFilename, kCodeSize) &&
+      inside(kCodeQualname, kCodeSize) && inside(kCodeLinetable, kCodeSize) &&
+      w[kCodeFirstlineno] + 4 <= w[kCodeSize] && w[kCodeAdaptive] <= w[kCodeSize] &&
+      w[kPyObjectType] == 8 && w[kBytesObSize] == 16 && w[kBytesObSval] < 64 &&
+      w[kUnicodeState] < 64 && w[kUnicodeLength] < 64 && w[kUnicodeAsciiSize] < 128;
   if (!fits) {
     *why = "_Py_DebugOffsets does not look like a 3.13 release build's";
     return false;
@@ -160,6 +163,7 @@ bool DebugOffsetsLayout(const uint8_t* runtime, size_t size, uint64_t py_version
   l.major = 3;
   l.minor = static_cast<uint32_t>((py_version >> 16) & 0xff);
   l.tstate_thread_id = static_cast<uint32_t>(w[kThreadThreadId]);
+  l.tstate_native_thread_id = static_cast<int32_t>(w[kThreadNativeThreadId]);
   l.tstate_frame = static_cast<uint32_t>(w[kThreadCurrentFrame]);
   l.frame_previous = static_cast<uint32_t>(w[kFramePrevious]);
   l.frame_code = static_cast<uint32_t>(w[kFrameExecutable]);

@@ -30,9 +30,10 @@ struct Layout {
   LineTableFormat line_format = LineTableFormat::kLocations311;
 
   // PyThreadState.
-  uint32_t tstate_thread_id = 0;      // unsigned long, pthread_self() of the thread it belongs to
-  uint32_t tstate_frame = 0;          // 3.10: frame; 3.11-3.12: cframe; 3.13: current_frame
-  int32_t cframe_current_frame = -1;  // 3.11-3.12: _PyCFrame.current_frame; -1: none
+  uint32_t tstate_thread_id = 0;  // unsigned long, pthread_self() of the thread it belongs to
+  int32_t tstate_native_thread_id = -1;  // 3.11+: unsigned long, its tid (gettid); -1: none
+  uint32_t tstate_frame = 0;             // 3.10: frame; 3.11-3.12: cframe; 3.13: current_frame
+  int32_t cframe_current_frame = -1;     // 3.11-3.12: _PyCFrame.current_frame; -1: none
 
   // The frame: PyFrameObject (3.10) or _PyInterpreterFrame.
   uint32_t frame_previous = 0;  // f_back / previous

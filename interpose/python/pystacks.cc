@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "interpose/python/code_cache.h"
 #include "interpose/python/layout.h"
 #include "interpose/python/line_table.h"
+#include "interpose/python/own_memory.h"
 #include "interpose/real_symbol.h"
 #include "interpose/recorder.h"
 #include "interpose/redact.h"
@@ -46,6 +48,7 @@ FinalizingFn g_is_finalizing = nullptr;
 std::atomic<bool> g_active{false};
 char g_version[32] = "";
 std::atomic<uint64_t> g_unreadable{0}, g_foreign_tstate{0}, g_in_signal_handler{0};
+std::atomic<uint64_t> g_sampled_walks{0}, g_sampled_torn{0}, g_sampled_gone{0};
 
 void* Symbol(const char* name) { return dlsym(RTLD_DEFAULT, name); }
 
@@ -327,6 +330,165 @@ int CaptureFrames(const uintptr_t* native_pcs, int native_count, uint64_t* keys,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Another thread's frames (the sampler, on the writer thread).
+
+bool ThisThreadState(ThreadStateRef* out) {
+  if (!g_active.load(std::memory_order_relaxed)) return false;
+  const uintptr_t tstate = reinterpret_cast<uintptr_t>(g_this_thread_state());
+  if (tstate == 0 || (tstate & 7) != 0) return false;
+  const unsigned long id = Load<unsigned long>(tstate + g_layout.tstate_thread_id);
+  if (id != static_cast<unsigned long>(pthread_self())) return false;
+  out->tstate = tstate;
+  out->thread_id = id;
+  return true;
+}
+
+namespace {
+
+// A field of bytes read from the interpreter's memory.
+template <typename T>
+T Get(const uint8_t* bytes, uint32_t offset) {
+  T v;
+  memcpy(&v, bytes + offset, sizeof(v));
+  return v;
+}
+
+// The bytes of a frame that hold what a walk reads of it.
+uint32_t FrameBytes(const Layout& l) {
+  uint32_t end = std::max({l.frame_previous, l.frame_code, l.frame_instr}) + 8;
+  if (l.frame_owner >= 0) end = std::max(end, static_cast<uint32_t>(l.frame_owner) + 1);
+  if (l.frame_is_entry >= 0) end = std::max(end, static_cast<uint32_t>(l.frame_is_entry) + 1);
+  return end;
+}
+
+constexpr size_t kMaxObjectBytes = 512;  // more than any layout's frame or code prefix
+
+}  // namespace
+
+int ReadThreadFrames(int pid, uint32_t tid, const ThreadStateRef& ref, uint64_t* keys, int max) {
+  if (!g_active.load(std::memory_order_relaxed) || ref.tstate == 0) return 0;
+  if (g_is_finalizing != nullptr && g_is_finalizing() != 0) return 0;
+  const Layout& l = g_layout;
+  uint32_t state_bytes = std::max(l.tstate_thread_id, l.tstate_frame) + 8;
+  if (l.tstate_native_thread_id >= 0) {
+    state_bytes = std::max(state_bytes, static_cast<uint32_t>(l.tstate_native_thread_id) + 8);
+  }
+  const uint32_t frame_bytes = FrameBytes(l);
+  if (state_bytes > kMaxObjectBytes || frame_bytes > kMaxObjectBytes ||
+      l.code_bytes > kMaxObjectBytes) {
+    return 0;
+  }
+  uint8_t state[kMaxObjectBytes];
+  // The state must still be the thread's: a thread that ended frees it (its memory may then hold
+  // anything, another thread's state included).
+  if (!ReadOwnMemory(pid, ref.tstate, state, state_bytes) ||
+      Get<unsigned long>(state, l.tstate_thread_id) != ref.thread_id ||
+      (l.tstate_native_thread_id >= 0 &&
+       Get<unsigned long>(state, static_cast<uint32_t>(l.tstate_native_thread_id)) != tid)) {
+    g_sampled_gone.fetch_add(1, std::memory_order_relaxed);
+    return kStateGone;
+  }
+  g_sampled_walks.fetch_add(1, std::memory_order_relaxed);
+  uintptr_t frame = Get<uintptr_t>(state, l.tstate_frame);
+  if (l.cframe_current_frame >= 0 && frame != 0) {
+    uintptr_t current = 0;
+    if ((frame & 7) != 0 ||
+        !ReadOwnMemory(pid, frame + static_cast<uint32_t>(l.cframe_current_frame), &current,
+                       sizeof(current))) {
+      g_sampled_torn.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    frame = current;
+  }
+  // `bytes`: the frame at `frame`, read; each step reads the frame's code object and the frame
+  // before it in one system call.
+  uint8_t bytes[kMaxObjectBytes], previous_bytes[kMaxObjectBytes], code_bytes[kMaxObjectBytes];
+  if (frame == 0) return 0;
+  if ((frame & 7) != 0 || !ReadOwnMemory(pid, frame, bytes, frame_bytes)) {
+    g_sampled_torn.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  int n = 0;
+  bool torn = false;
+  for (int visited = 0; n < max && visited < 4 * max; ++visited) {
+    uintptr_t previous = Get<uintptr_t>(bytes, l.frame_previous);
+    if ((previous & 7) != 0) {
+      torn = true;
+      previous = 0;
+    }
+    char owner = 0;
+    if (l.model == FrameModel::kInterpreterFrames) {
+      owner = Get<char>(bytes, static_cast<uint32_t>(l.frame_owner));
+      if (owner < 0 || owner > kOwnedByCStack) {
+        torn = true;
+        break;
+      }
+    }
+    bool have_previous = false;
+    if (owner == kOwnedByCStack) {
+      if (n > 0) keys[n - 1] |= kEntryBit;
+      have_previous = previous != 0 && ReadOwnMemory(pid, previous, previous_bytes, frame_bytes);
+    } else {
+      const uintptr_t code = Get<uintptr_t>(bytes, l.frame_code);
+      if (code == 0 || (code & 7) != 0) {
+        torn = true;
+        break;
+      }
+      const int got = ReadOwnMemory2(pid, code, code_bytes, l.code_bytes, previous, previous_bytes,
+                                     frame_bytes);
+      if (got == 0) {
+        torn = true;
+        break;
+      }
+      have_previous = got == 2;
+      int64_t unit;
+      bool entry;
+      if (l.model == FrameModel::kFrameObjects) {
+        unit = Get<int32_t>(bytes, l.frame_instr);  // f_lasti: -1 before the first instruction
+        entry = true;
+        if (unit < -1) {
+          torn = true;
+          break;
+        }
+      } else {
+        const uintptr_t instr = Get<uintptr_t>(bytes, l.frame_instr);
+        unit = (static_cast<int64_t>(instr) -
+                static_cast<int64_t>(code + static_cast<uint32_t>(l.code_adaptive))) /
+               2;
+        // Py_SIZE of a code object: its bytecode's length in code units (3.11+). An instruction
+        // outside it is a frame read half-way through a change.
+        const int64_t units = Get<int64_t>(code_bytes, 16);
+        if (unit < -1 || unit > units) {
+          torn = true;
+          break;
+        }
+        entry = l.frame_is_entry >= 0 &&
+                Get<uint8_t>(bytes, static_cast<uint32_t>(l.frame_is_entry)) != 0;
+      }
+      const uint32_t id = g_cache->IdFromPrefix(code, code_bytes, pid);
+      if (id == 0) {
+        torn = true;
+        break;
+      }
+      if (l.code_firsttraceable >= 0 && owner != kOwnedByGenerator &&
+          unit < Get<int32_t>(code_bytes, static_cast<uint32_t>(l.code_firsttraceable))) {
+        if (entry && n > 0) keys[n - 1] |= kEntryBit;
+      } else {
+        keys[n++] = MakeKey(id, unit, entry);
+      }
+    }
+    if (previous == 0) break;
+    if (!have_previous) {
+      torn = true;
+      break;
+    }
+    memcpy(bytes, previous_bytes, frame_bytes);
+  }
+  if (torn) g_sampled_torn.fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Frames (writer thread).
 
 namespace {
@@ -389,6 +551,9 @@ Stats GetStats() {
   s.unreadable = g_unreadable.load(std::memory_order_relaxed);
   s.foreign_tstate = g_foreign_tstate.load(std::memory_order_relaxed);
   s.in_signal_handler = g_in_signal_handler.load(std::memory_order_relaxed);
+  s.sampled_walks = g_sampled_walks.load(std::memory_order_relaxed);
+  s.sampled_torn = g_sampled_torn.load(std::memory_order_relaxed);
+  s.sampled_gone = g_sampled_gone.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -47,6 +47,33 @@ int CaptureFrames(const uintptr_t* native_pcs, int native_count, uint64_t* keys,
 
 inline bool IsFrameKey(uint64_t key) { return (key >> 63) != 0; }
 
+// --- Another thread's frames, for the thread sampler (interpose/sampler.cc) --------------------
+
+// The calling thread's PyThreadState and the thread id CPython keeps in it (its pthread_self), for
+// the sampler to read the thread's frames from outside later (ReadThreadFrames); false when Python
+// stacks are off, the thread has no state, or the state names another thread. Lock-free, no
+// allocation: it may run in a signal handler (only the state's address and id are taken there).
+struct ThreadStateRef {
+  uintptr_t tstate = 0;
+  unsigned long thread_id = 0;
+};
+bool ThisThreadState(ThreadStateRef* out);
+
+// ReadThreadFrames' result when the state no longer belongs to the thread (freed, reused, or never
+// its own): the sampler stops reading it.
+inline constexpr int kStateGone = -1;
+
+// Writer thread: the innermost Python frames (at most `max`) of thread `tid`, whose state `ref`
+// was taken on it, as stack trie keys, innermost first; read while that thread runs, through
+// process_vm_readv on our own process `pid` (python/own_memory.h), so that a frame that is popped,
+// freed or unmapped under us ends the walk and never faults. The state must still name the thread
+// (CPython's thread id, and from 3.11 its native id, the tid); each frame's code object must be
+// one (its type), its instruction inside its bytecode; at most 4 * `max` frames are visited. A
+// code object first seen here is copied into the code cache the same way. The frames are read one
+// after the other, not at one instant: each is a frame the thread had during the read (a few
+// microseconds), and a walk that meets something that is not a frame ends there.
+int ReadThreadFrames(int pid, uint32_t tid, const ThreadStateRef& ref, uint64_t* keys, int max);
+
 // Writer thread: the Frame id of Python frame key `key`, appending a new Frame (and its strings)
 // to `out` when this (code, line, entry) has none yet in this file; new ids come from
 // `*next_frame_id`, the file's frame id counter (shared with native frames).
@@ -64,6 +91,9 @@ struct Stats {
   uint64_t unreadable = 0;         // walks ended at a frame whose code object could not be read
   uint64_t foreign_tstate = 0;     // thread states that named another thread (not captured)
   uint64_t in_signal_handler = 0;  // captures in a signal handler (no Python frames taken)
+  uint64_t sampled_walks = 0;      // ReadThreadFrames calls that read the thread's state
+  uint64_t sampled_torn = 0;       // of those, walks ended early by a frame that did not read
+  uint64_t sampled_gone = 0;       // states that no longer named their thread (kStateGone)
 };
 Stats GetStats();
 

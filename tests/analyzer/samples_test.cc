@@ -61,6 +61,36 @@ TEST(Samples, CpuWorkOfTheLaunchingThreadBetweenKernelsIsCpuWork) {
   EXPECT_EQ(r.symbols.StackLabel(c->stacks[0].id), "stack7@p0");
 }
 
+// A run whose Python frames the sampler read: its own stack is the evidence (the line that
+// computed), not the last traced call's; a run of the same thread without one falls back to the
+// last traced call's. A wait for a CPU keeps the last traced call's even with a stack.
+TEST(Samples, CpuWorkWithItsOwnStackNamesIt) {
+  OneGap g;
+  HostEvent before = g.job.Event(g.p, kTid, CUDA_LAUNCH, 95, 95.005);
+  before.device = 0;
+  before.stack = 7;
+  g.job.Add(before);
+  HostEvent with_stack = Sample(g.job, g.p, kTid, 100, 160, 0.95, 0.0);
+  with_stack.stack = 9;
+  g.job.Add(with_stack);
+  g.job.Add(Sample(g.job, g.p, kTid, 160, 180, 0.95, 0.0));
+  HostEvent waiting = Sample(g.job, g.p, kTid, 180, 200, 0.1, 0.85);
+  waiting.stack = 11;
+  g.job.Add(waiting);
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuWork), Ms(80));
+  const CauseReport* c = FindCause(r, Cause::kCpuWork);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->stacks.size(), 2u);
+  EXPECT_EQ(r.symbols.StackLabel(c->stacks[0].id), "stack9@p0");
+  EXPECT_EQ(c->stacks[0].ns, Ms(60));
+  EXPECT_EQ(r.symbols.StackLabel(c->stacks[1].id), "stack7@p0");
+  const CauseReport* w = FindCause(r, Cause::kCpuStarvation);
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->stacks.size(), 1u);
+  EXPECT_EQ(r.symbols.StackLabel(w->stacks[0].id), "stack7@p0");
+}
+
 // Close cases: another thread's CPU work, and the launching thread blocked (sleeping in an untraced
 // call), explain nothing: unknown.
 TEST(Samples, OtherThreadsCpuWorkAndBlockedRunsStayUnknown) {

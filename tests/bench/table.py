@@ -630,6 +630,43 @@ class Bench:
             "%.2f%% of a core" % pct,
             "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
+        self.python_sampler(threads, seconds, reps)
+
+    def python_sampler(self, threads, seconds, reps):
+        """The same job in Python (tests/bench/sampled_threads.py): the sampler at its default
+        rates (its Python frames read at IDLESCOPE_SAMPLE_PYTHON_HZ=50), with no frames read (0),
+        and off, interleaved; the sampler's share of a core, and the frames' share of it, from
+        the writer thread's CPU time (the process's varies by more than that with four Python
+        threads contending for the GIL)."""
+        python = "/usr/bin/python3"
+        if not os.path.exists(python):
+            row("sampler", "%d Python threads" % threads, "skipped: no %s" % python)
+            return
+        script = os.path.join(self.src, "tests/bench/sampled_threads.py")
+        log("3b. thread sampler, Python: %d runs of %d threads x %d s" % (reps, threads, seconds))
+        configs = {"frames": {"IDLESCOPE_SAMPLE_HZ": "200"},
+                   "no frames": {"IDLESCOPE_SAMPLE_HZ": "200", "IDLESCOPE_SAMPLE_PYTHON_HZ": "0"},
+                   "off": {"IDLESCOPE_SAMPLE_HZ": "0"}}
+        sampler, frames = [], []
+        for _ in range(reps):
+            order = list(configs)
+            self.rng.shuffle(order)
+            got = {}
+            for name in order:
+                env = self.traced_env(self.fresh("sampler-py-trace"), **configs[name])
+                stdout = timed([python, script, str(threads), str(seconds)], env=env,
+                               timeout=120)[1]
+                _, _, wall, _, writer = stdout.split()
+                got[name] = (int(wall), int(writer))
+            wall = sum(w for w, _ in got.values()) / len(got)
+            sampler.append((got["frames"][1] - got["off"][1]) / wall * 100)
+            frames.append((got["frames"][1] - got["no frames"][1]) / wall * 100)
+        pct = median(sampler)
+        row("sampler", "%d Python threads, frames read (IDLESCOPE_SAMPLE_PYTHON_HZ=50)" % threads,
+            "%.2f%% of a core" % pct,
+            "writer CPU vs sampling off; of which reading frames: %.2f%% (vs "
+            "IDLESCOPE_SAMPLE_PYTHON_HZ=0)" % median(frames),
+            verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
     def generated(self, gen, name, events):
         """A tools/gen_trace trace of `events` events, 2 ranks, the analyzer's cause mix."""

@@ -6,6 +6,8 @@
 #include "interpose/python/code_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -32,6 +34,13 @@ class Arena {
 template <typename T>
 void Put(uint8_t* obj, uint32_t offset, T v) {
   memcpy(obj + offset, &v, sizeof(v));
+}
+
+template <typename T>
+T Get(const uint8_t* obj, uint32_t offset) {
+  T v;
+  memcpy(&v, obj + offset, sizeof(v));
+  return v;
 }
 
 class CodeCacheTest : public ::testing::Test {
@@ -156,6 +165,58 @@ TEST_F(CodeCacheTest, LongCopiesAreCut) {
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->file_size, CodeCache::kMaxFileBytes);
   EXPECT_EQ(info->table_size, CodeCache::kMaxTableBytes);
+}
+
+// The sampler's path (IdFromPrefix): the same copies, by reads that cannot fault, of code objects
+// that another thread may free while we read.
+TEST_F(CodeCacheTest, ReadFromOutsideTheSameCopies) {
+  const int pid = getpid();
+  uint8_t* code = Code(Str(U"/job/d\u00e4ta.py", 2), Str(U"augment"), 7, Bytes("\x80\x81"));
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(code);
+  std::vector<uint8_t> prefix(code, code + l_.code_bytes);
+  const uint32_t id = cache_.IdFromPrefix(addr, prefix.data(), pid);
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(FileOf(cache_.Info(id)), "/job/d\xc3\xa4ta.py");
+  EXPECT_EQ(NameOf(cache_.Info(id)), "augment");
+  EXPECT_EQ(cache_.Info(id)->first_line, 7);
+  EXPECT_EQ(cache_.Info(id)->table_size, 2u);
+  // Known now, to both paths.
+  EXPECT_EQ(cache_.IdFromPrefix(addr, prefix.data(), pid), id);
+  EXPECT_EQ(cache_.Id(addr), id);
+  // A prefix that is not a code object's.
+  Put(prefix.data(), l_.ob_type, types_.unicode);
+  EXPECT_EQ(cache_.IdFromPrefix(addr, prefix.data(), pid), 0u);
+}
+
+TEST_F(CodeCacheTest, ReadFromOutsideFreedObjectsGetNoIdAndNoFault) {
+  const int pid = getpid();
+  const long page = sysconf(_SC_PAGESIZE);
+  // A code object whose name lies on a page that is unmapped by the time it is read (its owner
+  // freed it): no id, no SIGSEGV.
+  void* mem = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* name = static_cast<uint8_t*>(mem);
+  Put(name, l_.ob_type, types_.unicode);
+  Put<int64_t>(name, l_.unicode_length, 1);
+  Put<uint32_t>(name, l_.unicode_state, (1u << 2) | (1u << 5) | (1u << 6));
+  uint8_t* code = Code(Str(U"/a.py"), reinterpret_cast<uintptr_t>(name), 3, Bytes(""));
+  std::vector<uint8_t> prefix(code, code + l_.code_bytes);
+  ASSERT_EQ(munmap(mem, static_cast<size_t>(page)), 0);
+  EXPECT_EQ(cache_.IdFromPrefix(reinterpret_cast<uintptr_t>(code), prefix.data(), pid), 0u);
+  // A line table far past the end of a mapping.
+  uint8_t* table = Code(Str(U"/a.py"), Str(U"f"), 3, Bytes("abc"));
+  Put<int64_t>(reinterpret_cast<uint8_t*>(Get<uintptr_t>(table, l_.code_linetable)), l_.bytes_size,
+               int64_t{1} << 40);
+  std::vector<uint8_t> table_prefix(table, table + l_.code_bytes);
+  EXPECT_EQ(cache_.IdFromPrefix(reinterpret_cast<uintptr_t>(table), table_prefix.data(), pid), 0u);
+  // A code object changed while its strings were read (freed and made again): the prefix read
+  // after the copy differs from the one the walk read, and the copy is not kept.
+  uint8_t* changing = Code(Str(U"/b.py"), Str(U"g"), 5, Bytes(""));
+  std::vector<uint8_t> old_prefix(changing, changing + l_.code_bytes);
+  Put<int32_t>(changing, l_.code_firstlineno, 6);
+  EXPECT_EQ(cache_.IdFromPrefix(reinterpret_cast<uintptr_t>(changing), old_prefix.data(), pid), 0u);
+  EXPECT_EQ(cache_.size(), 0u);
 }
 
 }  // namespace

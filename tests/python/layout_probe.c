@@ -22,6 +22,11 @@ int main(void) {
   FIELD("minor", PY_MINOR_VERSION);
   FIELD("tstate_thread_id", offsetof(PyThreadState, thread_id));
 #if PY_VERSION_HEX < 0x030B0000
+  FIELD("tstate_native_thread_id", -1);
+#else
+  FIELD("tstate_native_thread_id", offsetof(PyThreadState, native_thread_id));
+#endif
+#if PY_VERSION_HEX < 0x030B0000
   FIELD("tstate_frame", offsetof(PyThreadState, frame));
   FIELD("cframe_current_frame", -1);
   FIELD("frame_previous", offsetof(PyFrameObject, f_back));

@@ -62,6 +62,7 @@ TEST_P(LayoutTest, TablesMatchTheInterpretersHeaders) {
   EXPECT_EQ(l.minor, field["minor"]);
 #define EXPECT_FIELD(name) EXPECT_EQ(static_cast<int64_t>(l.name), field.at(#name)) << #name
   EXPECT_FIELD(tstate_thread_id);
+  EXPECT_FIELD(tstate_native_thread_id);
   EXPECT_FIELD(tstate_frame);
   EXPECT_FIELD(cframe_current_frame);
   EXPECT_FIELD(frame_previous);

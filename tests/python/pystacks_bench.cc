@@ -6,6 +6,9 @@
 //   - an event as the I/O and CUDA hooks record one (CaptureStack + Record), Python stacks on and
 //     off, 31 interleaved repetitions of 200 events;
 //   - the Python walk alone (python::CaptureFrames);
+//   - the thread sampler's read of a thread's 4 innermost frames from outside
+//     (python::ReadThreadFrames through process_vm_readv, and the stack interned): here of the
+//     calling thread's own state, which is the same work as another thread's;
 //   - a first-seen code object: 200 functions made with exec, each capturing at the top of the
 //     same 30-frame stack once (its code is new) and then again (seen).
 // Medians are printed; the process exits 1 when a target is missed by more than the machine's
@@ -71,6 +74,26 @@ PyObject* Walk(PyObject*, PyObject* args) {
   return Py_BuildValue("(di)", static_cast<double>(t1 - t0) / n, frames);
 }
 
+// _bench.sampled(n): CPU ns per read of the calling thread's 4 innermost frames as the sampler
+// reads a thread's (python::ReadThreadFrames + InternPythonStack), and the frames it found.
+PyObject* Sampled(PyObject*, PyObject* args) {
+  int n = 0;
+  if (!PyArg_ParseTuple(args, "i", &n)) return nullptr;
+  python::ThreadStateRef ref;
+  if (!python::ThisThreadState(&ref)) return Py_BuildValue("(di)", 0.0, 0);
+  const int pid = getpid();
+  const uint32_t tid = static_cast<uint32_t>(gettid());
+  uint64_t keys[4];
+  int frames = 0;
+  uint64_t t0 = ThreadCpuNs();
+  for (int i = 0; i < n; ++i) {
+    frames = python::ReadThreadFrames(pid, tid, ref, keys, 4);
+    InternPythonStack(keys, frames);
+  }
+  uint64_t t1 = ThreadCpuNs();
+  return Py_BuildValue("(di)", static_cast<double>(t1 - t0) / n, frames);
+}
+
 // _bench.once(): CPU ns of one walk and of one event (each on its own fresh stack when the
 // caller's code object is new).
 PyObject* Once(PyObject*, PyObject*) {
@@ -89,11 +112,9 @@ PyObject* OnceEvent(PyObject*, PyObject*) {
 }
 
 PyMethodDef kMethods[] = {
-    {"events", Events, METH_VARARGS, nullptr},
-    {"walk", Walk, METH_VARARGS, nullptr},
-    {"once", Once, METH_NOARGS, nullptr},
-    {"once_event", OnceEvent, METH_NOARGS, nullptr},
-    {nullptr, nullptr, 0, nullptr},
+    {"events", Events, METH_VARARGS, nullptr},       {"walk", Walk, METH_VARARGS, nullptr},
+    {"sampled", Sampled, METH_VARARGS, nullptr},     {"once", Once, METH_NOARGS, nullptr},
+    {"once_event", OnceEvent, METH_NOARGS, nullptr}, {nullptr, nullptr, 0, nullptr},
 };
 PyModuleDef kModule = {
     PyModuleDef_HEAD_INIT, "_bench", nullptr, -1, kMethods, nullptr, nullptr, nullptr, nullptr};
@@ -123,13 +144,16 @@ def run():
     ns, frames = deep(DEPTH, lambda: _bench.walk(1000))
     assert frames == FRAMES, frames
     deep(DEPTH, lambda: (_bench.events(2000, True), _bench.events(2000, False)))
-    on, off, walk = [], [], []
+    ns, frames = deep(DEPTH, lambda: _bench.sampled(100))
+    assert frames == 4, frames
+    on, off, walk, sampled = [], [], [], []
     for _ in range(31):
         modes = [True, False]
         random.shuffle(modes)
         for mode in modes:
             (on if mode else off).append(deep(DEPTH, lambda: _bench.events(200, mode)))
         walk.append(deep(DEPTH, lambda: _bench.walk(200))[0])
+        sampled.append(deep(DEPTH, lambda: _bench.sampled(200))[0])
     # First-seen code objects: functions made at run time, captured once new and once seen (both
     # calls from one call site: the second capture is the first one's stack), as the innermost
     # frame and as an outer one.
@@ -158,6 +182,8 @@ def run():
     added = med([a - b for a, b in zip(on, off)])
     print("added by the Python stack (median of paired reps): %.0f ns  (target < 1000)" % added)
     print("Python walk alone (python::CaptureFrames, seen):   %.0f ns" % med(walk))
+    print("sampler's read of 4 frames from outside (python::ReadThreadFrames, process_vm_readv, "
+          "+ InternPythonStack): %.0f ns" % med(sampled))
     new_inner = med([a - b for a, b in zip(first, seen)])
     new_outer = med([a - b for a, b in zip(outer_first, outer_seen)])
     new_event = med([a - b for a, b in zip(first_event, seen_event)])

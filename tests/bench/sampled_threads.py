@@ -1,0 +1,65 @@
+# The thread sampler's Python workload in tests/bench/run.sh: sampled_threads.cu's job in Python
+# (simgpu's libcudart through ctypes, first on LD_LIBRARY_PATH): THREADS threads that each feed the
+# GPU, then for SECONDS compute in pure Python for 0.5 ms and sleep for 4.5 ms, again and again. The
+# sampler reads their Python frames at looks that find them computing. Usage:
+#   sampled_threads.py THREADS SECONDS
+# Prints one line: "sampled_threads THREADS WALL_NS CPU_NS WRITER_NS" (the timed part: wall time,
+# the process's CPU time, all threads, so the recorder's writer, which samples, counts; and the
+# writer thread's own CPU time, "idlescope-wr", from its schedstat: the sampler's cost without the
+# noise of four Python threads contending for the GIL; 0 without a writer).
+import ctypes
+import os
+import sys
+import threading
+import time
+
+
+def feeder(cudart, start, seconds):
+    device = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(device), ctypes.c_size_t(4096)) == 0
+    assert cudart.cudaMemset(device, 0, ctypes.c_size_t(4096)) == 0
+    assert cudart.cudaDeviceSynchronize() == 0
+    start.wait()
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        spin_until = time.monotonic() + 0.0005
+        while time.monotonic() < spin_until:
+            n += 1
+        time.sleep(0.0045)
+
+
+def writer_cpu_ns():
+    """The CPU time of the recorder's writer thread so far (schedstat's first field), or 0."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                if f.read().strip() != "idlescope-wr":
+                    continue
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                return int(f.read().split()[0])
+        except OSError:
+            continue
+    return 0
+
+
+def main():
+    threads, seconds = int(sys.argv[1]), float(sys.argv[2])
+    ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
+    cudart = ctypes.CDLL(None)  # the global scope: the interposer's symbols
+    start = threading.Barrier(threads + 1)
+    workers = [threading.Thread(target=feeder, args=(cudart, start, seconds))
+               for _ in range(threads)]
+    for w in workers:
+        w.start()
+    start.wait()
+    wall0, cpu0, writer0 = time.monotonic_ns(), time.process_time_ns(), writer_cpu_ns()
+    for w in workers:
+        w.join()
+    print("sampled_threads %d %d %d %d" % (threads, time.monotonic_ns() - wall0,
+                                           time.process_time_ns() - cpu0,
+                                           writer_cpu_ns() - writer0))
+
+
+if __name__ == "__main__":
+    main()
