@@ -2,6 +2,7 @@
 #include "interpose/sampler.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -634,6 +635,11 @@ void StartOnWriter(uint32_t writer_tid) {
   if (g_sampler.hz == 0) return;
   g_sampler.writer_tid = writer_tid;
   g_sampler.pid = static_cast<int>(RawSyscall(SYS_getpid));
+  // Under a seccomp filter (the process started under one: a container, a sandbox's worker) no
+  // Python frames are read: process_vm_readv is a call few programs make, and a filter may kill
+  // the process at it (trace_file.cc, UnderSeccompFilter; the /proc reads are what any program
+  // does). The evidence is then the last traced call's stack, as without frames.
+  if (RawSyscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) != 0) g_sampler.python_period_ns = 0;
   g_sampler.next_look = 0;
   g_sampler.started.store(true, std::memory_order_release);
 }
