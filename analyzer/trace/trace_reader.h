@@ -155,9 +155,10 @@ class TraceFileReader {
   bool ReadPacket(Packet* packet);
   // Parses one packet's bytes into `packet`. Event and GPU batches (nearly every packet) are
   // parsed into the batch `packet` holds, whose cleared messages libprotobuf reuses. A batch of
-  // the other kind is not cleared through the oneof (libprotobuf would free it with every Event
-  // it keeps, and allocate them all again for the next batch of that kind): it is released into
-  // the pool, and a batch of the right kind taken from it.
+  // the other kind, or held when another packet comes (interned data, every few batches), is not
+  // cleared through the oneof (libprotobuf would free it with every Event it keeps, and allocate
+  // them all again for the next batch of that kind): it is released into the pool, and a batch
+  // of the right kind taken from it.
   bool ParsePacket(const char* data, size_t length, Packet* packet);
   void StopAt(TailProblem problem, std::string detail);
 
