@@ -101,6 +101,81 @@ int32_t DeviceOf(const Event& ev, const InternedData& interned) {
   return -1;
 }
 
+// The launches a run holder's LaunchRuns hold (FormatExpander::KeepRuns), each as the record of
+// the Event it expands to: a CUDA_LAUNCH with its times, its site's api, stack and device, `async`
+// and its correlation id, and nothing else. `t`: the batch's running start time. Returns how many.
+uint64_t AddLaunches(const Event& holder, uint32_t process, uint32_t tid, Ns offset, uint64_t* t,
+                     Ns* last_time, RecordSink& sink) {
+  HostEvent e;
+  e.process = process;
+  e.tid = tid;
+  e.type = CUDA_LAUNCH;
+  e.async = true;
+  uint64_t correlation = holder.correlation();
+  uint64_t launches = 0;
+  for (const LaunchRun& r : holder.launches()) {
+    const bool correlated = r.correlation_delta_size() != 0;
+    for (int k = 0; k < r.ts_size(); ++k) {
+      const LaunchSite& site = r.sites(r.site_size() != 0 ? static_cast<int>(r.site(k)) : 0);
+      *t += static_cast<uint64_t>(r.ts(k));
+      const Interval when = RecordTimes(*t, offset, r.dur(k));
+      e.start = when.start;
+      e.end = when.end;
+      e.device = static_cast<int32_t>(site.device());
+      e.stack = site.stack();
+      e.api_id = site.api();
+      if (correlated) correlation += static_cast<uint64_t>(r.correlation_delta(k));
+      e.correlation = correlated ? correlation : 0;
+      sink.AddHostEvent(e);
+      *last_time = std::max(*last_time, e.end);
+    }
+    launches += static_cast<uint64_t>(r.ts_size());
+  }
+  return launches;
+}
+
+// The kernels a run holder's KernelRuns hold, each as the record of the GpuActivity it expands
+// to (FormatExpander::KeepRuns), as AddLaunches.
+uint64_t AddKernels(const GpuActivity& holder, uint32_t process, Ns offset, uint64_t* t,
+                    Ns* last_time, RecordSink& sink) {
+  GpuRecord r;
+  r.process = process;
+  r.kind = GPU_KERNEL;
+  uint64_t correlation = holder.correlation();
+  uint64_t kernels = 0;
+  for (const KernelRun& run : holder.kernels()) {
+    const bool correlated = run.correlation_delta_size() != 0;
+    for (int k = 0; k < run.start_size(); ++k) {
+      const KernelSite& site = run.sites(run.site_size() != 0 ? static_cast<int>(run.site(k)) : 0);
+      *t += static_cast<uint64_t>(run.start(k));
+      const Interval when = RecordTimes(*t, offset, run.dur(k));
+      r.start = when.start;
+      r.end = when.end;
+      r.device = site.device();
+      r.stream = site.stream();
+      r.nccl = site.nccl();
+      r.grid = site.grid();
+      r.block = site.block();
+      r.name_id = site.name();
+      if (correlated) correlation += static_cast<uint64_t>(run.correlation_delta(k));
+      r.correlation = correlated ? correlation : 0;
+      sink.AddGpuRecord(r);
+      *last_time = std::max(*last_time, r.end);
+    }
+    kernels += static_cast<uint64_t>(run.start_size());
+  }
+  return kernels;
+}
+
+// The first start delta of a batch's events or activities, a run's first if it begins with one
+// (`runs`: the reader keeps them, TraceFileReader::keeps_runs).
+int64_t FirstStart(const Event& ev, bool runs) {
+  return runs && ev.launches_size() > 0 ? ev.launches(0).ts(0) : ev.ts();
+}
+int64_t FirstStart(const GpuActivity& a, bool runs) {
+  return runs && a.kernels_size() > 0 ? a.kernels(0).start(0) : a.start();
+}
+
 }  // namespace
 
 struct JobReader::File {
@@ -166,6 +241,7 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::Open(const std::vector<std
     // Opened again when the merge reaches it: a job may have more files than fds.
     (*reader)->Suspend();
     (*reader)->ShareBatchPool(&job->batch_pool_);
+    (*reader)->KeepRuns();
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     job->files_.push_back(std::move(file));
@@ -254,6 +330,7 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::OpenPlanned(
     if (!reader.ok()) return reader.status();
     (*reader)->Suspend();
     (*reader)->ShareBatchPool(&job->batch_pool_);
+    (*reader)->KeepRuns();
     auto file = std::make_unique<File>();
     file->reader = std::move(*reader);
     file->process = input.process;
@@ -276,10 +353,12 @@ void JobReader::Merge(RecordSink& sink, const ReadOptions& options) {
   auto packet_time = [](const File& f, const Packet& p) -> Ns {
     switch (p.data_case()) {
       case Packet::kEvents:
-        if (p.events().events_size() > 0) return p.events().events(0).ts() + f.offset;
+        if (p.events().events_size() > 0)
+          return FirstStart(p.events().events(0), f.reader->keeps_runs()) + f.offset;
         break;
       case Packet::kGpu:
-        if (p.gpu().activities_size() > 0) return p.gpu().activities(0).start() + f.offset;
+        if (p.gpu().activities_size() > 0)
+          return FirstStart(p.gpu().activities(0), f.reader->keeps_runs()) + f.offset;
         break;
       default:
         break;
@@ -436,7 +515,14 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
       e.tid = batch.tid();
       // Unsigned sums: a corrupt delta must not cause signed overflow.
       uint64_t t = 0;
+      uint64_t events = 0;
+      const bool runs = f.reader->keeps_runs();
       for (const Event& ev : batch.events()) {
+        if (runs && ev.launches_size() > 0) {
+          events += AddLaunches(ev, f.process, batch.tid(), f.offset, &t, &f.last_time, sink);
+          continue;
+        }
+        ++events;
         t += static_cast<uint64_t>(ev.ts());
         e.type = ev.type();
         const Interval when = RecordTimes(t, f.offset, ev.dur());
@@ -498,8 +584,8 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         }
         f.last_time = std::max(f.last_time, e.end);
       }
-      f.events += static_cast<uint64_t>(batch.events_size());
-      stats_.host_events += static_cast<uint64_t>(batch.events_size());
+      f.events += events;
+      stats_.host_events += events;
       return;
     }
     case Packet::kGpu: {
@@ -508,7 +594,14 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
       GpuRecord r;
       r.process = f.process;
       uint64_t t = 0;
+      uint64_t records = 0;
+      const bool runs = f.reader->keeps_runs();
       for (const GpuActivity& a : batch.activities()) {
+        if (runs && a.kernels_size() > 0) {
+          records += AddKernels(a, f.process, f.offset, &t, &f.last_time, sink);
+          continue;
+        }
+        ++records;
         t += static_cast<uint64_t>(a.start());
         r.kind = a.kind();
         const Interval when = RecordTimes(t, f.offset, a.dur());
@@ -528,8 +621,8 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
         sink.AddGpuRecord(r);
         f.last_time = std::max(f.last_time, r.end);
       }
-      f.gpu_records += static_cast<uint64_t>(batch.activities_size());
-      stats_.gpu_records += static_cast<uint64_t>(batch.activities_size());
+      f.gpu_records += records;
+      stats_.gpu_records += records;
       return;
     }
     case Packet::kDevice: {

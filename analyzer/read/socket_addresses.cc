@@ -14,6 +14,7 @@ std::vector<std::string> ReadSocketAddressKeys(const std::string& path) {
   std::vector<std::string> keys;
   absl::StatusOr<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path, 32 << 10);
   if (!reader.ok()) return keys;
+  (*reader)->KeepRuns();  // a run holds launches only
   const std::string host = (*reader)->header().host();
   InternedData interned;
   absl::flat_hash_set<std::string> seen;
@@ -26,6 +27,7 @@ std::vector<std::string> ReadSocketAddressKeys(const std::string& path) {
     if (!packet.has_events()) continue;
     for (const Event& ev : packet.events().events()) {
       if (ev.type() != NET_SOCKET || ev.local() == 0) continue;
+      if (ev.launches_size() > 0 && (*reader)->keeps_runs()) continue;
       const absl::string_view local = interned.String(ev.local());
       // An unnamed unix socket names no one (its peer pid does, in the records).
       if (local.empty() || local == "unix:") continue;

@@ -279,8 +279,8 @@ void GapSymbols(const ClosedGap& g, SymbolWriter& symbols) {
 // --- cross-rank records ---
 
 void CrossRankRecorder::CloseBatch() {
-  if (batch_.records_size() == 0) return;
-  std::string bytes = batch_.SerializeAsString();
+  if (batch_->records_size() == 0) return;
+  std::string bytes = batch_->SerializeAsString();
   batch_.Clear();
   if (writer_ == nullptr) {
     batches_.push_back(std::move(bytes));
@@ -290,10 +290,10 @@ void CrossRankRecorder::CloseBatch() {
 }
 
 shard::CrossRankRecord* CrossRankRecorder::Add() {
-  if (batch_.records_size() >= kRecordsPerBatch) CloseBatch();
-  if (batch_.records_size() == 0) batch_at_ = 0;
+  if (batch_->records_size() >= kRecordsPerBatch) CloseBatch();
+  if (batch_->records_size() == 0) batch_at_ = 0;
   ++records_;
-  shard::CrossRankRecord* r = batch_.add_records();
+  shard::CrossRankRecord* r = batch_->add_records();
   r->set_at(at_ - batch_at_);
   batch_at_ = at_;
   return r;
@@ -359,14 +359,14 @@ absl::StatusOr<std::vector<std::string>> CrossRankRecorder::Finish() {
 void CrossRankReplay::Load() {
   next_ = 0;
   batch_.Clear();
-  while (batch_index_ < summary_.batches() && batch_.records_size() == 0) {
-    if (!batch_.ParseFromString(summary_.Batch(batch_index_++))) corrupt_ = true;
+  while (batch_index_ < summary_.batches() && batch_->records_size() == 0) {
+    if (!batch_->ParseFromString(summary_.Batch(batch_index_++))) corrupt_ = true;
   }
-  if (batch_.records_size() > 0) at_ = batch_.records(0).at();
+  if (batch_->records_size() > 0) at_ = batch_->records(0).at();
 }
 
 void CrossRankReplay::Next(CrossRankSink& sink) {
-  const shard::CrossRankRecord& r = batch_.records(next_);
+  const shard::CrossRankRecord& r = batch_->records(next_);
   const Ns at = at_;
   const uint32_t process = r.has_arrival()    ? r.arrival().process()
                            : r.has_activity() ? r.activity().process()
@@ -377,10 +377,10 @@ void CrossRankReplay::Next(CrossRankSink& sink) {
   } else {
     Hand(r, at, sink);
   }
-  if (++next_ >= batch_.records_size()) {
+  if (++next_ >= batch_->records_size()) {
     Load();
   } else {
-    at_ += batch_.records(next_).at();
+    at_ += batch_->records(next_).at();
   }
 }
 

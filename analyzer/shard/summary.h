@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,30 @@
 #include "analyzer/analysis/startup.h"
 #include "analyzer/model/symbol_source.h"
 #include "analyzer/shard/summary_file.h"
+#include "google/protobuf/arena.h"
 #include "summary.pb.h"
 
 namespace idlescope {
+
+// A CrossRankBatch made or read one at a time in an arena, emptied for the next: a message on the
+// heap frees each record's oneof member when it is cleared and allocates it again for the next
+// record (a malloc and a free per record, some 4% of a map's time); an arena frees its few
+// blocks once per batch.
+class CrossRankBatchArena {
+ public:
+  CrossRankBatchArena() : arena_(std::make_unique<google::protobuf::Arena>()) { Clear(); }
+  shard::CrossRankBatch& operator*() const { return *batch_; }
+  shard::CrossRankBatch* operator->() const { return batch_; }
+  // An empty batch in place of the last, whose memory goes.
+  void Clear() {
+    arena_->Reset();
+    batch_ = google::protobuf::Arena::CreateMessage<shard::CrossRankBatch>(arena_.get());
+  }
+
+ private:
+  std::unique_ptr<google::protobuf::Arena> arena_;  // a pointer: a replay is moved into place
+  shard::CrossRankBatch* batch_ = nullptr;
+};
 
 // The cross-rank records of a shard's analysis, in the order it made them, as CrossRankBatch
 // messages of at most kRecordsPerBatch records. Activity of threads that never call a collective
@@ -62,7 +84,7 @@ class CrossRankRecorder : public CrossRankSink {
   Ns at_ = 0;
   Ns batch_at_ = 0;  // the `at` of the batch's last record
   CallingThreads callers_;
-  shard::CrossRankBatch batch_;
+  CrossRankBatchArena batch_;
   std::vector<std::string> batches_;
   uint64_t records_ = 0;
 };
@@ -71,7 +93,7 @@ class CrossRankRecorder : public CrossRankSink {
 class CrossRankReplay {
  public:
   explicit CrossRankReplay(const SummaryFile& summary) : summary_(summary) { Load(); }
-  bool done() const { return next_ >= batch_.records_size(); }
+  bool done() const { return next_ >= batch_->records_size(); }
   Ns at() const { return at_; }
   // Hands the next record to `sink` and moves on. A record naming a process past `processes`
   // (LimitProcesses) is not handed on: the summary is corrupt.
@@ -88,7 +110,7 @@ class CrossRankReplay {
   Ns at_ = 0;  // of the next record
   uint32_t processes_ = ~uint32_t{0};
   bool corrupt_ = false;
-  shard::CrossRankBatch batch_;
+  CrossRankBatchArena batch_;
 };
 
 // The summary of a shard's analysis: its part of the job (`part`, analysis/part_results.h) and

@@ -222,8 +222,16 @@ bool FormatExpander::ExpandEvents(EventBatch* batch, std::string* error) {
     }
   }
   auto plain = [this](Event* e, uint64_t correlation) { ExpandEvent(e, &correlation); };
-  if (!runs) {
-    for (int i = 0; i < n; ++i) plain(events->Mutable(i), correlations_[static_cast<size_t>(i)]);
+  if (!runs || keep_runs_) {
+    for (int i = 0; i < n; ++i) {
+      Event* e = events->Mutable(i);
+      const uint64_t before = correlations_[static_cast<size_t>(i)];
+      if (e->launches_size() == 0) {
+        plain(e, before);
+      } else {
+        e->set_correlation(before);
+      }
+    }
     return true;
   }
   ExpandInPlace(
@@ -280,9 +288,15 @@ bool FormatExpander::ExpandActivities(GpuBatch* batch, std::string* error) {
     a->set_correlation(correlation + static_cast<uint64_t>(a->correlation_delta()));
     a->clear_correlation_delta();
   };
-  if (!runs) {
+  if (!runs || keep_runs_) {
     for (int i = 0; i < n; ++i) {
-      plain(activities->Mutable(i), correlations_[static_cast<size_t>(i)]);
+      GpuActivity* a = activities->Mutable(i);
+      const uint64_t before = correlations_[static_cast<size_t>(i)];
+      if (a->kernels_size() == 0) {
+        plain(a, before);
+      } else {
+        a->set_correlation(before);
+      }
     }
     return true;
   }

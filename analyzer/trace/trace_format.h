@@ -49,6 +49,16 @@ class FormatExpander {
   // a chain without frames or a prefix that is no earlier string's start).
   bool Expand(Packet* packet, std::string* error);
 
+  // From now on Expand leaves LaunchRuns and KernelRuns as they are stored (checked and counted
+  // all the same), for a reader that takes a run's columns directly rather than one message per
+  // launch or kernel (read/job_reader.cc): a run holder's `correlation` is then the batch's
+  // running correlation id before its first item, to which the run's correlation deltas add; its
+  // other fields mean nothing. Everything else is expanded as above.
+  void KeepRuns() { keep_runs_ = true; }
+  // Whether a run holder's runs are to be read: KeepRuns in a v2 or later file (v1 has no runs:
+  // the fields of one in a v1 file mean nothing, as before).
+  bool keeps_runs() const { return keep_runs_ && version_ > kTraceFormatV1; }
+
   uint32_t version() const { return version_; }
   // LaunchRuns / KernelRuns expanded so far and the launches / kernels they held.
   uint64_t launch_runs() const { return launch_runs_; }
@@ -68,6 +78,7 @@ class FormatExpander {
   uint64_t Comm(uint64_t id);
 
   uint32_t version_;
+  bool keep_runs_ = false;
   absl::flat_hash_map<uint64_t, uint64_t> comms_;  // InternedComm id -> communicator hash
   // v3: the strings defined so far that hold a '/' (those a prefix can name), by id.
   absl::flat_hash_map<uint64_t, std::string> prefix_strings_;

@@ -504,6 +504,9 @@ bool TraceFileReader::ParsePacket(const char* data, size_t length, Packet* packe
       }
     }
   }
+  // Any other packet (interned data comes every few batches) would free the batch held with it.
+  if (packet->has_events()) Keep(&pool_->events, packet->release_events(), pool_->max_kept);
+  if (packet->has_gpu()) Keep(&pool_->gpu, packet->release_gpu(), pool_->max_kept);
   return packet->ParseFromArray(data, static_cast<int>(length));
 }
 

@@ -10,7 +10,8 @@
 // file that cannot be opened, is empty, or does not start with an idlescope Header is.
 //
 // Packets of a v2 file come out in v1's shape (analyzer/trace/trace_format.h): one Event per call,
-// absolute correlation ids, communicator hashes. Callers never look at the version.
+// absolute correlation ids, communicator hashes (KeepRuns: runs as stored). Callers never look at
+// the version.
 //
 // Typical use:
 //   ASSIGN_OR_RETURN(auto reader, TraceFileReader::Open(path));
@@ -123,6 +124,10 @@ class TraceFileReader {
   // It must outlive the reader's reads.
   void ShareBatchPool(BatchPool* pool) { pool_ = pool != nullptr ? pool : &own_pool_; }
   bool done() const { return done_; }
+  // Packets keep their LaunchRuns and KernelRuns as stored (FormatExpander::KeepRuns): for a
+  // caller that reads the runs' columns itself, saving a message per launch and kernel.
+  void KeepRuns() { expander_.KeepRuns(); }
+  bool keeps_runs() const { return expander_.keeps_runs(); }
 
   const Header& header() const { return header_; }
   uint32_t format_version() const { return header_.format_version(); }
@@ -150,9 +155,10 @@ class TraceFileReader {
   bool ReadPacket(Packet* packet);
   // Parses one packet's bytes into `packet`. Event and GPU batches (nearly every packet) are
   // parsed into the batch `packet` holds, whose cleared messages libprotobuf reuses. A batch of
-  // the other kind is not cleared through the oneof (libprotobuf would free it with every Event
-  // it keeps, and allocate them all again for the next batch of that kind): it is released into
-  // the pool, and a batch of the right kind taken from it.
+  // the other kind, or held when another packet comes (interned data, every few batches), is not
+  // cleared through the oneof (libprotobuf would free it with every Event it keeps, and allocate
+  // them all again for the next batch of that kind): it is released into the pool, and a batch
+  // of the right kind taken from it.
   bool ParsePacket(const char* data, size_t length, Packet* packet);
   void StopAt(TailProblem problem, std::string detail);
 
