@@ -510,7 +510,9 @@ uint64_t FrameFor(uint64_t key, uint64_t* next_frame_id, trace::Interned* out) {
   if (info != nullptr) {
     line = LineForOffset(g_layout.line_format, info->table(), info->table_size, info->first_line,
                          unit == kNotStarted ? -1 : int64_t{unit});
-    if (line < 0) line = 0;
+    // An instruction with no line of its own (3.10's GEN_START, the sampler's read of a generator
+    // that just started) names the code's first line, as a frame that has not run a line does.
+    if (line < 0) line = info->first_line > 0 ? info->first_line : 0;
   }
   const uint64_t frame_key =
       (uint64_t{code_id} << 33) | (uint64_t{entry} << 32) | static_cast<uint32_t>(line);

@@ -75,8 +75,13 @@ TEST_P(SampledLinesTest, CpuWorkNamesThePythonLine) {
     }
   }
   EXPECT_GT(samples, 0u);
-  // 25 steps of 40 ms in augment, read at 50 Hz: about 50 looks found it there.
-  EXPECT_GE(at_line, 10u) << with_stack << " runs with a stack; other stacks:" << seen;
+  // 25 steps of 40 ms in augment, read at 50 Hz, a kernel and a sync between: on an idle machine
+  // one run on a CPU, cut every 250 ms (5 runs); on a loaded one more, where a sync blocked or the
+  // thread waited for a CPU long enough to end a run. Each run's stack is what most of its reads
+  // found: the line that computes, in nearly every run that has one.
+  EXPECT_GE(at_line, 4u) << with_stack << " runs with a stack; other stacks:" << seen;
+  EXPECT_GE(4 * at_line, 3 * with_stack)
+      << with_stack << " runs with a stack; other stacks:" << seen;
 
 #ifdef IDLESCOPE_CLI
   int status = 0;
