@@ -161,12 +161,15 @@ void* WriterMain(void*) {
   trace_file::TakeOwnFdTable();
   // The sampler opens files: only in a table of our own.
   if (detail::t_own_fd_table) sampler::StartOnWriter(static_cast<uint32_t>(syscall(SYS_gettid)));
-  // From now on the program threads leave the flushes to this thread.
-  g_next_flush_ns.store(UINT64_MAX, std::memory_order_relaxed);
   bool opened;
   {
     std::lock_guard<std::mutex> lock(flush::Mutex());
     opened = trace_file::AdoptForWriter();
+    // From now on the program threads leave the flushes to this thread. Under the flush lock: a
+    // program thread that flushed before this thread ran (it found the writer not yet running)
+    // sets the next flush's time under it too, and a time left set would have every later hooked
+    // call wake this thread (hundreds of wakes a second, each 15-20 us of our CPU).
+    g_next_flush_ns.store(UINT64_MAX, std::memory_order_relaxed);
   }
   if (!opened) {
     // No file: the hooks stop recording, and nothing waits for a writer. A program thread that
