@@ -63,6 +63,10 @@ struct Slot {
   uint64_t py_next_ns = 0;       // the next look that may read its Python frames
   uintptr_t py_gone_tstate = 0;  // a state that no longer named it: not read again
   RunStack run_stacks[kRunStacks];
+  // The next look at this thread (0: at the next look): the grid's next tick, or its next even
+  // one while the thread is steady (Look).
+  uint64_t due_ns = 0;
+  bool steady = false;    // its last look was at least the third of its open run
   uint32_t open_tid = 0;  // the thread the descriptors below were opened for
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
@@ -95,6 +99,7 @@ struct Sampler {
   uint32_t writer_tid = 0;
   int pid = 0;  // ours, for process_vm_readv (python::ReadThreadFrames)
   uint64_t next_look = 0;
+  uint64_t grid0 = 0;             // the first look's time: the looks' grid is grid0 + k * period_ns
   std::atomic<uint32_t> used{0};  // slots ever handed out (a high-water mark)
   Slot slots[kMaxThreads];
   // Ended runs, for the flush.
@@ -302,6 +307,7 @@ bool AddInterval(Slot& s, uint32_t tid, const Interval& i, Kind kind, int32_t sy
   const uint64_t end = i.start + i.dt;
   const bool same =
       s.kind == kind && s.syscall == syscall && s.fd == fd && end - s.run.ts <= kMaxRunNs;
+  if (last) s.steady = same && s.run.count >= 2;  // its third look in one run at least
   if (same) {
     s.run.dur = end - s.run.ts;
     s.run.count += 1;
@@ -356,6 +362,7 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   if (s.open_tid != tid) {
     CloseFiles(s);
     s.kind = kNone;
+    s.steady = false;
     s.py_next_ns = 0;
     s.py_gone_tstate = 0;
     for (RunStack& r : s.run_stacks) r = RunStack();
@@ -420,6 +427,7 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     call_read = true;
     // Blocked at the previous look and runnable now: it was blocked first (below), not waiting.
     if (runnable && !was_blocked && !last && s.deferred < kMaxDeferredLooks) {
+      s.steady = false;
       s.deferred_at[s.deferred++] = reading;  // decided at a later look
       return true;
     }
@@ -652,21 +660,37 @@ uint64_t NextLookNs() {
   return g_sampler.next_look == 0 ? NowNs() : g_sampler.next_look;
 }
 
+// Looks fall on a grid of periods (a late look does not shift the ones after it). A thread is
+// looked at on the grid's next tick, or, while it is steady (its last look was at least the third
+// of one run: blocked in one call, computing, waiting for a CPU), on the next tick of even index,
+// as every steady thread: the writer then wakes half as often, and a thread that changes is seen
+// at the next even tick, its next looks at every tick again. (On a 2-core VM each timed wake
+// costs the writer 15-20 us of CPU: at 200 Hz, 0.4% of a core before any look.)
 void Look(uint64_t now) {
   if (!g_sampler.started.load(std::memory_order_acquire)) return;
   if (now < g_sampler.next_look) return;
-  // The next look one period after this one's schedule (not after now: a late look does not
-  // shift the ones after it), but never in the past.
-  g_sampler.next_look = g_sampler.next_look == 0 ? now + g_sampler.period_ns
-                                                 : g_sampler.next_look + g_sampler.period_ns;
-  if (g_sampler.next_look <= now) g_sampler.next_look = now + g_sampler.period_ns;
+  const uint64_t period = g_sampler.period_ns;
+  if (g_sampler.next_look == 0) g_sampler.grid0 = now;
+  // The grid's next tick after now.
+  const uint64_t tick = g_sampler.grid0 + ((now - g_sampler.grid0) / period + 1) * period;
+  const uint64_t even_tick = ((tick - g_sampler.grid0) / period) % 2 == 0 ? tick : tick + period;
+  // A thread is due at a tick a little ahead of now too: the writer's waits end a little early or
+  // late, and a look skipped for that would come a whole period late.
+  const uint64_t slack = period / 8;
+  uint64_t next = UINT64_MAX;
   const uint32_t used = g_sampler.used.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < used; ++i) {
     Slot& s = g_sampler.slots[i];
     const uint32_t tid = s.tid.load(std::memory_order_acquire);
     if (tid == 0) continue;
+    if (s.open_tid == tid && s.due_ns > now + slack) {
+      next = std::min(next, s.due_ns);
+      continue;
+    }
     if (LookAt(s, tid, now)) {
       LookAtPython(s, tid, now);
+      s.due_ns = s.steady ? even_tick : tick;
+      next = std::min(next, s.due_ns);
     } else {  // the thread ended: its slot is free again
       LookAtExit(s, tid);
       EndRun(s);
@@ -678,9 +702,12 @@ void Look(uint64_t now) {
       s.joined_cpu.store(0, std::memory_order_relaxed);
       s.exited_ns.store(0, std::memory_order_relaxed);
       s.exited_cpu.store(0, std::memory_order_relaxed);
+      s.due_ns = 0;
       s.tid.store(0, std::memory_order_release);
     }
   }
+  // A thread that joins meanwhile waits for the next tick with a thread due (two periods at most).
+  g_sampler.next_look = next == UINT64_MAX ? tick : next;
 }
 
 void EndRuns(bool careful) {
@@ -732,6 +759,8 @@ void ResetInChild() {
     s.py_next_ns = 0;
     s.py_gone_tstate = 0;
     for (RunStack& r : s.run_stacks) r = RunStack();
+    s.due_ns = 0;
+    s.steady = false;
     s.open_tid = 0;
     s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
     s.kind = kNone;
