@@ -3,10 +3,11 @@
 # GPU, then for SECONDS compute in pure Python for 0.5 ms and sleep for 4.5 ms, again and again. The
 # sampler reads their Python frames at looks that find them computing. Usage:
 #   sampled_threads.py THREADS SECONDS
-# Prints one line: "sampled_threads THREADS WALL_NS CPU_NS WRITER_NS" (the timed part: wall time,
-# the process's CPU time, all threads, so the recorder's writer, which samples, counts; and the
-# writer thread's own CPU time, "idlescope-wr", from its schedstat: the sampler's cost without the
-# noise of four Python threads contending for the GIL; 0 without a writer).
+# Prints one line: "sampled_threads THREADS WALL_NS CPU_NS WRITER_NS WRITER_WAKES" (the timed part:
+# wall time, the process's CPU time, all threads, so the recorder's writer, which samples, counts;
+# the writer thread's own CPU time, "idlescope-wr", from its schedstat: the sampler's cost without
+# the noise of four Python threads contending for the GIL; and how many times the writer woke; 0
+# without a writer).
 import ctypes
 import os
 import sys
@@ -29,18 +30,23 @@ def feeder(cudart, start, seconds):
         time.sleep(0.0045)
 
 
-def writer_cpu_ns():
-    """The CPU time of the recorder's writer thread so far (schedstat's first field), or 0."""
+def writer_figures():
+    """The recorder's writer thread's CPU time so far (schedstat's first field) and its count of
+    wakes (voluntary context switches: each is a wait that ended), or (0, 0)."""
     for tid in os.listdir("/proc/self/task"):
         try:
             with open("/proc/self/task/%s/comm" % tid) as f:
                 if f.read().strip() != "idlescope-wr":
                     continue
             with open("/proc/self/task/%s/schedstat" % tid) as f:
-                return int(f.read().split()[0])
+                cpu = int(f.read().split()[0])
+            with open("/proc/self/task/%s/status" % tid) as f:
+                wakes = [int(line.split()[1]) for line in f
+                         if line.startswith("voluntary_ctxt_switches:")][0]
+            return cpu, wakes
         except OSError:
             continue
-    return 0
+    return 0, 0
 
 
 def main():
@@ -53,12 +59,13 @@ def main():
     for w in workers:
         w.start()
     start.wait()
-    wall0, cpu0, writer0 = time.monotonic_ns(), time.process_time_ns(), writer_cpu_ns()
+    wall0, cpu0, writer0 = time.monotonic_ns(), time.process_time_ns(), writer_figures()
     for w in workers:
         w.join()
-    print("sampled_threads %d %d %d %d" % (threads, time.monotonic_ns() - wall0,
-                                           time.process_time_ns() - cpu0,
-                                           writer_cpu_ns() - writer0))
+    writer = writer_figures()
+    print("sampled_threads %d %d %d %d %d" % (threads, time.monotonic_ns() - wall0,
+                                              time.process_time_ns() - cpu0,
+                                              writer[0] - writer0[0], writer[1] - writer0[1]))
 
 
 if __name__ == "__main__":

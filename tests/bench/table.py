@@ -656,7 +656,7 @@ class Bench:
                 env = self.traced_env(self.fresh("sampler-py-trace"), **configs[name])
                 stdout = timed([python, script, str(threads), str(seconds)], env=env,
                                timeout=120)[1]
-                _, _, wall, _, writer = stdout.split()
+                _, _, wall, _, writer, _ = stdout.split()
                 got[name] = (int(wall), int(writer))
             wall = sum(w for w, _ in got.values()) / len(got)
             sampler.append((got["frames"][1] - got["off"][1]) / wall * 100)
