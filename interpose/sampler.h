@@ -2,7 +2,8 @@
 // (docs/architecture.md, "The sampler"). No signal is ever sent: the writer thread, whose every
 // signal is blocked and whose descriptor table is its own, looks at each such thread through
 // /proc/self/task/TID/{schedstat,stat,syscall}, files it keeps open and re-reads with pread, at
-// IDLESCOPE_SAMPLE_HZ (default 200). A look measures the time since the previous one exactly
+// IDLESCOPE_SAMPLE_HZ (default 200; a thread whose looks keep making one run at half that, Look).
+// A look measures the time since the previous one exactly
 // (schedstat's CPU time and time runnable but waiting for a CPU); the rest of the interval the
 // thread was blocked, and then the look reads which system call it is in and on which descriptor.
 // Looks that find the same state make one run, recorded as one THREAD_SAMPLE event in the
