@@ -647,7 +647,7 @@ class Bench:
         configs = {"frames": {"IDLESCOPE_SAMPLE_HZ": "200"},
                    "no frames": {"IDLESCOPE_SAMPLE_HZ": "200", "IDLESCOPE_SAMPLE_PYTHON_HZ": "0"},
                    "off": {"IDLESCOPE_SAMPLE_HZ": "0"}}
-        sampler, frames = [], []
+        sampler, frames, wakes = [], [], []
         for _ in range(reps):
             order = list(configs)
             self.rng.shuffle(order)
@@ -656,16 +656,18 @@ class Bench:
                 env = self.traced_env(self.fresh("sampler-py-trace"), **configs[name])
                 stdout = timed([python, script, str(threads), str(seconds)], env=env,
                                timeout=120)[1]
-                _, _, wall, _, writer, _ = stdout.split()
-                got[name] = (int(wall), int(writer))
-            wall = sum(w for w, _ in got.values()) / len(got)
+                _, _, wall, _, writer, writer_wakes = stdout.split()
+                got[name] = (int(wall), int(writer), int(writer_wakes))
+            wall = sum(w for w, _, _ in got.values()) / len(got)
             sampler.append((got["frames"][1] - got["off"][1]) / wall * 100)
             frames.append((got["frames"][1] - got["no frames"][1]) / wall * 100)
+            wakes.append(got["frames"][2] / (got["frames"][0] / 1e9))
         pct = median(sampler)
         row("sampler", "%d Python threads, frames read (IDLESCOPE_SAMPLE_PYTHON_HZ=50)" % threads,
             "%.2f%% of a core" % pct,
             "writer CPU vs sampling off; of which reading frames: %.2f%% (vs "
-            "IDLESCOPE_SAMPLE_PYTHON_HZ=0)" % median(frames),
+            "IDLESCOPE_SAMPLE_PYTHON_HZ=0); the writer woke %.0f times a second"
+            % (median(frames), median(wakes)),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
     def generated(self, gen, name, events):
