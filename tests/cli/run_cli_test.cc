@@ -295,6 +295,30 @@ TEST_F(RunCliTest, UnwritableOutputDirectoryIsOneLineBeforeTheJob) {
   EXPECT_NE(r.err.find("cannot create trace files in /proc/"), std::string::npos) << r.err;
 }
 
+// A directory `run` makes is not probed with a file (its inode proved the file system takes
+// files), but its mode still counts: a umask that takes the owner's write bit leaves a directory
+// only root can fill. As root the traces are there; as anyone else it is one line before the job.
+TEST_F(RunCliTest, ANewOutputDirectoryUnderAStrictUmaskIsProbed) {
+  ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
+  const std::string out = dir_ + "/strict";
+  const mode_t was = umask(0277);
+  ProcessResult r =
+      RunProcess({IDLESCOPE_BIN, "run", "-q", "-o", out, "--", FORK_EXEC_PROG, "--exit", "0"},
+                 {"IDLESCOPE_LIB="});
+  umask(was);
+  chmod(out.c_str(), 0700);  // so that the fixture can remove it
+  if (geteuid() == 0) {
+    EXPECT_EQ(r.wait_status, 0) << DescribeWaitStatus(r.wait_status) << r.err;
+    auto files = ListTraceFiles(out);
+    ASSERT_TRUE(files.ok()) << files.status();
+    EXPECT_EQ(files->size(), 4u) << r.err;
+  } else {
+    EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 125)
+        << DescribeWaitStatus(r.wait_status) << r.err;
+    EXPECT_NE(r.err.find("cannot create trace files in"), std::string::npos) << r.err;
+  }
+}
+
 // Without the wrapper the job's first process says it once, at start; its children say nothing.
 TEST_F(RunCliTest, BadOutputDirectoryUnderPlainPreloadIsOneLinePerJob) {
   ASSERT_TRUE(Exists(IDLESCOPE_PRELOAD_LIB)) << IDLESCOPE_PRELOAD_LIB << " is not built";
