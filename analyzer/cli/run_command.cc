@@ -657,17 +657,28 @@ int RunCommand(int argc, char** argv) {
     return kExitOwnError;
   }
   std::fflush(nullptr);
+  // The forwarded signals wait until the child's pid is known to the handler: one that came
+  // between fork() and that store was dropped (the handler had no child), and the command waited
+  // for a signal it never got (a busy machine can leave the parent unscheduled that long while
+  // the child execs and starts).
+  sigset_t forwarded, mask;
+  sigemptyset(&forwarded);
+  for (int sig : kForwardedSignals) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &mask);
   const pid_t child = fork();
   if (child < 0) {
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
     PrintError("run", absl::StrCat("fork: ", std::strerror(errno)));
     return kExitOwnError;
   }
   if (child == 0) {
     close(exec_pipe[0]);
-    // The command gets the dispositions idlescope was started with (execve keeps SIG_IGN).
+    // The command gets the dispositions and the mask idlescope was started with (execve keeps
+    // SIG_IGN and the mask).
     for (size_t s = 0; s < std::size(kForwardedSignals); ++s) {
       sigaction(kForwardedSignals[s], &saved[s], nullptr);
     }
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
     if (traced) {
       setenv("IDLESCOPE_OUT", abs_dir.c_str(), 1);
       setenv("LD_PRELOAD", preload.c_str(), 1);
@@ -683,6 +694,7 @@ int RunCommand(int argc, char** argv) {
     _exit(err == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   g_child.store(child, std::memory_order_relaxed);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);  // a signal that came meanwhile is forwarded now
   // Our own lines to a stderr whose reader has gone must fail, not kill us: the command's exit
   // status is still to be passed on. (Set here, after the fork: the command keeps SIGPIPE's
   // disposition.)

@@ -122,6 +122,48 @@ TEST_F(RunCliTest, SignalsSentToRunReachTheCommand) {
   }
 }
 
+// A signal that reaches `run` after fork() and before the parent knows the child's pid is
+// forwarded once it does (it was dropped: the command waited for it in vain, seen on a loaded
+// machine). strace holds the parent in fork's return for a second, where strace is installed.
+TEST_F(RunCliTest, ASignalRightAfterForkIsForwarded) {
+  if (access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/strace";
+  const std::string pid_file = dir_ + "/pid";
+  pid_t strace = testing::StartProcess(
+      {"/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=clone,clone3,fork,vfork",
+       "-e", "inject=clone,clone3,fork,vfork:delay_exit=1000000", IDLESCOPE_BIN, "run", "-q", "-o",
+       dir_, "--", FORK_EXEC_PROG, "--wait-signal", pid_file},
+      {std::string("IDLESCOPE_LIB=") + PRELOAD_PROBE}, dir_ + "/stdout", dir_ + "/stderr");
+  int pid = 0;
+  // A failed check leaves nothing behind waiting for its signal.
+  struct Reap {
+    pid_t& strace;
+    int& command;
+    ~Reap() {
+      if (command > 0) kill(command, SIGKILL);
+      if (strace > 0 && waitpid(strace, nullptr, WNOHANG) == 0) kill(strace, SIGKILL);
+    }
+  } reap{strace, pid};
+  for (int i = 0; i < 600 && pid <= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pid = atoi(ReadFileOrEmpty(pid_file).c_str());
+  }
+  ASSERT_GT(pid, 0) << ReadFileOrEmpty(dir_ + "/stderr");
+  // The command's parent is `run`, still held in fork's return.
+  const std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  ASSERT_NE(paren, std::string::npos) << stat;
+  pid_t run = 0;
+  ASSERT_EQ(sscanf(stat.c_str() + paren + 2, "%*c %d", &run), 1) << stat;
+  ASSERT_EQ(kill(run, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(strace, &status, 0), strace);
+  strace = pid = 0;
+  // strace ends as its tracee did: killed by SIGTERM (or, where it cannot, 128 + SIGTERM).
+  EXPECT_TRUE((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) ||
+              (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM))
+      << DescribeWaitStatus(status) << ReadFileOrEmpty(dir_ + "/stderr");
+}
+
 // A probe that passed is kept (run_command.cc, "The probe's verdict, kept"): the next `run` with
 // the same library, system and environment starts the job without one; another IDLESCOPE_*
 // setting is another key. Whether a probe ran is told by strace (the probe execs /bin/true, the
