@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "interpose/interned_strings.h"
+#include "interpose/packet_compressor.h"
 #include "interpose/queues.h"
 #include "interpose/recorder_internal.h"
 #include "interpose/rings.h"
@@ -50,6 +51,7 @@ struct FlushState {
   Totals totals;                             // of the current file
   uint64_t sampler_seq = 0;                  // the sampler's batches in the current file
   std::atomic<bool> ends_on_signal{false};   // AnnounceEndOnSignal
+  PacketCompressor compressor;               // format v4; kept by a forked child (its header)
 };
 static_assert(std::is_trivially_destructible_v<FlushState>);
 constinit FlushState g_flush;
@@ -241,19 +243,23 @@ void FlushLocked(bool final) {
   sym.TakeNewModules(&modules, /*loader_free=*/TakesCare());
   strings::TakeUnwritten(&interned);
 
+  // DeviceInfo packets first, never compressed: the end of a file is learnt from its framing
+  // alone (analyzer/read/file_end.h), whether the process drove a GPU included. They use no id.
   wire::Buffer out;
-  if (!interned.empty()) trace::WriteInternedPacket(out, interned, *g_flush.prefixes);
+  for (const RawDeviceInfo& d : queued.devices) trace::WriteDevicePacket(out, d);
+  wire::Buffer packets;
+  if (!interned.empty()) trace::WriteInternedPacket(packets, interned, *g_flush.prefixes);
   if (!modules.empty()) {
-    trace::PacketScope p(out, trace::kModules);
+    trace::PacketScope p(packets, trace::kModules);
     for (const trace::Module& m : modules) {
-      size_t t = out.BeginNested(trace::kModuleMapModuleField);
-      trace::EncodeModule(out, m);
-      out.EndNested(t);
+      size_t t = packets.BeginNested(trace::kModuleMapModuleField);
+      trace::EncodeModule(packets, m);
+      packets.EndNested(t);
     }
   }
-  for (const RawDeviceInfo& d : queued.devices) trace::WriteDevicePacket(out, d);
-  for (const trace::Notice& notice : queued.notices) trace::WriteNoticePacket(out, notice);
-  out.Raw(body.data(), body.size());
+  for (const trace::Notice& notice : queued.notices) trace::WriteNoticePacket(packets, notice);
+  packets.Raw(body.data(), body.size());
+  g_flush.compressor.Append(packets.data(), packets.size(), &out);
   trace_file::Write(out);
 }
 

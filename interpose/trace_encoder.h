@@ -17,7 +17,7 @@
 namespace idlescope::trace {
 
 // The format version the recorder writes (Header.format_version; proto/trace.proto "Versions").
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 
 // Field numbers of Packet's oneof (trace.proto).
 enum PacketField : uint32_t {
@@ -29,6 +29,7 @@ enum PacketField : uint32_t {
   kModules = 6,
   kNotice = 7,
   kFooter = 8,
+  kCompressed = 9,
 };
 
 enum Origin : uint32_t { kOriginPreload = 1, kOriginFork = 2, kOriginInjection = 3 };

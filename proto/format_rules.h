@@ -1,5 +1,5 @@
-// The choices a writer of format v3 makes (proto/trace.proto, "Versions"), in one place for both
-// writers: the recorder's hand encoder (interpose/trace_encoder.cc) and FormatCompactor
+// The choices a writer of formats v3 and v4 makes (proto/trace.proto, "Versions"), in one place
+// for both writers: the recorder's hand encoder (interpose/trace_encoder.cc) and FormatCompactor
 // (analyzer/trace/trace_format.cc), whose bytes a test compares (tests/interpose/wire_test.cc).
 // Plain C++ and the standard library only: the preload library includes it too.
 #pragma once
@@ -72,5 +72,48 @@ class PathPrefixes {
   // directory -> a string that starts with it
   std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> dirs_;
 };
+
+// v4: which packets a writer compresses together (the recorder: those of one flush, but for
+// its DeviceInfo packets) and how. Packets below kCompressMinBytes together are written as they
+// are: a frame costs its header (about 20 bytes), and what a small flush repeats (a thread's few
+// events) zstd hardly shrinks. A frame holds whole packets of at most kCompressMaxFrameInput
+// bytes together, or one larger packet: that bounds the writer's output buffer and what a reader
+// holds for one frame. Level 1 and a window of 128 KB: docs/architecture.md, "Trace format", has
+// the sizes and CPU costs that chose them.
+inline constexpr size_t kCompressMinBytes = 2048;
+inline constexpr size_t kCompressMaxFrameInput = 1 << 20;
+inline constexpr int kZstdLevel = 1;
+inline constexpr int kZstdWindowLog = 17;
+// Compressed.zstd's field number.
+inline constexpr uint32_t kCompressedZstdField = 1;
+// The most bytes a Compressed packet's framing takes before its frame: Trace.packet's tag and
+// length, Packet.compressed's, Compressed.zstd's.
+inline constexpr size_t kCompressedFramingBytes = 3 * (1 + 5);
+
+// Where the first frame's input ends in `packets` (whole Trace.packet fields): after the first
+// packets that make at most kCompressMaxFrameInput bytes, at least one. Past a framing that does
+// not parse (no writer makes one), the rest is one input.
+inline size_t CompressedFrameInputEnd(const uint8_t* packets, size_t size) {
+  size_t end = 0;
+  while (end < size) {
+    size_t at = end + 1;  // past the tag
+    uint64_t length = 0;
+    for (int shift = 0; at < size && shift < 64; shift += 7) {
+      const uint8_t byte = packets[at++];
+      length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    const size_t next = length <= size - at ? at + length : size;
+    if (end > 0 && next > kCompressMaxFrameInput) break;
+    end = next;
+  }
+  return end;
+}
+
+// A frame of `frame_bytes` for `input_bytes` of packets is written only when it is smaller,
+// framing included.
+inline bool CompressedFrameGains(size_t frame_bytes, size_t input_bytes) {
+  return frame_bytes + kCompressedFramingBytes < input_bytes;
+}
 
 }  // namespace idlescope::format

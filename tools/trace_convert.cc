@@ -1,9 +1,10 @@
 // trace_convert: rewrites an idlescope trace in another format version (proto/trace.proto,
 // "Versions"), e.g. a v1 trace in v2 to see what v2 saves on it, or a v2 trace in v1 for a tool
 // that reads only v1. The events are the same (the reader expands v2 into v1's shape; v2 is
-// written by FormatCompactor, as the recorder would write it); packet boundaries are kept.
+// written by FormatCompactor, as the recorder would write it); packet boundaries are kept. v4's
+// Compressed packets hold the packets of one flush each, as the recorder's (FlushCompressor).
 //
-//   trace_convert [--format 1|2|3] IN OUT     (default: --format 3)
+//   trace_convert [--format 1|2|3|4] IN OUT     (default: --format 4)
 //
 // Prints the sizes of both files and where the bytes are, per packet kind. A cut or corrupt input
 // is converted up to its last good packet (said on stderr); the output then has no footer either.
@@ -17,10 +18,12 @@
 #include <string>
 #include <string_view>
 
+#include "analyzer/trace/compressed_packets.h"
 #include "analyzer/trace/trace_format.h"
 #include "analyzer/trace/trace_reader.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace idlescope {
 namespace {
@@ -43,6 +46,8 @@ const char* KindName(Packet::DataCase kind) {
       return "notices";
     case Packet::kFooter:
       return "footer";
+    case Packet::kCompressed:
+      return "compressed";
     case Packet::DATA_NOT_SET:
       break;
   }
@@ -54,27 +59,63 @@ struct Sizes {
   uint64_t total = 0;
 };
 
+// Writes packets, in format v4 compressed by the recorder's flushes (FlushCompressor).
 class Writer {
  public:
-  explicit Writer(int fd) : stream_(fd) {}
-  // Flushes and closes the file; false on a write error.
-  bool Close() { return stream_.Close(); }
+  Writer(int fd, uint32_t format) : stream_(fd), compress_(format >= kTraceFormatV4) {}
+  // Writes what is held back, flushes and closes the file; false on a write error.
+  bool Close() {
+    std::string bytes;
+    compressor_.Finish(&bytes);
+    Emit(bytes);
+    return stream_.Close();
+  }
 
   void Write(const Packet& p) {
-    google::protobuf::io::CodedOutputStream out(&stream_);
-    const size_t size = p.ByteSizeLong();
-    out.WriteVarint32(0x0a);  // Trace.packet, length-delimited
-    out.WriteVarint64(size);
-    p.SerializeWithCachedSizes(&out);
-    const uint64_t framed = 1 + google::protobuf::io::CodedOutputStream::VarintSize64(size) + size;
-    sizes.bytes[p.data_case()] += framed;
-    sizes.total += framed;
+    std::string framed;
+    google::protobuf::io::StringOutputStream string_stream(&framed);
+    {
+      google::protobuf::io::CodedOutputStream out(&string_stream);
+      out.WriteVarint32(0x0a);  // Trace.packet, length-delimited
+      out.WriteVarint64(p.ByteSizeLong());
+      p.SerializeWithCachedSizes(&out);
+    }
+    if (!compress_) {
+      Emit(framed);
+      return;
+    }
+    std::string bytes;
+    compressor_.Add(p.data_case(), framed, &bytes);
+    Emit(bytes);
   }
 
   Sizes sizes;
 
  private:
+  // Writes whole packets (ours: their framing is sound), counted by kind: their Packet's first
+  // field, the oneof member.
+  void Emit(std::string_view bytes) {
+    google::protobuf::io::CodedOutputStream out(&stream_);
+    out.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+    size_t at = 0;
+    while (at < bytes.size()) {
+      const size_t start = at++;  // Trace.packet's tag
+      uint64_t length = 0;
+      for (int shift = 0;; shift += 7) {
+        const uint8_t byte = static_cast<uint8_t>(bytes[at++]);
+        length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) break;
+      }
+      const int field = length > 0 ? static_cast<uint8_t>(bytes[at]) >> 3 : 0;
+      at += length;
+      sizes.bytes[static_cast<Packet::DataCase>(field)] += at - start;
+      sizes.total += at - start;
+    }
+  }
+
   google::protobuf::io::FileOutputStream stream_;
+  const bool compress_;
+  FlushCompressor compressor_;
 };
 
 void PrintSizes(const char* label, const std::string& path, uint32_t version, const Sizes& s,
@@ -115,7 +156,7 @@ int Main(int argc, char** argv) {
     }
   }
   if (in.empty() || out.empty() || format < kTraceFormatV1 || format > kTraceFormatVersion) {
-    std::fprintf(stderr, "usage: trace_convert [--format 1|2|3] IN OUT\n");
+    std::fprintf(stderr, "usage: trace_convert [--format 1|2|3|4] IN OUT\n");
     return 2;
   }
   auto reader = TraceFileReader::Open(in);
@@ -131,7 +172,7 @@ int Main(int argc, char** argv) {
   Sizes in_sizes;
   uint64_t events = 0, activities = 0;
   {
-    Writer writer(fd);
+    Writer writer(fd, format);
     FormatCompactor compactor(format);
     Packet p;
     *p.mutable_header() = (*reader)->header();
@@ -140,8 +181,10 @@ int Main(int argc, char** argv) {
     uint64_t offset = (*reader)->stats().good_end_offset;
     in_sizes.bytes[Packet::kHeader] = offset;
     while ((*reader)->Next(&p)) {
+      // A Compressed packet's bytes count once its last packet is read.
       const uint64_t end = (*reader)->stats().good_end_offset;
-      in_sizes.bytes[p.data_case()] += end - offset;
+      in_sizes.bytes[(*reader)->last_packet_compressed() ? Packet::kCompressed : p.data_case()] +=
+          end - offset;
       offset = end;
       if (p.has_events()) events += static_cast<uint64_t>(p.events().events_size());
       if (p.has_gpu()) activities += static_cast<uint64_t>(p.gpu().activities_size());

@@ -155,6 +155,10 @@ class Dumper {
   void PrintPacket(uint64_t index, const idlescope::Packet& p) {
     out_.clear();
     absl::StrAppendFormat(&out_, "packet %d @%d: ", index, reader_.last_packet_offset());
+    if (reader_.last_packet_compressed()) {
+      ++in_compressed_;
+      absl::StrAppend(&out_, "(compressed) ");
+    }
     switch (p.data_case()) {
       case idlescope::Packet::kHeader:
         ++headers_;
@@ -196,6 +200,7 @@ class Dumper {
           absl::StrAppend(&out_, "  end: ", SignedSecondsExact(Rel(p.footer().end_ns())), "\n");
         }
         break;
+      case idlescope::Packet::kCompressed:  // never: the reader hands out what it holds
       case idlescope::Packet::DATA_NOT_SET:
         ++other_;
         absl::StrAppend(&out_, "unknown packet type (written by a newer idlescope?)\n");
@@ -224,6 +229,10 @@ class Dumper {
                             ": %d of the events were launches stored in %d launch runs, %d of the "
                             "gpu activities kernels stored in %d kernel runs",
                             s.run_launches, s.launch_runs, s.run_kernels, s.kernel_runs);
+    }
+    if (reader_.format_version() >= 4) {
+      absl::StrAppendFormat(&out_, "; %d of the packets were in %d compressed packets",
+                            in_compressed_, s.compressed_packets);
     }
     absl::StrAppend(&out_, "\n");
     if (s.skipped_trace_fields != 0) {
@@ -394,7 +403,7 @@ class Dumper {
   std::string out_;
   int64_t clock_ns_ = 0;
   uint64_t headers_ = 1, interned_ = 0, event_batches_ = 0, gpu_batches_ = 0, notices_ = 0,
-           footers_ = 0, devices_ = 0, modules_ = 0, other_ = 0;
+           footers_ = 0, devices_ = 0, modules_ = 0, other_ = 0, in_compressed_ = 0;
   uint64_t events_count_ = 0, activities_count_ = 0, events_dropped_ = 0, gpu_dropped_ = 0;
   uint64_t runs_seen_ = 0, run_launches_seen_ = 0, kernel_runs_seen_ = 0, kernels_seen_ = 0;
 };

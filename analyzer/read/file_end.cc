@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "analyzer/trace/compressed_packets.h"
 #include "analyzer/trace/trace_format.h"
 #include "analyzer/trace/trace_reader.h"
 
@@ -23,7 +26,9 @@ struct Framed {
 };
 
 // Batches decoded from the end of a file without a footer, for its latest time: the writer
-// flushes every thread's batches together, so the last flush is among the last few packets.
+// flushes every thread's batches together, so the last flush is among the last few packets (v4:
+// in the last Compressed packet or two, which are counted as batches: all but the footer and
+// DeviceInfo packets may be in them, and those two never are).
 constexpr size_t kLastBatches = 32;
 
 // Times far from overflow whatever a corrupt file says (as the reader's RecordTimes).
@@ -60,7 +65,7 @@ class FileEndReader {
       Framed f{offset + at, length, at < static_cast<size_t>(got) ? uint32_t{prefix[at]} >> 3 : 0};
       if (f.field == Packet::kHeader && header.length == 0) header = f;
       if (f.field == Packet::kDevice) end.drove_gpu = true;
-      if (f.field == Packet::kEvents || f.field == Packet::kGpu) {
+      if (f.field == Packet::kEvents || f.field == Packet::kGpu || f.field == Packet::kCompressed) {
         batches.push_back(f);
         if (batches.size() > kLastBatches) batches.pop_front();
       }
@@ -78,25 +83,12 @@ class FileEndReader {
     }
     // The PROC_EXIT (its stack) is in the last flush; without a footer, the latest time too.
     bool exit_found = false;
+    std::vector<Packet> decoded;  // of one framed packet, in file order
     for (auto it = batches.rbegin(); it != batches.rend(); ++it) {
-      std::string error;
-      if (!Decode(*it, &packet) || !expander.Expand(&packet, &error)) continue;
-      if (packet.has_events()) {
-        uint64_t t = 0;
-        for (const Event& ev : packet.events().events()) {
-          t += static_cast<uint64_t>(ev.ts());
-          if (!end.footer()) end.at = std::max(end.at, Clamp(t + std::min(ev.dur(), kMaxDur)));
-          if (ev.type() == PROC_EXIT && !exit_found) {
-            end.stack = ev.stack();
-            exit_found = true;
-          }
-        }
-      } else if (packet.has_gpu() && !end.footer()) {
-        uint64_t t = 0;
-        for (const GpuActivity& a : packet.gpu().activities()) {
-          t += static_cast<uint64_t>(a.start());
-          end.at = std::max(end.at, Clamp(t + std::min(a.dur(), kMaxDur)));
-        }
+      if (!DecodeBatches(*it, &decoded)) continue;
+      for (auto p = decoded.rbegin(); p != decoded.rend(); ++p) {
+        Take(*p, expander, &end, &exit_found);
+        if (exit_found && end.footer()) break;
       }
       if (exit_found && end.footer()) break;
     }
@@ -104,6 +96,30 @@ class FileEndReader {
   }
 
  private:
+  // What a batch says of the end: the PROC_EXIT's stack (the latest batch's), and without a
+  // footer the latest time.
+  static void Take(Packet& packet, FormatExpander& expander, ProcessEnd* end, bool* exit_found) {
+    std::string error;
+    if (!expander.Expand(&packet, &error)) return;
+    if (packet.has_events()) {
+      uint64_t t = 0;
+      for (const Event& ev : packet.events().events()) {
+        t += static_cast<uint64_t>(ev.ts());
+        if (!end->footer()) end->at = std::max(end->at, Clamp(t + std::min(ev.dur(), kMaxDur)));
+        if (ev.type() == PROC_EXIT && !*exit_found) {
+          end->stack = ev.stack();
+          *exit_found = true;
+        }
+      }
+    } else if (packet.has_gpu() && !end->footer()) {
+      uint64_t t = 0;
+      for (const GpuActivity& a : packet.gpu().activities()) {
+        t += static_cast<uint64_t>(a.start());
+        end->at = std::max(end->at, Clamp(t + std::min(a.dur(), kMaxDur)));
+      }
+    }
+  }
+
   bool Decode(const Framed& f, Packet* packet) {
     bytes_.resize(f.length);
     if (pread(fd_, bytes_.data(), f.length, static_cast<off_t>(f.offset)) !=
@@ -113,8 +129,27 @@ class FileEndReader {
     return packet->ParseFromString(bytes_);
   }
 
+  // The batches of framed packet `f` into *batches, in file order: the packet itself, or those a
+  // Compressed packet holds. False where it does not decode (a corrupt frame: nothing from it).
+  bool DecodeBatches(const Framed& f, std::vector<Packet>* batches) {
+    batches->resize(1);
+    if (!Decode(f, &batches->front())) return false;
+    if (!batches->front().has_compressed()) return true;
+    std::string error;
+    if (!inflater_.Inflate(batches->front().compressed().zstd(), &error)) return false;
+    batches->clear();
+    while (inflater_.pending()) {
+      const std::string_view bytes = inflater_.Next();
+      Packet inner;
+      if (!inner.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+      if (inner.has_events() || inner.has_gpu()) batches->push_back(std::move(inner));
+    }
+    return true;
+  }
+
   int fd_;
   std::string bytes_;
+  PacketInflater inflater_;
 };
 
 }  // namespace

@@ -94,6 +94,9 @@ void ForEachMessage(const Packet& packet, F&& f) {
     case Packet::kFooter:
       f(packet.footer());
       break;
+    case Packet::kCompressed:
+      f(packet.compressed());
+      break;
     case Packet::DATA_NOT_SET:
       break;
   }
@@ -172,8 +175,14 @@ TraceFileReader::~TraceFileReader() {
 
 void TraceFileReader::Suspend() {
   if (fd_ < 0) return;
-  // Go on from the first byte not consumed; what was read ahead is read again.
-  buf_offset_ += pos_;
+  // Go on from the first byte not consumed; what was read ahead is read again. In a Compressed
+  // packet: from that packet, whose frame is decompressed again (its packets are not kept).
+  if (inflated_.pending()) {
+    buf_offset_ = inflated_offset_;
+    inflated_skip_ = inflated_taken_;
+  } else {
+    buf_offset_ += pos_;
+  }
   pos_ = end_ = 0;
   eof_ = false;
   Release();
@@ -183,6 +192,7 @@ void TraceFileReader::Release() {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   decltype(buf_)().swap(buf_);
+  inflated_.Release();
   // libprotobuf keeps the cleared elements of a repeated field for reuse: a batch's worth.
   own_pool_ = BatchPool();
 }
@@ -360,6 +370,7 @@ void TraceFileReader::StopAt(TailProblem problem, std::string detail) {
 }
 
 bool TraceFileReader::ReadPacket(Packet* packet) {
+  if (inflated_.pending()) return ReadInflatedPacket(packet);
   while (!done_) {
     Fill(kMaxFramingBytes);
     if (done_) return false;  // read error
@@ -437,6 +448,15 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
     }
     // Counted before expansion: a v2 run's own messages disappear in it.
     const uint64_t unknown = CountUnknownFields(*packet);
+    if (packet->has_compressed()) {
+      stats_.unknown_fields += unknown;
+      if (!Inflate(*packet, offset, total)) return false;
+      pos_ += total;
+      if (inflated_.pending()) return ReadInflatedPacket(packet);
+      ++stats_.compressed_packets;  // a frame of no packets
+      Count(*packet, 0, offset + total, total);
+      continue;
+    }
     std::string error;
     if (!expander_.Expand(packet, &error)) {
       StopAt(TailProblem::kUnparseablePacket,
@@ -445,19 +465,70 @@ bool TraceFileReader::ReadPacket(Packet* packet) {
     }
     pos_ += total;
     last_packet_offset_ = offset;
-    stats_.bytes_read += total;
-    stats_.good_end_offset = offset + total;
+    last_packet_compressed_ = false;
     ++stats_.packets;
-    stats_.unknown_fields += unknown;
-    stats_.launch_runs = expander_.launch_runs();
-    stats_.run_launches = expander_.run_launches();
-    stats_.kernel_runs = expander_.kernel_runs();
-    stats_.run_kernels = expander_.run_kernels();
-    stats_.undefined_comm_ids = expander_.undefined_comm_ids();
-    if (packet->data_case() == Packet::kFooter) stats_.footer_seen = true;
+    Count(*packet, unknown, offset + total, total);
     return true;
   }
   return false;
+}
+
+bool TraceFileReader::Inflate(const Packet& packet, uint64_t offset, uint64_t total) {
+  std::string error;
+  if (expander_.version() < kTraceFormatV4) {
+    error = absl::StrFormat("format v%d has no compressed packets", expander_.version());
+  } else if (inflated_.Inflate(packet.compressed().zstd(), &error)) {
+    inflated_offset_ = offset;
+    inflated_bytes_ = total;
+    inflated_taken_ = 0;
+    for (; inflated_skip_ > 0 && inflated_.pending(); --inflated_skip_) {
+      inflated_.Next();
+      ++inflated_taken_;
+    }
+    return true;
+  }
+  StopAt(
+      TailProblem::kUnparseablePacket,
+      absl::StrFormat("the compressed packet of %d bytes at offset %d: %s", total, offset, error));
+  return false;
+}
+
+bool TraceFileReader::ReadInflatedPacket(Packet* packet) {
+  const std::string_view bytes = inflated_.Next();
+  const bool parsed = ParsePacket(bytes.data(), bytes.size(), packet);
+  const uint64_t unknown = parsed ? CountUnknownFields(*packet) : 0;
+  std::string error;
+  if (!parsed || packet->has_compressed() || !expander_.Expand(packet, &error)) {
+    if (error.empty()) error = parsed ? "compressed again" : "does not parse";
+    StopAt(TailProblem::kUnparseablePacket,
+           absl::StrFormat("packet %d of the compressed packet at offset %d: %s",
+                           inflated_taken_ + 1, inflated_offset_, error));
+    return false;
+  }
+  ++inflated_taken_;
+  last_packet_offset_ = inflated_offset_;
+  last_packet_compressed_ = true;
+  ++stats_.packets;
+  if (inflated_.pending()) {
+    Count(*packet, unknown, stats_.good_end_offset, 0);
+  } else {
+    ++stats_.compressed_packets;
+    Count(*packet, unknown, inflated_offset_ + inflated_bytes_, inflated_bytes_);
+  }
+  return true;
+}
+
+void TraceFileReader::Count(const Packet& packet, uint64_t unknown, uint64_t end,
+                            uint64_t framed_bytes) {
+  stats_.bytes_read += framed_bytes;
+  stats_.good_end_offset = end;
+  stats_.unknown_fields += unknown;
+  stats_.launch_runs = expander_.launch_runs();
+  stats_.run_launches = expander_.run_launches();
+  stats_.kernel_runs = expander_.kernel_runs();
+  stats_.run_kernels = expander_.run_kernels();
+  stats_.undefined_comm_ids = expander_.undefined_comm_ids();
+  if (packet.data_case() == Packet::kFooter) stats_.footer_seen = true;
 }
 
 namespace {

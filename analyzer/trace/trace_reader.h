@@ -1,4 +1,4 @@
-// Streaming reader of one idlescope trace file (proto/trace.proto, format v1 or v2).
+// Streaming reader of one idlescope trace file (proto/trace.proto, formats v1 to v4).
 //
 // A trace file is a stream of `Trace.packet` fields: tag 0x0a, varint length, Packet bytes
 // (Perfetto's framing). The reader reads the file in chunks and decodes one Packet at a time,
@@ -10,8 +10,9 @@
 // file that cannot be opened, is empty, or does not start with an idlescope Header is.
 //
 // Packets of a v2 file come out in v1's shape (analyzer/trace/trace_format.h): one Event per call,
-// absolute correlation ids, communicator hashes (KeepRuns: runs as stored). Callers never look at
-// the version.
+// absolute correlation ids, communicator hashes (KeepRuns: runs as stored). A v4 Compressed
+// packet is never handed out: the packets it holds are, one by one, as if they were in the file.
+// Callers never look at the version.
 //
 // Typical use:
 //   ASSIGN_OR_RETURN(auto reader, TraceFileReader::Open(path));
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analyzer/trace/compressed_packets.h"
 #include "analyzer/trace/trace_format.h"
 #include "trace.pb.h"
 
@@ -53,17 +55,22 @@ enum class TailProblem {
   kOversizedPacket,    // a length prefix above kMaxPacketBytes
   kBadFraming,         // bytes that are not a Trace field (wrong tag/wire type)
   kUnparseablePacket,  // a complete packet whose bytes are not a valid Packet (or a v2 batch
-                       // whose launch runs are inconsistent)
+                       // whose launch runs are inconsistent, or a v4 frame that does not
+                       // decompress into whole packets)
   kReadError,          // read(2) failed
 };
 
 struct TraceReadStats {
-  uint64_t file_bytes = 0;       // size of the file when opened (fstat), or bytes seen if larger
-  uint64_t packets = 0;          // complete packets decoded, the header included
-  uint64_t bytes_read = 0;       // bytes consumed by complete packets (framing included)
-  uint64_t good_end_offset = 0;  // file offset where the last complete packet ends
-  uint64_t dropped_bytes = 0;    // bytes after good_end_offset that were not decoded
-  uint64_t unknown_fields = 0;   // unknown fields seen (Trace, Packet and message levels)
+  uint64_t file_bytes = 0;          // size of the file when opened (fstat), or bytes seen if larger
+  uint64_t packets = 0;             // complete packets decoded, the header included (v4: those in
+                                    // Compressed packets, not the Compressed packets themselves)
+  uint64_t compressed_packets = 0;  // v4 Compressed packets whose packets were all handed out
+  // Bytes consumed by complete packets (framing included), and the file offset where the last
+  // of them ends: a Compressed packet's once its last packet was handed out.
+  uint64_t bytes_read = 0;
+  uint64_t good_end_offset = 0;
+  uint64_t dropped_bytes = 0;         // bytes after good_end_offset that were not decoded
+  uint64_t unknown_fields = 0;        // unknown fields seen (Trace, Packet and message levels)
   uint64_t skipped_trace_fields = 0;  // Trace-level fields other than `packet` (skipped)
   bool footer_seen = false;
   uint64_t launch_runs = 0;         // v2 LaunchRuns expanded into their launches
@@ -99,7 +106,7 @@ class TraceFileReader {
   // cannot open (strerror), not a regular file, empty file, "not an idlescope trace" (the first
   // packet is not a Header with magic IDLESCOPE), "trace header cut short" (every byte of the file
   // matches the start of a header, even before the magic is complete), "corrupt trace header"
-  // (the magic is there, the header does not parse), unsupported format_version (not 1 or 2).
+  // (the magic is there, the header does not parse), unsupported format_version (not 1 to 4).
   static absl::StatusOr<std::unique_ptr<TraceFileReader>> Open(
       const std::string& path, size_t chunk_bytes = kDefaultChunkBytes);
 
@@ -133,8 +140,11 @@ class TraceFileReader {
   uint32_t format_version() const { return header_.format_version(); }
   const TraceReadStats& stats() const { return stats_; }
   const std::string& path() const { return path_; }
-  // File offset of the packet most recently returned by Next() (its tag byte).
+  // File offset of the packet most recently returned by Next() (its tag byte); of the
+  // Compressed packet that held it, where one did.
   uint64_t last_packet_offset() const { return last_packet_offset_; }
+  // Whether the packet most recently returned by Next() was in a Compressed packet.
+  bool last_packet_compressed() const { return last_packet_compressed_; }
   // Bytes the reader holds for reading: the chunk size, or the packet being read when larger.
   size_t buffer_bytes() const { return buf_.capacity(); }
 
@@ -160,6 +170,15 @@ class TraceFileReader {
   // them all again for the next batch of that kind): it is released into the pool, and a batch
   // of the right kind taken from it.
   bool ParsePacket(const char* data, size_t length, Packet* packet);
+  // A Compressed packet of `total` bytes at `offset`, parsed into `packet`: its frame
+  // decompressed, and the packets a suspended read handed out already skipped. False (stopped)
+  // for a frame that is corrupt or in a file of a version without them.
+  bool Inflate(const Packet& packet, uint64_t offset, uint64_t total);
+  // The next packet of the frame Inflate took apart; false (stopped) when it is corrupt.
+  bool ReadInflatedPacket(Packet* packet);
+  // Counts a packet handed out, which ends at file offset `end`; `framed_bytes` more bytes of the
+  // file were consumed.
+  void Count(const Packet& packet, uint64_t unknown, uint64_t end, uint64_t framed_bytes);
   void StopAt(TailProblem problem, std::string detail);
 
   std::string path_;
@@ -190,6 +209,15 @@ class TraceFileReader {
   dev_t dev_ = 0;            // the file's identity, checked on resume
   ino_t ino_ = 0;
   uint64_t last_packet_offset_ = 0;
+  bool last_packet_compressed_ = false;
+  // v4: the packets of the Compressed packet being handed out, where it is in the file, and how
+  // many of its packets were handed out (a suspended read resumes at the Compressed packet and
+  // skips as many: inflated_skip_).
+  PacketInflater inflated_;
+  uint64_t inflated_offset_ = 0;
+  uint64_t inflated_bytes_ = 0;
+  uint64_t inflated_taken_ = 0;
+  uint64_t inflated_skip_ = 0;
   Header header_;
   BatchPool own_pool_;
   BatchPool* pool_ = &own_pool_;

@@ -116,8 +116,8 @@ std::vector<std::string> EventLines(const std::string& out) {
   return lines;
 }
 
-// A v3 file dumps its events exactly as the v1 file it was compacted from, and says how many
-// of them it stored as runs.
+// A v4 file dumps its events exactly as the v1 file it was compacted from, and says how many
+// of them it stored as runs, and how many packets were compressed.
 TEST_F(DumpCliTest, ACompactTraceDumpsTheSameEventsAsV1) {
   TraceBytes v1 = MakeSampleTrace();
   WriteFile(Path("v1.idlescope"), v1.bytes);
@@ -130,13 +130,14 @@ TEST_F(DumpCliTest, ACompactTraceDumpsTheSameEventsAsV1) {
   EXPECT_GE(lines.size(), 36u + 4u);  // events and GPU activities, and stack frames
   EXPECT_EQ(EventLines(r2.out), lines);
   EXPECT_NE(r1.out.find("\nformat v1\n"), std::string::npos) << r1.out;
-  EXPECT_NE(r2.out.find("format_version=3"), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("format_version=4"), std::string::npos) << r2.out;
   EXPECT_NE(r2.out.find(" launches stored in "), std::string::npos) << r2.out;
   EXPECT_NE(r2.out.find("gpu 4 activities, dropped 0 (3 kernels stored in 1 runs)"),
             std::string::npos)
       << r2.out;
-  EXPECT_NE(r2.out.find("\nformat v3: "), std::string::npos) << r2.out;
-  EXPECT_NE(r2.out.find("of the gpu activities kernels stored in 1 kernel runs\n"),
+  EXPECT_NE(r2.out.find("\nformat v4: "), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("of the gpu activities kernels stored in 1 kernel runs; 0 of the packets "
+                        "were in 0 compressed packets\n"),
             std::string::npos)
       << r2.out;
 }

@@ -1,20 +1,25 @@
 // The streaming reader on generated traces: every complete packet kept, cut and corrupt tails
 // reported with the right byte counts, unknown fields counted, bad files refused with one line;
-// format v2 files read back as the v1 packets they were compacted from.
+// format v2 files read back as the v1 packets they were compacted from, v4 files as the packets
+// their Compressed packets hold.
 #include "analyzer/trace/trace_reader.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "analyzer/trace/compressed_packets.h"
 #include "analyzer/trace/interned_data.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
+#include "proto/format_rules.h"
 #include "tests/cli/trace_builder.h"
 
 namespace idlescope {
@@ -219,6 +224,169 @@ TEST_F(TraceReaderTest, ReadsAV2TraceAsTheV1PacketsItWasCompactedFrom) {
 }
 
 // A v2 batch whose run does not expand is a corrupt packet: everything before it is kept.
+// A v4 file: `trace`'s header, then its other packets compressed as two flushes, split after
+// packet `split` (CompressPackets, as the recorder writes a flush).
+std::string CompressedInTwo(const TraceBytes& trace, size_t split) {
+  const uint64_t header_end = trace.packet_ends[0];
+  const uint64_t split_at = trace.packet_ends[split];
+  const std::string_view bytes = trace.bytes;
+  return std::string(bytes.substr(0, header_end)) +
+         CompressPackets(bytes.substr(header_end, split_at - header_end)) +
+         CompressPackets(bytes.substr(split_at));
+}
+
+// The framed packets of `bytes` from `offset` on: their offsets, up to the end.
+std::vector<uint64_t> PacketStarts(const std::string& bytes, uint64_t offset) {
+  std::vector<uint64_t> starts;
+  while (offset < bytes.size()) {
+    starts.push_back(offset);
+    uint64_t length = 0;
+    size_t at = offset + 1;
+    for (int shift = 0;; shift += 7) {
+      const uint8_t byte = static_cast<uint8_t>(bytes[at++]);
+      length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    offset = at + length;
+  }
+  return starts;
+}
+
+TEST_F(TraceReaderTest, ReadsAV4TraceAsThePacketsItsCompressedPacketsHold) {
+  const TraceBytes v3 = CompactToLatest(MixedV1Trace());
+  const size_t split = 8;  // the first flush ends with the first large batch
+  const std::string v4 = CompressedInTwo(v3, split);
+  ASSERT_EQ(PacketStarts(v4, v3.packet_ends[0]).size(), 2u);  // both flushes were compressed
+  EXPECT_LT(v4.size(), v3.bytes.size() / 2);
+  WriteFile(Path("v3.idlescope"), v3.bytes);
+  WriteFile(Path("v4.idlescope"), v4);
+  auto v3_reader = TraceFileReader::Open(Path("v3.idlescope"), 4096);
+  ASSERT_TRUE(v3_reader.ok()) << v3_reader.status();
+  const std::vector<Packet> expected = ReadAll(**v3_reader);
+  ASSERT_EQ(expected.size() + 1, v3.packets.size());
+  // Read whole, and suspended in each compressed packet (its frame is decompressed again).
+  for (const std::vector<size_t>& suspend_after : {std::vector<size_t>{}, {1, split + 2}}) {
+    auto reader = TraceFileReader::Open(Path("v4.idlescope"), 4096);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->format_version(), 4u);
+    std::vector<Packet> packets;
+    Packet p;
+    while ((*reader)->Next(&p)) {
+      packets.push_back(p);
+      EXPECT_TRUE((*reader)->last_packet_compressed());
+      EXPECT_EQ((*reader)->last_packet_offset(), packets.size() <= split
+                                                     ? v3.packet_ends[0]
+                                                     : PacketStarts(v4, v3.packet_ends[0])[1]);
+      if (std::count(suspend_after.begin(), suspend_after.end(), packets.size()) > 0) {
+        (*reader)->Suspend();
+      }
+    }
+    ASSERT_EQ(packets.size(), expected.size());
+    for (size_t i = 0; i < packets.size(); ++i) {
+      EXPECT_EQ(packets[i].SerializeAsString(), expected[i].SerializeAsString()) << i;
+    }
+    const TraceReadStats& s = (*reader)->stats();
+    EXPECT_FALSE(s.truncated()) << s.TailDescription();
+    EXPECT_EQ(s.packets, v3.packets.size());
+    EXPECT_EQ(s.compressed_packets, 2u);
+    EXPECT_EQ(s.bytes_read, v4.size());
+    EXPECT_EQ(s.good_end_offset, v4.size());
+  }
+}
+
+// Cut anywhere, a v4 file reads up to its last whole Compressed packet, as any file does up to
+// its last whole packet.
+TEST_F(TraceReaderTest, ACutV4TraceKeepsEveryWholeCompressedPacket) {
+  const TraceBytes v3 = CompactToLatest(MixedV1Trace());
+  const size_t split = 8;  // the first flush ends with the first large batch
+  const std::string v4 = CompressedInTwo(v3, split);
+  const std::vector<uint64_t> starts = PacketStarts(v4, v3.packet_ends[0]);
+  ASSERT_EQ(starts.size(), 2u);
+  // Every byte around the packets' boundaries and in their framing, every 37th elsewhere.
+  for (uint64_t cut = starts[0] + 1; cut < v4.size();
+       cut += cut < starts[0] + 64 || (cut + 64 > starts[1] && cut < starts[1] + 64) ? 1 : 37) {
+    WriteFile(Path("cut.idlescope"), v4.substr(0, cut));
+    auto reader = TraceFileReader::Open(Path("cut.idlescope"), 1024);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const std::vector<Packet> packets = ReadAll(**reader);
+    const TraceReadStats& s = (*reader)->stats();
+    const bool first_whole = cut >= starts[1];
+    EXPECT_EQ(packets.size(), first_whole ? split : 0u) << cut;
+    EXPECT_EQ(s.good_end_offset, first_whole ? starts[1] : starts[0]) << cut;
+    EXPECT_EQ(s.good_end_offset + s.dropped_bytes, cut) << cut;
+    if (cut == starts[1]) {
+      EXPECT_FALSE(s.truncated()) << s.TailDescription();  // a file of the first flush
+    } else {
+      EXPECT_TRUE(s.tail == TailProblem::kCutInPacket || s.tail == TailProblem::kCutInFraming)
+          << cut << ": " << s.TailDescription();
+    }
+  }
+}
+
+// A frame that does not decompress into whole packets is a corrupt packet: the reader stops
+// there, with one line saying why, and keeps every packet before it.
+TEST_F(TraceReaderTest, ACorruptFrameIsACorruptPacket) {
+  const TraceBytes v3 = CompactToLatest(MixedV1Trace());
+  const std::string packets = v3.bytes.substr(v3.packet_ends[0]);
+  Packet good;
+  ASSERT_TRUE(good.ParseFromString(CompressPackets(packets).substr(4))) << "one Compressed packet";
+  ASSERT_TRUE(good.has_compressed());
+  const std::string frame = good.compressed().zstd();
+  auto compress = [](std::string_view content, bool content_size) {
+    std::string out(ZSTD_compressBound(content.size()), '\0');
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, content_size ? 1 : 0);
+    out.resize(ZSTD_compress2(cctx, out.data(), out.size(), content.data(), content.size()));
+    ZSTD_freeCCtx(cctx);
+    return out;
+  };
+  Packet nested;
+  nested.mutable_compressed()->set_zstd(frame);
+  std::string nested_framed = "\x0a";
+  testing::AppendVarint(nested.ByteSizeLong(), &nested_framed);
+  nested_framed += nested.SerializeAsString();
+  struct Case {
+    std::string name, zstd, expect;
+    uint32_t version = 4;
+  };
+  std::string cut_frame = frame.substr(0, frame.size() - 9);
+  std::string flipped = frame;
+  flipped[0] ^= 0x10;  // the magic
+  const std::vector<Case> cases = {
+      {"cut", cut_frame, "not a zstd frame"},
+      {"magic", flipped, "not a zstd frame"},
+      {"trailing", frame + "xyz", "3 bytes after its zstd frame"},
+      {"no-size", compress(packets, false), "does not state its content size"},
+      {"huge", compress(std::string(kMaxInflatedBytes + 1, '\0'), true), "above the 64 MiB limit"},
+      {"not-packets", compress(packets.substr(1), true), "not whole packets from byte 0"},
+      {"nested", compress(nested_framed, true), "packet 1 of the compressed packet"},
+      {"in-v3", frame, "format v3 has no compressed packets", 3},
+  };
+  for (const Case& c : cases) {
+    TraceBytes trace;
+    Packet header = v3.packets[0];
+    header.mutable_header()->set_format_version(c.version);
+    trace.Add(header);
+    trace.Add(v3.packets[1]);
+    Packet p;
+    p.mutable_compressed()->set_zstd(c.zstd);
+    trace.Add(p);
+    trace.Add(v3.packets[2]);
+    WriteFile(Path(c.name), trace.bytes);
+    auto reader = TraceFileReader::Open(Path(c.name));
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const std::vector<Packet> read = ReadAll(**reader);
+    const TraceReadStats& s = (*reader)->stats();
+    EXPECT_EQ(read.size(), 1u) << c.name;
+    EXPECT_EQ(s.tail, TailProblem::kUnparseablePacket) << c.name;
+    EXPECT_EQ(s.good_end_offset, trace.packet_ends[1]) << c.name;
+    const std::string line = s.TailDescription();
+    EXPECT_NE(line.find(c.expect), std::string::npos) << c.name << ": " << line;
+    EXPECT_NE(line.find("compressed packet"), std::string::npos) << c.name << ": " << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+}
+
 TEST_F(TraceReaderTest, InconsistentLaunchRunIsACorruptPacket) {
   TraceBytes v2 = CompactToLatest(MixedV1Trace());
   size_t index = 0;
@@ -761,12 +929,12 @@ TEST_F(TraceReaderTest, FilesThatAreNotTracesAreRefusedWithOneLine) {
   wrong_magic.mutable_header()->set_magic("PERFETTO");
   TraceBytes bad_magic;
   bad_magic.Add(wrong_magic);
-  Packet v4;
-  *v4.mutable_header() = testing::MakeHeader(1, 0);
-  v4.mutable_header()->set_format_version(4);
-  TraceBytes version4;
-  version4.Add(v4);
-  Packet v0 = v4;
+  Packet v5;
+  *v5.mutable_header() = testing::MakeHeader(1, 0);
+  v5.mutable_header()->set_format_version(5);
+  TraceBytes version5;
+  version5.Add(v5);
+  Packet v0 = v5;
   v0.mutable_header()->set_format_version(0);
   TraceBytes version0;
   version0.Add(v0);
@@ -781,9 +949,9 @@ TEST_F(TraceReaderTest, FilesThatAreNotTracesAreRefusedWithOneLine) {
        "not an idlescope trace"},
       {"events-first", no_header.bytes, "not an idlescope trace"},
       {"wrong-magic", bad_magic.bytes, "not an idlescope trace"},
-      {"version-4", version4.bytes,
-       "unsupported trace format version 4 (this idlescope reads "
-       "versions 1 to 3)"},
+      {"version-5", version5.bytes,
+       "unsupported trace format version 5 (this idlescope reads "
+       "versions 1 to 4)"},
       {"version-0", version0.bytes, "unsupported trace format version 0"},
   };
   for (const Case& c : cases) {

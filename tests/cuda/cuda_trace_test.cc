@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analyzer/trace/trace_format.h"
+#include "tests/interpose/without_compression.h"
 #include "trace.pb.h"
 
 namespace fs = std::filesystem;
@@ -116,7 +117,7 @@ Trace ReadTrace(const fs::path& file) {
   std::stringstream ss;
   ss << in.rdbuf();
   idlescope::Trace proto;
-  EXPECT_TRUE(proto.ParseFromString(ss.str())) << file;
+  EXPECT_TRUE(proto.ParseFromString(idlescope::testing::WithoutCompression(ss.str()))) << file;
   idlescope::FormatExpander expander(idlescope::kTraceFormatV1);  // the header says which version
   for (auto& p : *proto.mutable_packet()) {
     if (p.has_header()) expander = idlescope::FormatExpander(p.header().format_version());

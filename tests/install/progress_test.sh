@@ -11,7 +11,7 @@ rm -rf "$work" && mkdir -p "$work"
 "$idlescope" --version | tee "$work/version.txt"
 grep -Eq '^idlescope [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]+(-dirty)?|unknown)\)$' \
   "$work/version.txt" || { echo "FAIL: --version lacks the version and git commit"; exit 1; }
-grep -Eq 'trace format: reads v1-v3, the recorder .* writes v3' "$work/version.txt" ||
+grep -Eq 'trace format: reads v1-v4, the recorder .* writes v4' "$work/version.txt" ||
   { echo "FAIL: --version lacks the trace formats"; exit 1; }
 
 # At once: the 2M-event job takes about half a second on an idle 2-core machine.

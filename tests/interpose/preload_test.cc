@@ -213,7 +213,7 @@ TEST_F(PreloadTest, ReturnFromMainWritesHeaderEventsStacksAndFooter) {
   EXPECT_FALSE(t.truncated);
   const idlescope::Header& h = t.packets[0].header();
   EXPECT_EQ(h.magic(), "IDLESCOPE");
-  EXPECT_EQ(h.format_version(), 3u);
+  EXPECT_EQ(h.format_version(), 4u);
   EXPECT_EQ(h.ppid(), static_cast<uint32_t>(getpid()));
   EXPECT_EQ(h.main_tid(), h.pid());
   EXPECT_EQ(h.origin(), ORIGIN_PRELOAD);

@@ -1,7 +1,8 @@
 // Reads a trace file back with libprotobuf (tests only; the production reader is analyzer/trace/).
 // A file is a stream of Trace.packet fields: tag 0x0a, varint length, Packet bytes. Packets of a
 // format-v2 file are expanded into v1's one-Event-per-call shape, as the analyzer reads them
-// (analyzer/trace/trace_format.h), unless ParseTrace is asked for them as written.
+// (analyzer/trace/trace_format.h), unless ParseTrace is asked for them as written; those of a v4
+// Compressed packet are read as if they were in the file.
 #pragma once
 
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "analyzer/trace/trace_format.h"
+#include "tests/interpose/without_compression.h"
 #include "trace.pb.h"
 
 namespace idlescope::testing {
@@ -23,6 +25,7 @@ struct ReadTrace {
   bool truncated = false;    // the file ends inside a packet
   bool corrupt_run = false;  // a v2 batch whose launch runs do not expand (stops the read)
   size_t bytes = 0;
+  size_t compressed = 0;  // v4 Compressed packets (their packets are in `packets`)
 };
 
 inline std::string Slurp(const std::string& path) {
@@ -43,9 +46,10 @@ inline bool ReadVarint(const std::string& s, size_t* pos, uint64_t* v) {
   return false;
 }
 
-inline ReadTrace ParseTrace(const std::string& data, bool expand = true) {
+inline ReadTrace ParseTrace(const std::string& compressed_data, bool expand = true) {
   ReadTrace t;
-  t.bytes = data.size();
+  t.bytes = compressed_data.size();
+  const std::string data = WithoutCompression(compressed_data, &t.compressed);
   idlescope::FormatExpander expander(idlescope::kTraceFormatV1);  // the header says which
   size_t pos = 0;
   while (pos < data.size()) {

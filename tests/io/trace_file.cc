@@ -13,6 +13,7 @@
 
 #include "analyzer/trace/trace_format.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "tests/interpose/without_compression.h"
 
 extern char** environ;
 
@@ -37,7 +38,7 @@ TraceFile ReadTraceFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string data = ss.str();
+  const std::string data = testing::WithoutCompression(ss.str());
   google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(data.data()),
                                                 static_cast<int>(data.size()));
   stream.SetTotalBytesLimit(INT32_MAX);
