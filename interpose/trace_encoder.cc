@@ -224,6 +224,7 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
     b.OptU64(45, e.u.sample.wait_ns);
     b.OptU64(46, e.u.sample.state);
     if (e.u.sample.syscall != kSampleNotBlocked) b.I32(47, e.u.sample.syscall);
+    b.OptU64(48, e.u.sample.pid);
   }
 }
 
