@@ -630,7 +630,37 @@ class Bench:
             "%.2f%% of a core" % pct,
             "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
+        self.worker_sampler(prog, threads, seconds, reps)
         self.python_sampler(threads, seconds, reps)
+
+    def worker_sampler(self, prog, threads, seconds, reps):
+        """The same job with as many forked worker processes (no GPU work: sampled from the job's
+        writer at 50 Hz, docs/architecture.md "The sampler"), each computing and sleeping the same
+        way: the sampler's cost with workers, and what the workers add, in the job process's CPU
+        time (the workers' own is theirs); runs with workers, without them, and with sampling off,
+        interleaved."""
+        workers = threads
+        log("3b. thread sampler with %d workers: %d paired runs" % (workers, reps))
+        with_workers, alone = [], []
+        for _ in range(reps):
+            order = ["workers", "threads only", "off"]
+            self.rng.shuffle(order)
+            got = {}
+            for name in order:
+                env = self.traced_env(self.fresh("sampler-workers-trace"),
+                                      IDLESCOPE_SAMPLE_HZ="0" if name == "off" else "200")
+                args = [prog, str(threads), str(seconds)] + (
+                    [] if name == "threads only" else [str(workers)])
+                _, _, wall, cpu = timed(args, env=env, timeout=120)[1].split()
+                got[name] = (int(wall), int(cpu))
+            wall = sum(w for w, _ in got.values()) / len(got)
+            with_workers.append((got["workers"][1] - got["off"][1]) / wall * 100)
+            alone.append((got["workers"][1] - got["threads only"][1]) / wall * 100)
+        pct = median(with_workers)
+        row("sampler", "%d sampled threads + %d forked workers (sampled at 50 Hz)" %
+            (threads, workers), "%.2f%% of a core" % pct,
+            "job CPU vs sampling off; the workers' share (vs the same job without workers): "
+            "%.2f%%" % median(alone), verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
     def python_sampler(self, threads, seconds, reps):
         """The same job in Python (tests/bench/sampled_threads.py): the sampler at its default
