@@ -71,6 +71,11 @@ struct FamilyMark {
 };
 static_assert(sizeof(FamilyMark) == 8 && std::is_standard_layout_v<FamilyMark>);
 constinit FamilyMark g_family_mark;
+// The mark's pid while this process forks (MarkForking): a child that has not yet run its atfork
+// handler holds this copy, not its parent's mark (whose writer flag is set), and is read as still
+// starting.
+constexpr uint32_t kForkingPid = UINT32_MAX;
+uint32_t g_mark_pid_before_fork = 0;  // under the fork handlers' locks
 
 // A child forked by the program (NoteChild): its pid is published last.
 struct PendingChild {
@@ -658,7 +663,7 @@ void FreeSlot(Slot& s) {
 
 // --- Worker processes ------------------------------------------------------------------------
 
-enum class Mark { kGone, kWorker, kNotWorker };
+enum class Mark { kGone, kWorker, kNotWorker, kStarting };
 
 // What child `pid` says of itself (FamilyMark, read from its memory): a worker (it runs our
 // program and no writer of its own), not one (it exec'd, or started its writer), or gone (ended, a
@@ -673,6 +678,7 @@ Mark ReadMark(uint32_t pid) {
       RawSyscall(SYS_process_vm_readv, static_cast<long>(pid), reinterpret_cast<long>(&local), 1,
                  reinterpret_cast<long>(&remote), 1, 0);
   if (n != static_cast<long>(sizeof(mark))) return Mark::kGone;
+  if (mark[0] == kForkingPid) return Mark::kStarting;  // in fork: the child, or its own child's
   return mark[0] == pid && mark[1] == 0 ? Mark::kWorker : Mark::kNotWorker;
 }
 
@@ -736,6 +742,7 @@ void CheckFamily(uint64_t now) {
     active = true;
     if (forked == 0) continue;  // being published
     const Mark mark = ReadMark(pid);
+    if (mark == Mark::kStarting) continue;  // not yet through its atfork handler
     const bool adopt = mark == Mark::kWorker && now >= forked + kAdoptAfterNs;
     if (mark == Mark::kWorker && !adopt) continue;
     c.forked_ns.store(0, std::memory_order_relaxed);
@@ -760,7 +767,8 @@ void CheckFamily(uint64_t now) {
   }
   for (Worker& w : g_sampler.workers) {
     if (w.pid == 0) continue;
-    if (ReadMark(w.pid) != Mark::kWorker) {
+    const Mark mark = ReadMark(w.pid);
+    if (mark != Mark::kWorker && mark != Mark::kStarting) {  // starting: it forks a child itself
       RetireWorker(w);
       continue;
     }
@@ -983,6 +991,13 @@ void NoteChild(uint32_t pid) {
     }
   }
 }
+
+void MarkForking() {
+  g_mark_pid_before_fork = g_family_mark.pid.load(std::memory_order_relaxed);
+  g_family_mark.pid.store(kForkingPid, std::memory_order_relaxed);
+}
+
+void UnmarkForking() { g_family_mark.pid.store(g_mark_pid_before_fork, std::memory_order_relaxed); }
 
 void MarkOwnWriter() { g_family_mark.own_writer.store(1, std::memory_order_relaxed); }
 

@@ -64,6 +64,10 @@ uint32_t WriterTid();
 // lived 100 ms, while it runs this program (no exec) with no writer thread of its own.
 // Lock-free; a child beyond 64 not yet looked at is not sampled.
 void NoteChild(uint32_t pid);
+// Fork's prepare handler (its locks held: one fork at a time) and parent handler: the mark a
+// child copies says it is still starting until its child handler (ResetInChild) writes its own.
+void MarkForking();
+void UnmarkForking();
 // The calling process starts its writer thread: it samples itself, and its parent stops (the
 // parent's writer reads this mark from the child's memory).
 void MarkOwnWriter();
