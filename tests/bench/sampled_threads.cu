@@ -7,9 +7,12 @@
 // work: DataLoader workers, sampled from its writer, docs/architecture.md "The sampler") that
 // compute and sleep the same way, for the worker-sampling row. Usage:
 //   sampled_threads THREADS SECONDS [WORKERS]
-// Prints one line: "sampled_threads THREADS WALL_NS CPU_NS" (the timed part: wall time, and the
-// process's CPU time, all threads, so the recorder's writer, which samples, counts).
+// Prints one line: "sampled_threads THREADS WALL_NS CPU_NS WRITER_NS" (the timed part: wall time,
+// the process's CPU time, all threads, so the recorder's writer, which samples, counts; and the
+// writer thread's own CPU time, "idlescope-wr", from its schedstat: the sampler's cost without
+// the noise of the job's own threads; 0 without a writer).
 #include <cuda_runtime.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -25,6 +29,29 @@ long long Clock(clockid_t id) {
   timespec ts;
   clock_gettime(id, &ts);
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// The CPU time of the recorder's writer thread so far (schedstat's first field), or 0.
+long long WriterCpuNs() {
+  long long ns = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  while (dirent* t = tasks != nullptr ? readdir(tasks) : nullptr) {
+    char path[300], comm[32] = "";
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    const bool writer =
+        std::fgets(comm, sizeof comm, f) != nullptr && std::strncmp(comm, "idlescope-wr", 12) == 0;
+    std::fclose(f);
+    if (!writer) continue;
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", t->d_name);
+    if ((f = std::fopen(path, "r")) != nullptr) {
+      if (std::fscanf(f, "%lld", &ns) != 1) ns = 0;
+      std::fclose(f);
+    }
+  }
+  if (tasks != nullptr) closedir(tasks);
+  return ns;
 }
 
 [[noreturn]] void Fail(const char* what) {
@@ -80,6 +107,7 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g_start);
   const long long wall0 = Clock(CLOCK_MONOTONIC), cpu0 = Clock(CLOCK_PROCESS_CPUTIME_ID);
+  const long long writer0 = WriterCpuNs();
   std::vector<pid_t> children;
   for (int w = 0; w < workers; ++w) {
     const pid_t pid = fork();
@@ -94,6 +122,6 @@ int main(int argc, char** argv) {
   for (pid_t pid : children) waitpid(pid, nullptr, 0);
   const long long wall = Clock(CLOCK_MONOTONIC) - wall0;
   const long long cpu = Clock(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-  std::printf("sampled_threads %d %lld %lld\n", threads, wall, cpu);
+  std::printf("sampled_threads %d %lld %lld %lld\n", threads, wall, cpu, WriterCpuNs() - writer0);
   return 0;
 }
