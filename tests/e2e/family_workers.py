@@ -5,9 +5,12 @@ under `idlescope run`: the training thread waits on its two workers' result pipe
 (--mode compute) compute 30 ms per batch, or (--mode read) read 32 MiB of a data file per batch by
 a system call no hook sees. The workers have no writer thread of ours; the training process's
 sampler looks at them (Event.sampled_pid) and the report names what they did:
-  compute: data_loading's finding workers_computing, with the workers' waits for a CPU
-           (cpu_starvation's workers_waiting_for_cpu: beside CPU hogs) at least half of the wait
-           for the workers, and no workers_reading;
+  compute: data_loading's finding workers_computing and cpu_starvation's
+           workers_waiting_for_cpu together at least half of the wait for the workers, and no
+           workers_reading. Beside two CPU hogs (e2e_loaded_family_workers) the workers wait for a
+           CPU most of the time, one of them at nearly every instant, and a wait for a CPU is
+           named before computing (docs/attribution.md): the wait is cpu_starvation (2952 of
+           3074 ms in one run), which is what the job should hear;
   read:    workers_reading at least a third of data_loading, with the data file among the
            objects, and no workers_computing above a tenth of it.
 The first ~0.2 s of the run the workers are not yet sampled (adopted after 100 ms, checked every
@@ -54,8 +57,8 @@ def Check(opts, mode):
     sampled = computing + reading + waiting_cpu
     whole = sampled + queue
     if mode == "compute":
-        if computing <= 0:
-            failures.append("no workers_computing")
+        if computing + waiting_cpu <= 0:
+            failures.append("neither workers_computing nor workers_waiting_for_cpu")
         if sampled < 0.5 * whole:
             failures.append("the workers' sampled states explain %.1f of %.1f ms" % (sampled, whole))
         if reading > 0:
