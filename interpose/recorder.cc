@@ -120,9 +120,11 @@ void ForkPrepare() {
   strings::LockForFork();
   queues::LockForFork();
   stacks::LockForFork();
+  sampler::MarkForking();
 }
 
 void ForkParent() {
+  sampler::UnmarkForking();
   stacks::UnlockAfterFork(/*in_child=*/false);
   queues::UnlockInParent();
   strings::UnlockInParent();

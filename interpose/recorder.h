@@ -125,6 +125,7 @@ struct RawEvent {
       uint64_t cpu_ns;   // ran on a CPU during the run
       uint64_t wait_ns;  // runnable, waiting for a CPU
       uint32_t tid;      // the thread sampled
+      uint32_t pid;      // its process when it is a forked worker's (0: this process)
       uint32_t path;     // InternString id of the descriptor's target (blocked on one)
       int32_t fd;        // the blocking call's descriptor, or -1
       int32_t syscall;   // the call it was blocked in (-1: none); kNotBlocked: not blocked

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,50 @@ struct RunStack {
   uint32_t stack = 0, looks = 0;
 };
 
+// Worker processes of the family (docs/architecture.md, "The sampler", *Worker processes*):
+// children the program forked, looked at from this process's writer while they run its program
+// (no exec) and have no writer thread of their own.
+constexpr uint32_t kMaxPendingChildren = 64;  // forked, not yet looked at
+constexpr uint32_t kMaxWorkers = 16;          // worker processes sampled at once
+constexpr uint32_t kMaxWorkerThreads = 16;    // their threads, all together
+// A worker thread is looked at on every 4th tick of the grid (50 Hz at the default 200): a look
+// costs 2-3 us of the writer's CPU, and DataLoader workers are many.
+constexpr uint64_t kWorkerEvery = 4;
+// How often the family is checked: children adopted, workers' threads listed, an exec or a
+// writer of a worker's own noticed (one process_vm_readv per child, one getdents per worker).
+constexpr uint64_t kFamilyCheckNs = 100'000'000;
+// A child is adopted once it has lived this long: a shell loop's short-lived children cost one
+// process_vm_readv each, and no files.
+constexpr uint64_t kAdoptAfterNs = 100'000'000;
+
+// What a forked child says of itself, at the same address in its memory as in its parent's (fork
+// copies it): its own pid (set in the child as it starts, sampler::ResetInChild; an image that
+// exec'd has 0 there, or nothing mapped) and whether it started a writer thread of its own
+// (MarkOwnWriter: it then samples itself). The parent's writer reads it with process_vm_readv.
+struct FamilyMark {
+  std::atomic<uint32_t> pid{0};
+  std::atomic<uint32_t> own_writer{0};
+};
+static_assert(sizeof(FamilyMark) == 8 && std::is_standard_layout_v<FamilyMark>);
+constinit FamilyMark g_family_mark;
+// The mark's pid while this process forks (MarkForking): a child that has not yet run its atfork
+// handler holds this copy, not its parent's mark (whose writer flag is set), and is read as still
+// starting.
+constexpr uint32_t kForkingPid = UINT32_MAX;
+uint32_t g_mark_pid_before_fork = 0;  // under the fork handlers' locks
+
+// A child forked by the program (NoteChild): its pid is published last.
+struct PendingChild {
+  std::atomic<uint32_t> pid{0};  // 0: free
+  std::atomic<uint64_t> forked_ns{0};
+};
+
+// A worker process adopted: its /proc/PID/task, kept open for listing its threads.
+struct Worker {
+  uint32_t pid = 0;  // 0: free
+  int task_fd = -1;
+};
+
 // One sampled thread. `tid` is published by the thread itself (AddThisThread); everything else is
 // the writer's alone.
 struct Slot {
@@ -68,6 +113,7 @@ struct Slot {
   uint64_t due_ns = 0;
   bool steady = false;    // its last look was at least the third of its open run
   uint32_t open_tid = 0;  // the thread the descriptors below were opened for
+  uint32_t pid = 0;       // a worker process's thread (0: a thread of this process)
   int schedstat_fd = -1, stat_fd = -1, syscall_fd = -1;
   bool failed = false;  // its files could not be opened: not looked at again
   bool have_last = false;
@@ -102,6 +148,14 @@ struct Sampler {
   uint64_t grid0 = 0;             // the first look's time: the looks' grid is grid0 + k * period_ns
   std::atomic<uint32_t> used{0};  // slots ever handed out (a high-water mark)
   Slot slots[kMaxThreads];
+  // Worker processes (writer-only but for `pending`, which the fork hook fills).
+  bool family = false;  // the writer may look at workers: no seccomp filter
+  uint64_t next_family_check = 0;
+  bool family_active = false;  // children pending or workers adopted at the last check
+  std::atomic<bool> child_noted{false};
+  PendingChild pending[kMaxPendingChildren];
+  Worker workers[kMaxWorkers];
+  Slot worker_slots[kMaxWorkerThreads];
   // Ended runs, for the flush.
   std::mutex ended_mu;
   uint32_t ended_count = 0;
@@ -134,9 +188,21 @@ char* Decimal(char* out, uint64_t v) {
   return out;
 }
 
-int OpenTaskFile(uint32_t tid, const char* name) {
-  char path[64] = "/proc/self/task/";
-  char* p = Decimal(path + strlen(path), tid);
+// "/proc/self/task/" or "/proc/PID/task/" (pid 0: this process) into `out`, returning its end.
+char* TaskDir(char* out, uint32_t pid) {
+  if (pid == 0) {
+    memcpy(out, "/proc/self/task/", 16);
+    return out + 16;
+  }
+  memcpy(out, "/proc/", 6);
+  char* p = Decimal(out + 6, pid);
+  memcpy(p, "/task/", 6);
+  return p + 6;
+}
+
+int OpenTaskFile(uint32_t pid, uint32_t tid, const char* name) {
+  char path[80];
+  char* p = Decimal(TaskDir(path, pid), tid);
   *p++ = '/';
   memcpy(p, name, strlen(name) + 1);
   return static_cast<int>(
@@ -226,10 +292,11 @@ void EndRun(Slot& s) {
   s.kind = kNone;
 }
 
-// What the descriptor `fd` of thread `tid` is, interned (0: unknown).
-uint32_t DescriptorPath(uint32_t tid, int fd) {
-  char link[80] = "/proc/self/task/";
-  char* p = Decimal(link + strlen(link), tid);
+// What the descriptor `fd` of thread `tid` (of process `pid`, 0: this one) is, interned (0:
+// unknown).
+uint32_t DescriptorPath(uint32_t pid, uint32_t tid, int fd) {
+  char link[96];
+  char* p = Decimal(TaskDir(link, pid), tid);
   memcpy(p, "/fd/", 4);
   p = Decimal(p + 4, static_cast<uint64_t>(fd));
   *p = '\0';
@@ -317,7 +384,7 @@ bool AddInterval(Slot& s, uint32_t tid, const Interval& i, Kind kind, int32_t sy
   }
   const bool continues_blocking = s.kind == kind && s.syscall == syscall && s.fd == fd;
   const uint32_t path = continues_blocking ? s.run.u.sample.path
-                        : fd >= 0          ? DescriptorPath(tid, fd)
+                        : fd >= 0          ? DescriptorPath(s.pid, tid, fd)
                                            : 0;
   // The state letter once per run (stat is the dearest file to read): 'R' unless blocked now.
   uint8_t state = continues_blocking ? s.run.u.sample.state : 'R';
@@ -338,6 +405,7 @@ bool AddInterval(Slot& s, uint32_t tid, const Interval& i, Kind kind, int32_t sy
   r.dur = i.dt;
   r.count = 1;
   r.u.sample.tid = tid;
+  r.u.sample.pid = s.pid;
   r.u.sample.cpu_ns = i.cpu;
   r.u.sample.wait_ns = i.wait;
   r.u.sample.path = path;
@@ -372,9 +440,9 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
     s.first_wait_bound = 0;
     s.failed = false;
     s.open_tid = tid;
-    s.schedstat_fd = OpenTaskFile(tid, "schedstat");
-    s.stat_fd = OpenTaskFile(tid, "stat");
-    s.syscall_fd = OpenTaskFile(tid, "syscall");
+    s.schedstat_fd = OpenTaskFile(s.pid, tid, "schedstat");
+    s.stat_fd = OpenTaskFile(s.pid, tid, "stat");
+    s.syscall_fd = OpenTaskFile(s.pid, tid, "syscall");
     if (s.stat_fd < 0) return false;  // the thread is gone before the first look
     if (s.schedstat_fd < 0) {
       CloseFiles(s);
@@ -387,8 +455,12 @@ bool LookAt(Slot& s, uint32_t tid, uint64_t now, bool last = false) {
   char* end = nullptr;
   Reading reading{now, strtoull(buf, &end, 10), 0};
   reading.wait = strtoull(end, nullptr, 10);
+  // Another process's thread has no CPU clock we may read (the kernel refuses it): schedstat alone,
+  // up to a scheduler tick behind while the thread runs.
   uint64_t clock_cpu = 0;
-  if (ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= reading.cpu) reading.cpu = clock_cpu;
+  if (s.pid == 0 && ThreadCpuNs(tid, &clock_cpu) && clock_cpu >= reading.cpu) {
+    reading.cpu = clock_cpu;
+  }
   if (!s.have_last) {
     // From the moment it joined: its CPU time since is exact; its waits for a CPU charged before
     // this look are not known (the thread does not read schedstat itself: a system call the bare
@@ -574,6 +646,143 @@ void LookAtExit(Slot& s, uint32_t tid) {
   s.deferred = 0;
 }
 
+// Slot `s` is free again: its thread ended, or its worker process stopped being one.
+void FreeSlot(Slot& s) {
+  CloseFiles(s);
+  s.open_tid = 0;
+  s.pid = 0;
+  s.py_tstate.store(0, std::memory_order_relaxed);
+  s.py_thread_id.store(0, std::memory_order_relaxed);
+  s.joined_ns.store(0, std::memory_order_relaxed);
+  s.joined_cpu.store(0, std::memory_order_relaxed);
+  s.exited_ns.store(0, std::memory_order_relaxed);
+  s.exited_cpu.store(0, std::memory_order_relaxed);
+  s.due_ns = 0;
+  s.tid.store(0, std::memory_order_release);
+}
+
+// --- Worker processes ------------------------------------------------------------------------
+
+enum class Mark { kGone, kWorker, kNotWorker, kStarting };
+
+// What child `pid` says of itself (FamilyMark, read from its memory): a worker (it runs our
+// program and no writer of its own), not one (it exec'd, or started its writer), or gone (ended, a
+// zombie, or its memory refused: a child that made itself undumpable, a stricter ptrace policy).
+// process_vm_readv needs no stop of the child and no ptrace attach; Yama's ptrace_scope 1 allows
+// it to a descendant.
+Mark ReadMark(uint32_t pid) {
+  uint32_t mark[2] = {0, 0};
+  iovec local{mark, sizeof(mark)};
+  iovec remote{&g_family_mark, sizeof(mark)};
+  const long n =
+      RawSyscall(SYS_process_vm_readv, static_cast<long>(pid), reinterpret_cast<long>(&local), 1,
+                 reinterpret_cast<long>(&remote), 1, 0);
+  if (n != static_cast<long>(sizeof(mark))) return Mark::kGone;
+  if (mark[0] == kForkingPid) return Mark::kStarting;  // in fork: the child, or its own child's
+  return mark[0] == pid && mark[1] == 0 ? Mark::kWorker : Mark::kNotWorker;
+}
+
+// Worker `w` stops being sampled (it ended, exec'd or samples itself): its threads' runs end at
+// their last looks, their files are closed.
+void RetireWorker(Worker& w) {
+  for (Slot& s : g_sampler.worker_slots) {
+    if (s.pid != w.pid || s.tid.load(std::memory_order_relaxed) == 0) continue;
+    EndRun(s);
+    FreeSlot(s);
+  }
+  if (w.task_fd >= 0) RawSyscall(SYS_close, w.task_fd);
+  w = Worker();
+}
+
+// Thread `tid` of worker `pid` takes a free worker slot unless it has one; false when none is free.
+bool AddWorkerThread(uint32_t pid, uint32_t tid) {
+  Slot* free_slot = nullptr;
+  for (Slot& s : g_sampler.worker_slots) {
+    const uint32_t t = s.tid.load(std::memory_order_relaxed);
+    if (t == tid && s.pid == pid) return true;
+    if (t == 0 && free_slot == nullptr) free_slot = &s;
+  }
+  if (free_slot == nullptr) return false;
+  free_slot->pid = pid;
+  free_slot->due_ns = 0;  // looked at next
+  free_slot->tid.store(tid, std::memory_order_relaxed);
+  return true;
+}
+
+// Worker `w`'s threads not yet sampled take free worker slots, up to kMaxWorkerThreads in all.
+void ListWorkerThreads(Worker& w) {
+  if (RawSyscall(SYS_lseek, w.task_fd, 0, SEEK_SET) != 0) return;
+  alignas(8) char buf[2048];
+  for (;;) {
+    const long n = RawSyscall(SYS_getdents64, w.task_fd, reinterpret_cast<long>(buf), sizeof(buf));
+    if (n <= 0) return;
+    for (long at = 0; at < n;) {
+      // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+      uint16_t reclen;
+      memcpy(&reclen, buf + at + 16, sizeof(reclen));
+      const char* name = buf + at + 19;
+      at += reclen;
+      if (name[0] < '1' || name[0] > '9') continue;
+      const uint32_t tid = static_cast<uint32_t>(strtoul(name, nullptr, 10));
+      if (!AddWorkerThread(w.pid, tid)) return;  // the bound: the others are not sampled
+    }
+  }
+}
+
+// Every kFamilyCheckNs: children forked since are adopted once they lived kAdoptAfterNs as
+// workers; adopted workers that stopped being ones are retired, the others' new threads listed.
+void CheckFamily(uint64_t now) {
+  g_sampler.next_family_check = now + kFamilyCheckNs;
+  g_sampler.child_noted.store(false, std::memory_order_relaxed);
+  bool active = false;
+  for (PendingChild& c : g_sampler.pending) {
+    const uint32_t pid = c.pid.load(std::memory_order_acquire);
+    if (pid == 0) continue;
+    const uint64_t forked = c.forked_ns.load(std::memory_order_acquire);
+    active = true;
+    if (forked == 0) continue;  // being published
+    const Mark mark = ReadMark(pid);
+    if (mark == Mark::kStarting) continue;  // not yet through its atfork handler
+    const bool adopt = mark == Mark::kWorker && now >= forked + kAdoptAfterNs;
+    if (mark == Mark::kWorker && !adopt) continue;
+    c.forked_ns.store(0, std::memory_order_relaxed);
+    c.pid.store(0, std::memory_order_release);
+    if (!adopt) continue;
+    Worker* free_worker = nullptr;
+    for (Worker& w : g_sampler.workers) {
+      if (w.pid == 0) {
+        free_worker = &w;
+        break;
+      }
+    }
+    if (free_worker == nullptr) continue;
+    char path[48];
+    char* end = TaskDir(path, pid);
+    end[-1] = '\0';  // "/proc/PID/task"
+    const long fd = RawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                               O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    free_worker->pid = pid;
+    free_worker->task_fd = static_cast<int>(fd);
+  }
+  for (Worker& w : g_sampler.workers) {
+    if (w.pid == 0) continue;
+    const Mark mark = ReadMark(w.pid);
+    if (mark != Mark::kWorker && mark != Mark::kStarting) {  // starting: it forks a child itself
+      RetireWorker(w);
+      continue;
+    }
+    active = true;
+    // Every worker's main thread first (a DataLoader worker computes there), then the others'
+    // threads: a worker of many threads does not leave the next one unsampled.
+    AddWorkerThread(w.pid, w.pid);
+  }
+  for (Worker& w : g_sampler.workers) {
+    if (w.pid != 0) ListWorkerThreads(w);
+  }
+  g_sampler.family_active = active;
+}
+
 }  // namespace
 
 void Init(uint32_t hz, uint32_t python_hz) {
@@ -647,14 +856,21 @@ void StartOnWriter(uint32_t writer_tid) {
   // Python frames are read: process_vm_readv is a call few programs make, and a filter may kill
   // the process at it (trace_file.cc, UnderSeccompFilter; the /proc reads are what any program
   // does). The evidence is then the last traced call's stack, as without frames.
-  if (RawSyscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) != 0) g_sampler.python_period_ns = 0;
+  // Worker processes are not looked at there either: whether a child is one is read from its
+  // memory with the same call.
+  const bool seccomp = RawSyscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) != 0;
+  if (seccomp) g_sampler.python_period_ns = 0;
+  g_sampler.family = !seccomp;
+  g_sampler.next_family_check = 0;
   g_sampler.next_look = 0;
   g_sampler.started.store(true, std::memory_order_release);
 }
 
 uint64_t NextLookNs() {
-  if (!g_sampler.started.load(std::memory_order_acquire) ||
-      g_sampler.used.load(std::memory_order_acquire) == 0) {
+  if (!g_sampler.started.load(std::memory_order_acquire)) return 0;
+  if (g_sampler.used.load(std::memory_order_acquire) == 0 &&
+      !(g_sampler.family &&
+        (g_sampler.family_active || g_sampler.child_noted.load(std::memory_order_relaxed)))) {
     return 0;
   }
   return g_sampler.next_look == 0 ? NowNs() : g_sampler.next_look;
@@ -694,17 +910,34 @@ void Look(uint64_t now) {
     } else {  // the thread ended: its slot is free again
       LookAtExit(s, tid);
       EndRun(s);
-      CloseFiles(s);
-      s.open_tid = 0;
-      s.py_tstate.store(0, std::memory_order_relaxed);
-      s.py_thread_id.store(0, std::memory_order_relaxed);
-      s.joined_ns.store(0, std::memory_order_relaxed);
-      s.joined_cpu.store(0, std::memory_order_relaxed);
-      s.exited_ns.store(0, std::memory_order_relaxed);
-      s.exited_cpu.store(0, std::memory_order_relaxed);
-      s.due_ns = 0;
-      s.tid.store(0, std::memory_order_release);
+      FreeSlot(s);
     }
+  }
+  if (g_sampler.family) {
+    if (now + slack >= g_sampler.next_family_check &&
+        (g_sampler.family_active || g_sampler.child_noted.load(std::memory_order_relaxed))) {
+      CheckFamily(now);
+    }
+    // Worker threads on the ticks whose index is a multiple of kWorkerEvery.
+    const uint64_t index = (tick - g_sampler.grid0) / period;
+    const uint64_t worker_tick =
+        tick + (kWorkerEvery - index % kWorkerEvery) % kWorkerEvery * period;
+    for (Slot& s : g_sampler.worker_slots) {
+      const uint32_t tid = s.tid.load(std::memory_order_relaxed);
+      if (tid == 0) continue;
+      if (s.open_tid == tid && s.due_ns > now + slack) {
+        next = std::min(next, s.due_ns);
+        continue;
+      }
+      if (LookAt(s, tid, now)) {
+        s.due_ns = worker_tick;
+        next = std::min(next, s.due_ns);
+      } else {  // the thread ended (or its process): its runs end at its last look
+        EndRun(s);
+        FreeSlot(s);
+      }
+    }
+    if (g_sampler.family_active) next = std::min(next, g_sampler.next_family_check);
   }
   // A thread that joins meanwhile waits for the next tick with a thread due (two periods at most).
   g_sampler.next_look = next == UINT64_MAX ? tick : next;
@@ -725,6 +958,11 @@ void EndRuns(bool careful) {
     if (!careful && tid != 0 && s.open_tid == tid) LookAt(s, tid, now, /*last=*/true);
     EndRun(s);
   }
+  for (Slot& s : g_sampler.worker_slots) {
+    const uint32_t tid = s.tid.load(std::memory_order_relaxed);
+    if (!careful && tid != 0 && s.open_tid == tid) LookAt(s, tid, now, /*last=*/true);
+    EndRun(s);
+  }
 }
 
 void TakeRuns(std::vector<RawEvent>* out, uint64_t* dropped, bool careful) {
@@ -742,7 +980,31 @@ void TakeRuns(std::vector<RawEvent>* out, uint64_t* dropped, bool careful) {
 
 uint32_t WriterTid() { return g_sampler.writer_tid; }
 
+void NoteChild(uint32_t pid) {
+  if (g_sampler.hz == 0 || pid == 0) return;
+  for (PendingChild& c : g_sampler.pending) {
+    uint32_t free_pid = 0;
+    if (c.pid.compare_exchange_strong(free_pid, pid, std::memory_order_acq_rel)) {
+      c.forked_ns.store(NowNs(), std::memory_order_release);
+      g_sampler.child_noted.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void MarkForking() {
+  g_mark_pid_before_fork = g_family_mark.pid.load(std::memory_order_relaxed);
+  g_family_mark.pid.store(kForkingPid, std::memory_order_relaxed);
+}
+
+void UnmarkForking() { g_family_mark.pid.store(g_mark_pid_before_fork, std::memory_order_relaxed); }
+
+void MarkOwnWriter() { g_family_mark.own_writer.store(1, std::memory_order_relaxed); }
+
 void ResetInChild() {
+  // What the parent's writer reads of this process (FamilyMark): a worker, so far.
+  g_family_mark.own_writer.store(0, std::memory_order_relaxed);
+  g_family_mark.pid.store(static_cast<uint32_t>(RawSyscall(SYS_getpid)), std::memory_order_relaxed);
   g_sampler.started.store(false, std::memory_order_relaxed);
   g_sampler.used.store(0, std::memory_order_relaxed);
   g_sampler.next_look = 0;
@@ -769,6 +1031,30 @@ void ResetInChild() {
     s.wait_credit = 0;
     s.first_wait_bound = 0;
     s.failed = false;
+  }
+  // The parent's children and workers are not this process's (their files were in the parent
+  // writer's table).
+  g_sampler.family = false;
+  g_sampler.family_active = false;
+  g_sampler.next_family_check = 0;
+  g_sampler.child_noted.store(false, std::memory_order_relaxed);
+  for (PendingChild& c : g_sampler.pending) {
+    c.pid.store(0, std::memory_order_relaxed);
+    c.forked_ns.store(0, std::memory_order_relaxed);
+  }
+  for (Worker& w : g_sampler.workers) w = Worker();
+  for (Slot& s : g_sampler.worker_slots) {
+    s.tid.store(0, std::memory_order_relaxed);
+    s.open_tid = 0;
+    s.pid = 0;
+    s.due_ns = 0;
+    s.kind = kNone;
+    s.have_last = false;
+    s.deferred = 0;
+    s.wait_credit = 0;
+    s.first_wait_bound = 0;
+    s.failed = false;
+    s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;
   }
 }
 

@@ -59,6 +59,20 @@ void TakeRuns(std::vector<RawEvent>* out, uint64_t* dropped, bool careful);
 // The writer's tid: the tid of the sampler's batches.
 uint32_t WriterTid();
 
+// --- Worker processes of the family (docs/architecture.md, "The sampler", *Worker processes*) ---
+
+// The program forked child `pid` (the fork hook, in the parent): the writer looks at it once it
+// lived 100 ms, while it runs this program (no exec) with no writer thread of its own.
+// Lock-free; a child beyond 64 not yet looked at is not sampled.
+void NoteChild(uint32_t pid);
+// Fork's prepare handler (its locks held: one fork at a time) and parent handler: the mark a
+// child copies says it is still starting until its child handler (ResetInChild) writes its own.
+void MarkForking();
+void UnmarkForking();
+// The calling process starts its writer thread: it samples itself, and its parent stops (the
+// parent's writer reads this mark from the child's memory).
+void MarkOwnWriter();
+
 // fork child: no thread of the parent is the child's, and the writer's descriptors were not
 // inherited (its table is its own).
 void ResetInChild();

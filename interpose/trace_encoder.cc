@@ -183,6 +183,8 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
   b.OptI32(12, e.result);
   if (io) b.OptU64(13, e.u.io.path);
   if (proc) b.OptU64(13, e.u.proc.path);
+  const bool sample = e.type == ev::kThreadSample;
+  if (sample) b.OptU64(13, e.u.sample.path);  // in field order, as FormatCompactor writes it
   b.OptU64(14, e.count);
   if (io) {
     b.OptU64(16, e.u.io.fs_type);
@@ -216,14 +218,14 @@ void EncodeEvent(wire::Buffer& b, const RawEvent& e, const EventRefs& refs) {
     b.OptBool(41, e.u.io.writable != 0);
     b.OptU64(42, e.u.io.addr);
   }
-  if (e.type == ev::kThreadSample) {
-    b.OptU64(13, e.u.sample.path);
+  if (sample) {
     if (e.u.sample.fd >= 0) b.I32(17, e.u.sample.fd);
     b.OptU64(43, e.u.sample.tid);
     b.OptU64(44, e.u.sample.cpu_ns);
     b.OptU64(45, e.u.sample.wait_ns);
     b.OptU64(46, e.u.sample.state);
     if (e.u.sample.syscall != kSampleNotBlocked) b.I32(47, e.u.sample.syscall);
+    b.OptU64(48, e.u.sample.pid);
   }
 }
 

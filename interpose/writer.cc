@@ -159,6 +159,8 @@ void* WriterMain(void*) {
   // one).
   free(malloc(1));
   trace_file::TakeOwnFdTable();
+  // A forked child samples itself from now on: its parent stops looking at it.
+  sampler::MarkOwnWriter();
   // The sampler opens files: only in a table of our own.
   if (detail::t_own_fd_table) sampler::StartOnWriter(static_cast<uint32_t>(syscall(SYS_gettid)));
   bool opened;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "analyzer/analysis/event_classes.h"
+
 namespace idlescope {
 namespace {
 
@@ -27,10 +29,20 @@ bool IsPipeSource(const Candidate& c) {
          c.event_class == EventClass::kDownload || c.event_class == EventClass::kInstaller;
 }
 
+// Which of the workers' sampled states explains a wait for them first: a read of a data file
+// (I/O-bound), a wait for a CPU (too many busy threads for the cores), then computing (the state of
+// any busy worker).
+int WorkerStateOrder(EventClass c) {
+  return c == EventClass::kWorkerRead ? 0 : c == EventClass::kWorkerCpuWait ? 1 : 2;
+}
+
 // The candidate that explains a slice where `active` (indices into `all`) are running.
 int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all) {
   int best = -1;
   for (int i : active) {
+    // A worker's sampled run explains only a wait for the workers (below): what they did while
+    // the launching thread did something else, or nothing traced, says nothing of the gap.
+    if (IsWorkerSampleClass(all[i].candidate->event_class)) continue;
     if (best < 0 || Before(all[i], all[best])) best = i;
   }
   if (best < 0 || all[best].tier != Tier::kLaunchingThread) return best;
@@ -63,6 +75,20 @@ int Winner(const std::vector<int>& active, std::span<const RankedCandidate> all)
       }
     }
     if (source >= 0) return source;
+    // No traced call of theirs: what the sampler saw their threads do.
+    int sampled = -1;
+    for (int i : active) {
+      const Candidate& c = *all[i].candidate;
+      if (all[i].tier != Tier::kJobProcess || !IsWorkerSampleClass(c.event_class)) continue;
+      if (sampled < 0) {
+        sampled = i;
+        continue;
+      }
+      const Candidate& s = *all[sampled].candidate;
+      const int order = WorkerStateOrder(c.event_class), s_order = WorkerStateOrder(s.event_class);
+      if (order < s_order || (order == s_order && c.when.start < s.when.start)) sampled = i;
+    }
+    if (sampled >= 0) return sampled;
   }
   return best;
 }

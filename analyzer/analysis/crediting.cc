@@ -57,6 +57,9 @@ void CauseTotals::Add(const CauseTotals& from) {
   pageable_bytes += from.pageable_bytes;
   remote_ns += from.remote_ns;
   worker_wait_ns += from.worker_wait_ns;
+  worker_cpu_ns += from.worker_cpu_ns;
+  worker_read_ns += from.worker_read_ns;
+  worker_cpu_wait_ns += from.worker_cpu_wait_ns;
   gpu_side_ns += from.gpu_side_ns;
   snapshot_ns += from.snapshot_ns;
   preprocess_ns += from.preprocess_ns;
@@ -220,6 +223,9 @@ Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_
   }
   if (c.event_class == EventClass::kReadRemote) acc.remote_ns += length;
   if (c.event_class == EventClass::kReadWorkerQueue) acc.worker_wait_ns += length;
+  if (c.event_class == EventClass::kWorkerCpuWork) acc.worker_cpu_ns += length;
+  if (c.event_class == EventClass::kWorkerRead) acc.worker_read_ns += length;
+  if (c.event_class == EventClass::kWorkerCpuWait) acc.worker_cpu_wait_ns += length;
   if (c.event_class == EventClass::kStdinPipe) acc.stdin_ns += length;
   if (c.event_class == EventClass::kPeerRecv || c.event_class == EventClass::kPeerSend) {
     acc.socket_ns += length;

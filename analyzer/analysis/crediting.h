@@ -41,6 +41,10 @@ struct CauseTotals {
   double pageable_bytes = 0;  // host_gpu_transfer: bytes of pageable copies, as `bytes` below
   Ns remote_ns = 0;           // data_loading: reading remote filesystems
   Ns worker_wait_ns = 0;      // data_loading: waiting on worker pipes/sockets
+  // Waiting for workers whose sampled threads were (kWorkerCpuWork, kWorkerRead, kWorkerCpuWait):
+  Ns worker_cpu_ns = 0;       // data_loading: computing
+  Ns worker_read_ns = 0;      // data_loading: blocked reading data files
+  Ns worker_cpu_wait_ns = 0;  // cpu_starvation: waiting for a CPU
   Ns gpu_side_ns = 0;         // explained by the device's own activity only
   Ns snapshot_ns = 0;         // checkpointing: device-to-host snapshot copies before the write
   Ns preprocess_ns = 0;       // data_loading: launching-thread CPU time in gaps with its data reads

@@ -70,4 +70,11 @@ inline bool IsSampledClass(EventClass c) {
   return c == EventClass::kCpuWork || c == EventClass::kCpuWait || c == EventClass::kMappedRead;
 }
 
+// A sampled run of a worker process's thread: it explains only the waits of a launching thread
+// for its workers (attribution.cc, Winner).
+inline bool IsWorkerSampleClass(EventClass c) {
+  return c == EventClass::kWorkerCpuWork || c == EventClass::kWorkerCpuWait ||
+         c == EventClass::kWorkerRead;
+}
+
 }  // namespace idlescope

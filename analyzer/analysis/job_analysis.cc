@@ -247,9 +247,10 @@ void JobAnalysis::AddSample(const HostEvent& e) {
       devices_[d].launcher_cpu_ns += static_cast<Ns>(e.cpu_ns);
     }
   }
-  EventClassification c = ClassifySample(e);
   uint64_t object = 0;
-  if (c.event_class == EventClass::kNone && e.syscall == -1) {
+  EventClassification c =
+      processes_[e.process].worker ? ClassifyWorkerSample(e, &object) : ClassifySample(e);
+  if (c.event_class == EventClass::kNone && e.syscall == -1 && !processes_[e.process].worker) {
     // Blocked outside every system call: a page fault. In a process that maps data files, a read
     // of the largest (identities.h, MappedFiles).
     const MappedFiles::Mapping* mapping = mapped_.LargestAt(e.process, {e.start, e.end});
@@ -266,14 +267,42 @@ void JobAnalysis::AddSample(const HostEvent& e) {
   candidate.tid = e.tid;
   // Its evidence: CPU work's own Python stack when the sampler read one (the line that computed),
   // else where the thread last called something traced.
-  candidate.stack = c.event_class == EventClass::kCpuWork && e.stack != 0
-                        ? e.stack
-                        : last_stacks_.Of(ThreadKey(e.process, e.tid));
+  candidate.stack =
+      (c.event_class == EventClass::kCpuWork || c.event_class == EventClass::kWorkerCpuWork) &&
+              e.stack != 0
+          ? e.stack
+          : last_stacks_.Of(ThreadKey(e.process, e.tid));
   candidate.object = object;
   candidate.data_read = c.event_class == EventClass::kMappedRead;
   candidate.wait_ns =
       static_cast<uint32_t>(std::min<uint64_t>(e.wait_ns, UINT32_MAX));  // <= 250 ms
   AddCandidate(candidate);
+}
+
+EventClassification JobAnalysis::ClassifyWorkerSample(const HostEvent& e, uint64_t* object) const {
+  switch (SampledStateOf(e)) {
+    case SampledState::kOnCpu:
+      return {EventClass::kWorkerCpuWork, Cause::kDataLoading};
+    case SampledState::kWaitingForCpu:
+      return {EventClass::kWorkerCpuWait, Cause::kCpuStarvation};
+    case SampledState::kBlocked:
+      break;
+  }
+  if (e.syscall == -1) {
+    // Page faults: of the largest data file the worker maps (a memory-mapped dataset).
+    const MappedFiles::Mapping* mapping = mapped_.LargestAt(e.process, {e.start, e.end});
+    if (mapping == nullptr) return {};
+    *object = mapping->path_id;
+    return {EventClass::kWorkerRead, Cause::kDataLoading};
+  }
+  // Blocked on a descriptor: a data file's (not a pipe or socket, "pipe:[N]": a worker waiting
+  // for its next index; not code, system state or a model file).
+  if (e.fd < 0 || e.path.empty() || e.path[0] != '/' || IsCodeFilePath(e.path) ||
+      IsSystemPath(e.path) || model_files_.IsModelFile(e.process, e.path)) {
+    return {};
+  }
+  *object = e.path_id;
+  return {EventClass::kWorkerRead, Cause::kDataLoading};
 }
 
 EventClassification JobAnalysis::Identify(const HostEvent& e, EventClassification c,
@@ -408,6 +437,8 @@ void JobAnalysis::AddCandidate(const Candidate& c) {
   // devices it can explain (TierFor): its own device, its family's devices, or every device for
   // an installer.
   auto reclaim = [&](uint32_t device) {
+    // A worker's sampled run explains only a wait for the workers, never residual time.
+    if (IsWorkerSampleClass(c.event_class)) return;
     Ns until = devices_[device].timeline.attributed_until();
     Tier tier;
     if (c.when.start >= until || !TierFor(c, device, &tier)) return;

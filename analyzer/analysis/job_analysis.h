@@ -120,6 +120,8 @@ class JobAnalysis : public RecordSink {
   void AddCandidate(const Candidate& candidate);
   // A THREAD_SAMPLE run: a candidate on its thread's devices (docs/attribution.md, "Samples").
   void AddSample(const HostEvent& e);
+  // A worker's sampled run: what it says of the waits for the workers (IsWorkerSampleClass).
+  EventClassification ClassifyWorkerSample(const HostEvent& e, uint64_t* object) const;
   void Step(Ns t);
   void HandleGapEvents();
   void Attribute(uint32_t device, Interval piece);

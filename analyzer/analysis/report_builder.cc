@@ -510,11 +510,16 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
     case Cause::kDataLoading:
       note(FindingKind::kRemoteReads, acc.remote_ns);
       note(FindingKind::kWorkerQueueWaits, acc.worker_wait_ns);
+      note(FindingKind::kWorkersComputing, acc.worker_cpu_ns);
+      note(FindingKind::kWorkersReading, acc.worker_read_ns);
       note(FindingKind::kLauncherPreprocessing, acc.preprocess_ns);
       note(FindingKind::kStdinPipeWaits, acc.stdin_ns);
       return;
     case Cause::kSynchronization:
       note(FindingKind::kHostWorkAfterSync, acc.exposed_ns);
+      return;
+    case Cause::kCpuStarvation:
+      note(FindingKind::kWorkersWaitingForCpu, acc.worker_cpu_wait_ns);
       return;
     case Cause::kSmallBatch:
     case Cause::kInsufficientMemory:

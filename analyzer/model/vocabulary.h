@@ -115,6 +115,14 @@ enum class EventClass : uint8_t {
   kCpuWork,          // a launching thread that ran on a CPU outside every traced call (sampled)
   kCpuWait,          // a launching thread that was runnable but waited for a CPU (sampled)
   kMappedRead,       // a launching thread blocked in page faults of a data file it mapped (sampled)
+  // A worker process's thread (a fork()ed child running its parent's program: a DataLoader
+  // worker), sampled from its parent's writer: what the workers did while a launching thread
+  // waited for them (kReadWorkerQueue). Explains nothing alone (attribution.cc, Winner).
+  kWorkerCpuWork,  // ran on a CPU: CPU-bound workers (data_loading)
+  kWorkerCpuWait,  // runnable, waiting for a CPU: too many busy threads for the cores
+                   // (cpu_starvation)
+  kWorkerRead,     // blocked on a data file's descriptor, or in page faults of a mapped one:
+                   // I/O-bound workers (data_loading)
 };
 
 // How an estimated saving was computed (docs/attribution.md, "The numbers").

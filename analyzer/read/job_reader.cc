@@ -309,6 +309,7 @@ void JobReader::Run(RecordSink& sink, const ReadOptions& options) {
     sink.AddProcess(file->process, info);
     ++stats_.files;
   }
+  IndexForkedFiles();
   // As a shard's plan gives them (shard/plan.h): the same addresses, whatever part is read.
   for (auto& file : files_) {
     for (std::string& key : ReadSocketAddressKeys(file->reader->path())) {
@@ -344,7 +345,28 @@ absl::StatusOr<std::unique_ptr<JobReader>> JobReader::OpenPlanned(
   job->batch_pool_.max_kept = std::max<size_t>(job->files_.size(), 16);
   for (auto& file : job->files_) file->interned = &job->symbols_.ForProcess(file->process);
   job->stats_.files = job->files_.size();
+  job->IndexForkedFiles();
   return job;
+}
+
+void JobReader::IndexForkedFiles() {
+  forked_.clear();
+  for (auto& file : files_) {
+    const Header& h = file->reader->header();
+    if (h.origin() != ORIGIN_FORK || h.pid() == 0) continue;
+    forked_[{h.boot_id(), h.ppid(), h.pid()}].push_back(file.get());
+  }
+}
+
+JobReader::File* JobReader::WorkerFile(const File& sampler, uint32_t pid, Ns t) {
+  const Header& h = sampler.reader->header();
+  auto it = forked_.find(std::make_tuple(h.boot_id(), h.pid(), pid));
+  if (it == forked_.end()) return nullptr;
+  File* found = nullptr;
+  for (File* f : it->second) {
+    if (f->start <= t && (found == nullptr || f->start > found->start)) found = f;
+  }
+  return found;
 }
 
 void JobReader::Merge(RecordSink& sink, const ReadOptions& options) {
@@ -573,7 +595,22 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
           e.wait_ns = ev.wait_ns();
           e.thread_state = static_cast<char>(ev.thread_state());
           e.syscall = ev.has_syscall() ? ev.syscall() : HostEvent::kNotBlocked;
-          sink.AddHostEvent(e);
+          if (ev.sampled_pid() == 0) {
+            sink.AddHostEvent(e);
+          } else if (File* worker = WorkerFile(f, ev.sampled_pid(), e.start); worker != nullptr) {
+            // A worker's thread, looked at from this process's writer: the worker process's run
+            // (its own file holds its traced calls). Its path joins the worker's strings; its
+            // stack, none (the sampler reads no worker's frames), would be an id of this file.
+            e.process = worker->process;
+            e.path_id =
+                e.path.empty()
+                    ? 0
+                    : worker->interned->Borrow(absl::string_view(e.path.data(), e.path.size()));
+            e.path = View(worker->interned->String(e.path_id));
+            e.stack = 0;
+            sink.AddHostEvent(e);
+            e.process = f.process;
+          }
           e.tid = batch.tid();
           e.fd = -1;
           e.cpu_ns = e.wait_ns = 0;

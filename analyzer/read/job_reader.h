@@ -20,9 +20,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "analyzer/model/job_model.h"
 #include "analyzer/model/record_sink.h"
@@ -101,6 +103,12 @@ class JobReader {
   // The k-way merge of the files' packets into `sink`, then the files' warnings and figures.
   void Merge(RecordSink& sink, const ReadOptions& options);
   void Process(File& file, const Packet& packet, RecordSink& sink);
+  // The forked children's files by (boot id, parent pid, pid), for the runs of a worker's threads
+  // that its parent's sampler wrote (Event.sampled_pid): they are the worker process's.
+  void IndexForkedFiles();
+  // The file of the child `pid` forked by `sampler`'s process that had started by `t` (the latest:
+  // a pid used again); nullptr when none is read (no trace of it, or another shard's).
+  File* WorkerFile(const File& sampler, uint32_t pid, Ns t);
   // The collective ends of the start of `file` (a reader of its own), in its file's time.
   static std::vector<CollectiveEnd> CollectiveEnds(const File& file);
 
@@ -113,6 +121,7 @@ class JobReader {
   ReadStats stats_;
   uint64_t total_bytes_ = 0;
   JobSymbols symbols_;
+  absl::flat_hash_map<std::tuple<std::string, uint32_t, uint32_t>, std::vector<File*>> forked_;
 };
 
 }  // namespace idlescope

@@ -104,6 +104,20 @@ std::string FindingText(const Finding& f, const JobReport& report) {
       return absl::StrFormat("%s reading remote filesystems (NFS, FUSE, ...)", Seconds(f.ns));
     case FindingKind::kWorkerQueueWaits:
       return absl::StrFormat("%s waiting on worker processes or sockets", Seconds(f.ns));
+    case FindingKind::kWorkersComputing:
+      return absl::StrFormat(
+          "%s waiting for worker processes that were computing (CPU-bound workers: more "
+          "workers, or cheaper transforms)",
+          Seconds(f.ns));
+    case FindingKind::kWorkersReading:
+      return absl::StrFormat(
+          "%s waiting for worker processes blocked reading data files (I/O-bound workers: "
+          "faster or local storage, more prefetching)",
+          Seconds(f.ns));
+    case FindingKind::kWorkersWaitingForCpu:
+      return absl::StrFormat(
+          "%s waiting for worker processes that waited for a CPU (fewer workers per core)",
+          Seconds(f.ns));
     case FindingKind::kStdinPipeWaits:
       return absl::StrFormat(
           "%s reading stdin from a pipe: the program writing it is slower than training",

@@ -141,6 +141,12 @@ std::string_view EventClassName(EventClass c) {
       return "waiting for a CPU (sampled)";
     case EventClass::kMappedRead:
       return "page faults of a mapped file (sampled)";
+    case EventClass::kWorkerCpuWork:
+      return "worker computing (sampled)";
+    case EventClass::kWorkerCpuWait:
+      return "worker waiting for a CPU (sampled)";
+    case EventClass::kWorkerRead:
+      return "worker reading a file (sampled)";
     case EventClass::kNone:
       break;
   }

@@ -106,6 +106,9 @@ void ToMessage(const CauseTotals& t, shard::CauseTotals* out) {
   out->set_pageable_bytes(t.pageable_bytes);
   out->set_remote_ns(t.remote_ns);
   out->set_worker_wait_ns(t.worker_wait_ns);
+  out->set_worker_cpu_ns(t.worker_cpu_ns);
+  out->set_worker_read_ns(t.worker_read_ns);
+  out->set_worker_cpu_wait_ns(t.worker_cpu_wait_ns);
   out->set_gpu_side_ns(t.gpu_side_ns);
   out->set_snapshot_ns(t.snapshot_ns);
   out->set_preprocess_ns(t.preprocess_ns);
@@ -127,6 +130,9 @@ CauseTotals FromMessage(const shard::CauseTotals& m) {
   t.pageable_bytes = m.pageable_bytes();
   t.remote_ns = m.remote_ns();
   t.worker_wait_ns = m.worker_wait_ns();
+  t.worker_cpu_ns = m.worker_cpu_ns();
+  t.worker_read_ns = m.worker_read_ns();
+  t.worker_cpu_wait_ns = m.worker_cpu_wait_ns();
   t.gpu_side_ns = m.gpu_side_ns();
   t.snapshot_ns = m.snapshot_ns();
   t.preprocess_ns = m.preprocess_ns();

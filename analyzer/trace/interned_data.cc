@@ -159,4 +159,13 @@ std::string InternedData::FormatFrame(const Frame& frame) const {
   return out;
 }
 
+uint64_t InternedData::Borrow(absl::string_view s) {
+  // Recorders count their ids up from 1: 2^55 is never reached (and stays below the analysis's
+  // marker ids, analysis/processes.h).
+  constexpr uint64_t kBorrowedBase = uint64_t{1} << 55;
+  auto [it, added] = borrowed_.try_emplace(std::string(s), kBorrowedBase + borrowed_.size());
+  if (added) strings_[it->second] = std::string(s);
+  return it->second;
+}
+
 }  // namespace idlescope

@@ -23,6 +23,10 @@ class InternedData {
   // The string with id `id`; empty for id 0 or an id never defined.
   absl::string_view String(uint64_t id) const;
   bool HasString(uint64_t id) const { return strings_.contains(id); }
+  // `s` as a string of this file although another file defined it (a worker's run that its
+  // parent's sampler recorded names a path in the parent's table): an id of its own, above every
+  // id a recorder hands out, the same one for the same string.
+  uint64_t Borrow(absl::string_view s);
 
   // nullptr when not defined.
   const Frame* FindFrame(uint64_t id) const;
@@ -64,6 +68,7 @@ class InternedData {
     uint64_t frame;
   };
   absl::flat_hash_map<uint64_t, std::string> strings_;
+  absl::flat_hash_map<std::string, uint64_t> borrowed_;
   absl::flat_hash_map<uint64_t, Frame> frames_;
   absl::flat_hash_map<uint64_t, StackNodeEntry> stack_nodes_;
   absl::flat_hash_map<uint64_t, InternedStream> streams_;

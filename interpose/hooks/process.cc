@@ -37,6 +37,7 @@
 #include "interpose/hooks/process_env.h"
 #include "interpose/hooks/wait.h"
 #include "interpose/recorder.h"
+#include "interpose/sampler.h"
 
 extern char** environ;
 
@@ -237,8 +238,11 @@ pid_t ForkHook(uint32_t (*api)()) {
   uint64_t t0 = NowNs();
   pid_t pid = Libc().fork();
   int err = errno;
-  if (pid > 0)
+  if (pid > 0) {
     RecordProc(ev::kProcFork, api(), t0, NowNs(), 0, static_cast<uint32_t>(pid), nullptr, nullptr);
+    // A worker of the family, perhaps: the writer looks at it while it is one (sampler.h).
+    idlescope::sampler::NoteChild(static_cast<uint32_t>(pid));
+  }
   if (pid < 0) RecordProc(ev::kProcFork, api(), t0, NowNs(), -err, 0, nullptr, nullptr);
   errno = err;
   return pid;

@@ -452,5 +452,98 @@ TEST(Samples, GapsOfWorkBetweenKernelsAreNoStretchedLaunchGaps) {
   }
 }
 
+// --- Worker processes' runs (docs/attribution.md, "Samples", *Worker processes*) ---------------
+
+// The training thread's read of its workers' result queue over the whole gap.
+void WaitForWorkers(OneGap& g, double start_ms = 100, double end_ms = 200) {
+  HostEvent read = g.job.Event(g.p, kTid, FILE_READ, start_ms, end_ms, "pipe:[4242]");
+  read.fd = 11;
+  read.fs_type = FS_PIPE;
+  read.stack = 5;
+  g.job.Add(read);
+}
+
+// A worker thread's run blocked in read(2) on `path` (descriptor 7).
+HostEvent BlockedRead(JobBuilder& job, uint32_t process, uint32_t tid, double start_ms,
+                      double end_ms, const std::string& path) {
+  HostEvent e = job.Event(process, tid, THREAD_SAMPLE, start_ms, end_ms, path);
+  const double ns = static_cast<double>(e.end - e.start);
+  e.cpu_ns = static_cast<uint64_t>(0.02 * ns);
+  e.thread_state = 'D';
+  e.syscall = 0;  // read
+  e.fd = 7;
+  return e;
+}
+
+// While the training thread waits for its workers, what their sampled threads did explains the
+// wait: a worker waiting for a CPU (cpu_starvation), then one computing, then one blocked reading
+// a data file (data_loading, its file the object). Where a read and a CPU run of two workers
+// overlap, the read goes first.
+TEST(Samples, WhatTheWorkersDidExplainsTheWaitForThem) {
+  OneGap g;
+  WaitForWorkers(g);
+  const uint32_t w1 = g.job.ForkedProcess(101, 100);
+  const uint32_t w2 = g.job.ForkedProcess(102, 100);
+  g.job.Add(Sample(g.job, w1, 101, 100, 130, 0.1, 0.85));  // waiting for a CPU
+  g.job.Add(Sample(g.job, w1, 101, 130, 180, 0.95, 0.0));  // computing
+  g.job.Add(BlockedRead(g.job, w2, 102, 160, 200, "/data/shard-0003.tar"));
+  g.job.End(w1, 900);
+  g.job.End(w2, 900);
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kCpuStarvation), Ms(30));
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), Ms(70));
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), 0);
+  const CauseReport* d = FindCause(r, Cause::kDataLoading);
+  ASSERT_NE(d, nullptr);
+  const Finding* computing = FindFinding(*d, FindingKind::kWorkersComputing);
+  const Finding* reading = FindFinding(*d, FindingKind::kWorkersReading);
+  ASSERT_NE(computing, nullptr);
+  ASSERT_NE(reading, nullptr);
+  EXPECT_EQ(computing->ns, Ms(30));
+  EXPECT_EQ(reading->ns, Ms(40));
+  EXPECT_EQ(FindFinding(*d, FindingKind::kWorkerQueueWaits), nullptr);
+  ASSERT_FALSE(d->objects.empty());
+  EXPECT_EQ(Label(r, d->objects[0]), "/data/shard-0003.tar");
+  const CauseReport* s = FindCause(r, Cause::kCpuStarvation);
+  ASSERT_NE(s, nullptr);
+  const Finding* waiting = FindFinding(*s, FindingKind::kWorkersWaitingForCpu);
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->ns, Ms(30));
+}
+
+// Close cases. The workers compute, but the training thread waits for no worker (an untraced
+// stretch, then a sleep): their runs explain nothing, the gap stays unknown and interactive. A
+// worker blocked on a pipe (waiting for its next index) says nothing of the wait for it: the
+// wait stays a wait for workers.
+TEST(Samples, WorkersRunsExplainOnlyAWaitForThem) {
+  OneGap g;
+  HostEvent sleep = g.job.Event(g.p, kTid, WAIT, 150, 200);
+  sleep.fd = -1;
+  sleep.device = 0;  // a wait of the thread that feeds device 0 (Event.launch_device)
+  g.job.Add(sleep);
+  const uint32_t w = g.job.ForkedProcess(101, 100);
+  g.job.Add(Sample(g.job, w, 101, 100, 200, 0.95, 0.0));
+  g.job.End(w, 900);
+  JobReport r = g.job.Finish();
+  EXPECT_EQ(CauseNs(r, Cause::kDataLoading), 0);
+  EXPECT_EQ(CauseNs(r, Cause::kUnknown), Ms(50));
+  EXPECT_EQ(CauseNs(r, Cause::kInteractive), Ms(50));
+
+  OneGap idle;
+  WaitForWorkers(idle);
+  const uint32_t iw = idle.job.ForkedProcess(101, 100);
+  HostEvent index_wait = BlockedRead(idle.job, iw, 101, 100, 200, "pipe:[77]");
+  idle.job.Add(index_wait);
+  idle.job.End(iw, 900);
+  JobReport ri = idle.job.Finish();
+  EXPECT_EQ(CauseNs(ri, Cause::kDataLoading), Ms(100));
+  const CauseReport* d = FindCause(ri, Cause::kDataLoading);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(FindFinding(*d, FindingKind::kWorkersReading), nullptr);
+  const Finding* queue = FindFinding(*d, FindingKind::kWorkerQueueWaits);
+  ASSERT_NE(queue, nullptr);
+  EXPECT_EQ(queue->ns, Ms(100));
+}
+
 }  // namespace
 }  // namespace idlescope::testing

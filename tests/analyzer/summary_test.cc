@@ -63,6 +63,9 @@ CauseTotals Totals(int cause) {
   t.exposed_ns = 9;
   t.stdin_ns = 12;
   t.socket_ns = 13;
+  t.worker_cpu_ns = 14;
+  t.worker_read_ns = 15;
+  t.worker_cpu_wait_ns = 16;
   t.tail_ns = 10;
   t.bytes = 11.5;
   for (size_t op = 0; op < t.nccl_op_ns.size(); ++op) t.nccl_op_ns[op] = 20 + op;

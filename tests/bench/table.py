@@ -620,7 +620,7 @@ class Bench:
                 out = self.fresh("sampler-trace")
                 env = self.traced_env(out, IDLESCOPE_SAMPLE_HZ=hz)
                 stdout = timed([prog, str(threads), str(seconds)], env=env, timeout=120)[1]
-                _, _, wall, cpu = stdout.split()
+                _, _, wall, cpu, _ = stdout.split()
                 got[hz] = (int(wall), int(cpu))
             wall = (got["200"][0] + got["0"][0]) / 2
             diffs.append((got["200"][1] - got["0"][1]) / wall * 100)
@@ -630,7 +630,40 @@ class Bench:
             "%.2f%% of a core" % pct,
             "sampling off: job CPU %.0f ms per %d s" % (median(cpu_off), seconds),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
+        self.worker_sampler(prog, threads, seconds, reps)
         self.python_sampler(threads, seconds, reps)
+
+    def worker_sampler(self, prog, threads, seconds, reps):
+        """The same job with as many forked worker processes (no GPU work: sampled from the job's
+        writer at 50 Hz, docs/architecture.md "The sampler"), each computing and sleeping the same
+        way: the sampler's cost with workers, and what the workers add, in the job process's CPU
+        time (the workers' own is theirs); runs with workers, without them, and with sampling off,
+        interleaved."""
+        workers = threads
+        log("3b. thread sampler with %d workers: %d paired runs" % (workers, reps))
+        with_workers, alone = [], []
+        for _ in range(reps):
+            order = ["workers", "threads only", "off"]
+            self.rng.shuffle(order)
+            got = {}
+            for name in order:
+                env = self.traced_env(self.fresh("sampler-workers-trace"),
+                                      IDLESCOPE_SAMPLE_HZ="0" if name == "off" else "200")
+                args = [prog, str(threads), str(seconds)] + (
+                    [] if name == "threads only" else [str(workers)])
+                _, _, wall, cpu, writer = timed(args, env=env, timeout=120)[1].split()
+                got[name] = (int(wall), int(cpu), int(writer))
+            wall = sum(g[0] for g in got.values()) / len(got)
+            # The writer's own CPU time (it runs with sampling off too, for the flushes): the
+            # sampler's whole cost; the job's CPU time varies by more than that.
+            with_workers.append((got["workers"][2] - got["off"][2]) / wall * 100)
+            # The workers' share from the writer thread's CPU time: the job's own varies more.
+            alone.append((got["workers"][2] - got["threads only"][2]) / wall * 100)
+        pct = median(with_workers)
+        row("sampler", "%d sampled threads + %d forked workers (sampled at 50 Hz)" %
+            (threads, workers), "%.2f%% of a core" % pct,
+            "writer CPU vs sampling off; the workers' share (vs the same job without workers): "
+            "%.2f%%" % median(alone), verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
 
     def python_sampler(self, threads, seconds, reps):
         """The same job in Python (tests/bench/sampled_threads.py): the sampler at its default

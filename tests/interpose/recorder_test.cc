@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "interpose/recorder_internal.h"
+#include "interpose/sampler.h"
 #include "tests/interpose/trace_read.h"
 
 namespace idlescope {
@@ -556,6 +559,181 @@ TEST(RecorderTest, SamplerTellsWaitsForACpuFromBlocking) {
               100.0 * accounted / dur, 100.0 * waited / dur);
   EXPECT_GT(accounted, dur * 9 / 10) << "of " << dur << " ns, " << waited << " waiting";
   EXPECT_GT(waited, dur / 5) << "of " << dur << " ns";
+}
+
+// The trace file of process `pid` in the test's directory (flushed first when it is ours).
+ReadTrace ReadTraceOf(uint32_t pid) {
+  if (pid == static_cast<uint32_t>(getpid())) FlushNow();
+  for (const std::string& file : testing::TraceFiles(g_dir)) {
+    ReadTrace t = testing::ReadTraceFile(file);
+    if (!t.packets.empty() && t.packets[0].has_header() && t.packets[0].header().pid() == pid) {
+      return t;
+    }
+  }
+  return {};
+}
+
+// A forked child's runs as its parent's sampler wrote them (Event.sampled_pid).
+struct WorkerRuns {
+  uint64_t runs = 0, cpu_ns = 0, last_end = 0;
+  std::set<uint32_t> tids;
+};
+std::map<uint32_t, WorkerRuns> RunsByWorker(const ReadTrace& trace) {
+  std::map<uint32_t, WorkerRuns> out;
+  for (const idlescope::Packet& p : trace.packets) {
+    if (!p.has_events()) continue;
+    uint64_t ts = 0;
+    for (const auto& e : p.events().events()) {
+      ts += static_cast<uint64_t>(e.ts());
+      if (e.type() != THREAD_SAMPLE || e.sampled_pid() == 0) continue;
+      WorkerRuns& w = out[e.sampled_pid()];
+      ++w.runs;
+      w.cpu_ns += e.cpu_ns();
+      w.last_end = std::max(w.last_end, ts + e.dur());
+      w.tids.insert(e.tid());
+    }
+  }
+  return out;
+}
+
+// Worker processes of the family (sampler.h, NoteChild; the fork hook calls it in the preload
+// library): children forked by a process whose writer samples are looked at from that writer
+// while they run its program with no writer of their own. A child that computes has runs of CPU
+// work; one that exec's, or starts its own writer (and then samples itself), stops being looked
+// at within a family check (100 ms); the worker threads sampled are at most 16; children that
+// end at once are never adopted. Their runs are the parent's THREAD_SAMPLE events with the
+// child's pid.
+TEST(RecorderTest, SamplerLooksAtForkedWorkersWhileTheyAreOnes) {
+  RawEvent launch;
+  launch.ts = NowNs();
+  launch.type = ev::kCudaLaunch;
+  launch.u.cuda.device = 0;
+  Record(launch);  // this process feeds a GPU: its writer samples
+  struct Shared {
+    std::atomic<int> go_exec{0}, go_writer{0};
+    std::atomic<uint64_t> exec_ns{0}, own_writer_ns{0};
+  };
+  void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  Shared* shared = new (mem) Shared();
+  auto child = [](auto body) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      body();
+      _exit(0);
+    }
+    sampler::NoteChild(static_cast<uint32_t>(pid));
+    return static_cast<uint32_t>(pid);
+  };
+  auto process_cpu_ns = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  // Computes 600 ms of CPU time, however long a loaded machine makes that.
+  const uint32_t computes = child([&] {
+    volatile uint64_t n = 0;
+    while (process_cpu_ns() < 600'000'000) n = n + 1;
+  });
+  // Sleeps until it was looked at, then exec's a program without us.
+  const uint32_t execs = child([&] {
+    while (shared->go_exec.load() == 0) usleep(1000);
+    shared->exec_ns = NowNs();
+    execl("/bin/sleep", "sleep", "2", static_cast<char*>(nullptr));
+  });
+  // Sleeps until it was looked at, then feeds a GPU itself: its own writer samples it.
+  const uint32_t own_writer = child([&] {
+    while (shared->go_writer.load() == 0) usleep(1000);
+    RawEvent e;
+    e.ts = NowNs();
+    e.type = ev::kCudaLaunch;
+    e.u.cuda.device = 0;
+    Record(e);
+    FlushNow();  // done by its writer, now running (its mark is set as it starts)
+    shared->own_writer_ns = NowNs();
+    const uint64_t until = NowNs() + 1'500'000'000;
+    volatile uint64_t n = 0;
+    while (NowNs() < until) n = n + 1;
+    FlushNow();
+  });
+  // More threads than the sampler looks at in all workers.
+  const uint32_t many = child([] {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 20; ++i) threads.emplace_back([] { usleep(800'000); });
+    for (auto& t : threads) t.join();
+  });
+  // A shell loop's children: gone before they could be adopted (those reaped within 90 ms of
+  // their fork; a loaded machine may keep one alive longer, and it is then a worker).
+  std::vector<uint32_t> short_lived;
+  for (int i = 0; i < 40; ++i) {
+    const uint32_t pid = child([] {});
+    const uint64_t forked = NowNs();
+    waitpid(static_cast<pid_t>(pid), nullptr, 0);
+    if (NowNs() < forked + 90'000'000) short_lived.push_back(pid);
+  }
+  // Let the two wait until the parent's file shows they were looked at (at most 10 s each).
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    std::map<uint32_t, WorkerRuns> runs = RunsByWorker(ReadTraceOf(self));
+    if (runs[execs].runs > 0) shared->go_exec = 1;
+    if (runs[own_writer].runs > 0) shared->go_writer = 1;
+    if (shared->go_exec && shared->go_writer) break;
+    usleep(10'000);
+  }
+  if (!(shared->go_exec && shared->go_writer)) {
+    for (const auto& [pid, w] : RunsByWorker(ReadTraceOf(self))) {
+      std::printf("worker %u: %lu runs, %zu threads\n", pid, static_cast<unsigned long>(w.runs),
+                  w.tids.size());
+    }
+    std::printf("computes %u execs %u own_writer %u many %u\n", computes, execs, own_writer, many);
+  }
+  EXPECT_TRUE(shared->go_exec && shared->go_writer) << "children not adopted in 10 s";
+  shared->go_exec = shared->go_writer = 1;
+  for (uint32_t pid : {computes, execs, own_writer, many}) {
+    int status = 0;
+    waitpid(static_cast<pid_t>(pid), &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid;
+  }
+  // Runs end at the look that finds their thread gone, and reach the file with the next flush
+  // (a loaded machine delays both): read until the two that ran last are there, at most 10 s.
+  std::map<uint32_t, WorkerRuns> runs;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    runs = RunsByWorker(ReadTraceOf(self));
+    if (runs[computes].cpu_ns >= 100'000'000 && runs[many].tids.size() > 1) break;
+    usleep(10'000);
+  }
+  EXPECT_GE(runs[computes].cpu_ns, 100'000'000u) << "of its 600 ms of CPU time";
+  EXPECT_EQ(runs[computes].tids, std::set<uint32_t>{computes});
+  // Not looked at past the first family check after its exec (100 ms; a loaded machine may delay
+  // the exec itself after the time taken, or the check), long before the 2 s its program runs.
+  ASSERT_GT(runs[execs].runs, 0u);
+  EXPECT_LT(runs[execs].last_end, shared->exec_ns + 1'000'000'000)
+      << (runs[execs].last_end - shared->exec_ns) / 1000 << " us after the exec";
+  // Nor past the first one after it started its own writer, which samples it from then on (its
+  // 1.5 s of CPU work after that).
+  ASSERT_GT(runs[own_writer].runs, 0u);
+  EXPECT_LT(runs[own_writer].last_end, shared->own_writer_ns + 1'000'000'000)
+      << (runs[own_writer].last_end - shared->own_writer_ns) / 1000 << " us after its writer";
+  bool samples_itself = false;
+  for (const idlescope::Packet& p : ReadTraceOf(own_writer).packets) {
+    if (!p.has_events()) continue;
+    for (const auto& e : p.events().events()) {
+      samples_itself |= e.type() == THREAD_SAMPLE && e.tid() == own_writer && e.sampled_pid() == 0;
+    }
+  }
+  EXPECT_TRUE(samples_itself);
+  // 21 threads, at most 16 looked at in all workers.
+  EXPECT_GT(runs[many].tids.size(), 1u);
+  EXPECT_LE(runs[many].tids.size(), 16u);
+  for (uint32_t pid : short_lived) EXPECT_EQ(runs.count(pid), 0u) << "short-lived child " << pid;
+  // The children's files are not this process's (ReadOwnTrace expects one file).
+  for (const std::string& file : testing::TraceFiles(g_dir)) {
+    ReadTrace t = testing::ReadTraceFile(file);
+    if (t.packets.empty() || !t.packets[0].has_header() || t.packets[0].header().pid() != self) {
+      unlink(file.c_str());
+    }
+  }
+  munmap(mem, 4096);
 }
 
 TEST(RecorderTest, EntryPointsKeepErrno) {

@@ -609,6 +609,33 @@ std::vector<EventCase> EventCases() {
     e.set_argv(31);
     cases.push_back(c);
   }
+  {  // a sampled run of a worker process's thread (Event.sampled_pid), blocked reading a file
+    EventCase c{};
+    c.raw.dur = 250'000'000;
+    c.raw.count = 13;
+    c.raw.type = ev::kThreadSample;
+    c.raw.u.sample.tid = 4194300;
+    c.raw.u.sample.pid = 4194299;
+    c.raw.u.sample.cpu_ns = 1'000'000;
+    c.raw.u.sample.wait_ns = 2'000'000;
+    c.raw.u.sample.path = 46;
+    c.raw.u.sample.fd = 7;
+    c.raw.u.sample.syscall = 17;  // pread64
+    c.raw.u.sample.state = 'D';
+    auto& e = c.expected;
+    e.set_type(idlescope::THREAD_SAMPLE);
+    e.set_dur(250'000'000);
+    e.set_count(13);
+    e.set_path(46);
+    e.set_fd(7);
+    e.set_tid(4194300);
+    e.set_cpu_ns(1'000'000);
+    e.set_wait_ns(2'000'000);
+    e.set_thread_state('D');
+    e.set_syscall(17);
+    e.set_sampled_pid(4194299);
+    cases.push_back(c);
+  }
   {  // exit with a negative status, and a marker
     EventCase c{};
     c.raw.type = ev::kProcExit;
