@@ -783,6 +783,32 @@ void CheckFamily(uint64_t now) {
   g_sampler.family_active = active;
 }
 
+// A forked child's copy of slot `s`: no thread of the parent is the child's, and the descriptors
+// are the parent writer's (its table was its own), not to be closed.
+void ForgetInChild(Slot& s) {
+  s.tid.store(0, std::memory_order_relaxed);
+  s.joined_ns.store(0, std::memory_order_relaxed);
+  s.joined_cpu.store(0, std::memory_order_relaxed);
+  s.exited_ns.store(0, std::memory_order_relaxed);
+  s.exited_cpu.store(0, std::memory_order_relaxed);
+  s.py_tstate.store(0, std::memory_order_relaxed);
+  s.py_thread_id.store(0, std::memory_order_relaxed);
+  s.py_next_ns = 0;
+  s.py_gone_tstate = 0;
+  for (RunStack& r : s.run_stacks) r = RunStack();
+  s.due_ns = 0;
+  s.steady = false;
+  s.open_tid = 0;
+  s.pid = 0;
+  s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;
+  s.kind = kNone;
+  s.have_last = false;
+  s.deferred = 0;
+  s.wait_credit = 0;
+  s.first_wait_bound = 0;
+  s.failed = false;
+}
+
 }  // namespace
 
 void Init(uint32_t hz, uint32_t python_hz) {
@@ -1010,28 +1036,7 @@ void ResetInChild() {
   g_sampler.next_look = 0;
   g_sampler.ended_count = 0;
   new (&g_sampler.ended_mu) std::mutex();
-  for (Slot& s : g_sampler.slots) {
-    s.tid.store(0, std::memory_order_relaxed);
-    s.joined_ns.store(0, std::memory_order_relaxed);
-    s.joined_cpu.store(0, std::memory_order_relaxed);
-    s.exited_ns.store(0, std::memory_order_relaxed);
-    s.exited_cpu.store(0, std::memory_order_relaxed);
-    s.py_tstate.store(0, std::memory_order_relaxed);
-    s.py_thread_id.store(0, std::memory_order_relaxed);
-    s.py_next_ns = 0;
-    s.py_gone_tstate = 0;
-    for (RunStack& r : s.run_stacks) r = RunStack();
-    s.due_ns = 0;
-    s.steady = false;
-    s.open_tid = 0;
-    s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;  // the parent writer's table: not ours
-    s.kind = kNone;
-    s.have_last = false;
-    s.deferred = 0;
-    s.wait_credit = 0;
-    s.first_wait_bound = 0;
-    s.failed = false;
-  }
+  for (Slot& s : g_sampler.slots) ForgetInChild(s);
   // The parent's children and workers are not this process's (their files were in the parent
   // writer's table).
   g_sampler.family = false;
@@ -1043,19 +1048,7 @@ void ResetInChild() {
     c.forked_ns.store(0, std::memory_order_relaxed);
   }
   for (Worker& w : g_sampler.workers) w = Worker();
-  for (Slot& s : g_sampler.worker_slots) {
-    s.tid.store(0, std::memory_order_relaxed);
-    s.open_tid = 0;
-    s.pid = 0;
-    s.due_ns = 0;
-    s.kind = kNone;
-    s.have_last = false;
-    s.deferred = 0;
-    s.wait_credit = 0;
-    s.first_wait_bound = 0;
-    s.failed = false;
-    s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;
-  }
+  for (Slot& s : g_sampler.worker_slots) ForgetInChild(s);
 }
 
 }  // namespace idlescope::sampler
