@@ -419,6 +419,15 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 
 // --- periodic flush ---------------------------------------------------------------------------
 
+// Held over every cuptiActivityFlushAll of this layer: the buffers a periodic flush has taken are
+// handed over and recorded before another flush returns. CUPTI may deliver them on the periodic
+// flush's thread after a forced flush elsewhere has returned; at exit their records then came
+// after the footer and were lost, uncounted (a run's kernels and copies all gone beside two CPU
+// hogs). A flush waits for it at most kFlushWaitMs, then goes on without it: the job wins.
+// Never destroyed, like the flush thread's own state below.
+std::timed_mutex& g_flush_all_mu = *new std::timed_mutex;
+constexpr int kFlushWaitMs = 2000;
+
 // Never destroyed: the flush thread runs until the process exits (it is joined only when the
 // program's last thread ends first) and may be inside a timed wait then, and glibc's
 // pthread_cond_destroy (run by a static destructor) blocks until every waiter has left the
@@ -460,6 +469,7 @@ void* FlushLoop(void*) {
     const Api* api = g_loaded.load(std::memory_order_acquire);
     if (api != nullptr) {
       HookGuard guard(Family::kCupti);  // nothing CUPTI does on this thread is traced
+      std::lock_guard<std::timed_mutex> flushing(g_flush_all_mu);
       api->cuptiActivityFlushAll(0);
     }
   }
@@ -612,7 +622,15 @@ void Flush() {
   if (getpid() != g_start_pid) return;  // a forked child: CUPTI's state is the parent's
   {
     HookGuard guard(Family::kCupti);
+    std::unique_lock<std::timed_mutex> flushing(g_flush_all_mu, std::defer_lock);
+    bool serialized = flushing.try_lock_for(std::chrono::milliseconds(kFlushWaitMs));
     api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (!serialized) {
+      RecordNotice(NoticeSeverity::kWarning, "cupti_flush_unfinished",
+                   "a periodic CUPTI flush still ran after " + std::to_string(kFlushWaitMs) +
+                       " ms: its GPU records may be missing",
+                   false);
+    }
   }
   uint64_t refused = g_refused.exchange(0);
   if (refused > 0) {

@@ -295,6 +295,29 @@ TEST(CudaTrace, SigtermFlushesCuptiOnTheCuptiThread) {
   EXPECT_EQ(memsets, 2);
 }
 
+// A periodic flush that took CUPTI's buffers and hands them over slowly (simgpu holds it 1 s)
+// while the program exits: the exit's forced flush waits for it, so the records it holds come
+// before the footer (they were lost, uncounted: every kernel and copy of a run beside two hogs).
+TEST(CudaTrace, AnExitDuringAPeriodicCuptiFlushKeepsItsRecords) {
+  fs::path dir = FreshDir("slow_flush");
+  RunResult r = RunProgram(
+      {CUDA_COPIES, "linger"},
+      {SimgpuEnv(), std::string("LD_PRELOAD=") + PRELOAD_LIB, "IDLESCOPE_OUT=" + dir.string(),
+       "IDLESCOPE_QUIET=1", "IDLESCOPE_CUPTI_FLUSH_MS=1", "SIMGPU_CUPTI_FLUSH_DELAY_US=1000000"});
+  ASSERT_EQ(r.status, 0) << r.out;
+  Trace t = ReadTraceOf(dir, CUDA_COPIES);
+  ASSERT_TRUE(t.has_footer);
+  int kernels = 0, copies = 0, memsets = 0;
+  for (const auto& a : t.gpu) {
+    kernels += a.kind() == idlescope::GPU_KERNEL;
+    copies += a.kind() == idlescope::GPU_MEMCPY;
+    memsets += a.kind() == idlescope::GPU_MEMSET;
+  }
+  EXPECT_EQ(kernels, 3);
+  EXPECT_EQ(copies, 6);
+  EXPECT_EQ(memsets, 2);
+}
+
 // Done-when 3: libcudart loaded RTLD_LOCAL by a dlopen'ed plugin (dlsym(RTLD_NEXT) cannot see it).
 TEST(CudaTrace, PluginLoadingCudartLocallyIsTraced) {
   fs::path dir = FreshDir("plugin");

@@ -4,7 +4,9 @@
 // or the calling host thread), appended to one global buffer obtained through the client's
 // bufferRequested callback, and delivered through bufferCompleted: full buffers from a CUPTI
 // delivery thread (as real CUPTI may), the rest from the thread calling cuptiActivityFlushAll.
-// No CUPTI lock is held while a client callback runs.
+// No CUPTI lock is held while a client callback runs. SIMGPU_CUPTI_FLUSH_DELAY_US holds a flush
+// that is not FORCED that long between taking its buffers and handing them over (real CUPTI's
+// hand-over takes time; a forced flush elsewhere meanwhile does not wait for it).
 #include <cupti.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <bitset>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -179,7 +182,7 @@ class Cupti {
     cur_.used += n;
   }
 
-  CUptiResult Flush() {
+  CUptiResult Flush(uint32_t flag) {
     std::vector<Buffer> ready;
     CUpti_BuffersCallbackCompleteFunc done;
     {
@@ -193,6 +196,9 @@ class Cupti {
       }
       done = complete_;
     }
+    if (!ready.empty() && (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == 0 && flush_delay_us_ > 0) {
+      usleep(static_cast<useconds_t>(flush_delay_us_));
+    }
     for (const Buffer& b : ready) {
       if (done) done(nullptr, 0, b.data, b.size, b.used);
     }
@@ -205,7 +211,7 @@ class Cupti {
   }
 
   void Finalize() {
-    Flush();
+    Flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::lock_guard<std::mutex> lk(mu_);
     enabled_.reset();
     subscriber_ = nullptr;
@@ -403,6 +409,9 @@ class Cupti {
  private:
   Cupti() {
     for (auto& d : domains_) d.assign(1024, false);
+    if (const char* v = getenv("SIMGPU_CUPTI_FLUSH_DELAY_US"); v != nullptr) {
+      flush_delay_us_ = strtoul(v, nullptr, 10);
+    }
     SetTimestampCallback(nullptr);
     engine_ = simgpu::GetEngine();
     if (engine_ != nullptr) engine_->SetCuptiHooks(&kHooks);
@@ -431,6 +440,7 @@ class Cupti {
   static const simgpu::CuptiHooks kHooks;
 
   simgpu::Engine* engine_ = nullptr;
+  unsigned long flush_delay_us_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::bitset<kMaxKinds> enabled_;
@@ -525,7 +535,7 @@ SIMGPU_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRe
   return C().RegisterBuffers(req, done);
 }
 
-SIMGPU_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t /*flag*/) { return C().Flush(); }
+SIMGPU_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) { return C().Flush(flag); }
 
 SIMGPU_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
                                                      CUpti_Activity** record) {
