@@ -67,6 +67,7 @@ void CauseTotals::Add(const CauseTotals& from) {
   stdin_ns += from.stdin_ns;
   socket_ns += from.socket_ns;
   tail_ns += from.tail_ns;
+  outlast_ns += from.outlast_ns;
   bytes += from.bytes;
   for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
   stacks.Merge(from.stacks);
@@ -99,13 +100,13 @@ void Crediting::Credit(uint32_t device, const Candidate* c, Interval slice,
         !d.residual_log.back().has_cpu_work && d.residual_log.back().when.end == slice.start) {
       d.residual_log.back().when.end = slice.end;
     } else {
-      d.residual_log.push_back({slice, true, Cause::kUnknown, false, {}});
+      d.residual_log.push_back({slice, true, Cause::kUnknown, false, {}, d.gap_serial});
     }
     return;
   }
   gap.cause_ns[Index(c->cause)] += length;
   gap.NoteSampled(*c, slice);
-  const Ns run = CreditCause(d, *c, slice, true, may_become_snapshot);
+  const Ns run = CreditCause(d, *c, slice, d.gap_serial, may_become_snapshot);
   Observe(device, slice, c->cause, c);
   if (run > gap.main_ns) {
     gap.main = *c;
@@ -127,7 +128,7 @@ void Crediting::CreditCpuWork(uint32_t device, const Candidate& c, Interval slic
       return;
     }
   }
-  d.residual_log.push_back({slice, true, Cause::kUnknown, true, c});
+  d.residual_log.push_back({slice, true, Cause::kUnknown, true, c, d.gap_serial});
 }
 
 template <typename Take>
@@ -167,7 +168,7 @@ void Crediting::ReclaimCpuWork(uint32_t device, const Candidate& c, Ns attribute
       part.cpu_work = c;
     } else if (!part.open && part.cause == Cause::kUnknown) {
       d.causes[Index(Cause::kUnknown)].ns -= part.when.length();
-      CreditCause(d, c, part.when, false, false);
+      CreditCause(d, c, part.when, part.gap_serial, false);
       Observe(device, part.when, c.cause, &c, true, Cause::kUnknown);
       reclaimed_ns_ += part.when.length();
       part.cause = c.cause;
@@ -177,11 +178,19 @@ void Crediting::ReclaimCpuWork(uint32_t device, const Candidate& c, Ns attribute
   d.run = run;
 }
 
-Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, uint64_t gap_serial,
                           bool may_become_snapshot) {
   const Ns length = when.length();
   CauseTotals& acc = d.causes[Index(c.cause)];
   acc.ns += length;
+  if (c.cause == Cause::kCheckpointing && gap_serial != kNoGap) {
+    auto [it, added] = d.saves.try_emplace(gap_serial, Save{.first = when.start, .last = when.end});
+    Save& save = it->second;
+    save.first = std::min(save.first, when.start);
+    save.last = std::max(save.last, when.end);
+    save.ns += length;
+    if (c.snapshot) save.snapshot_ns += length;
+  }
   Ns event_length = std::max<Ns>(c.when.length(), 1);
   double bytes = static_cast<double>(c.bytes) * static_cast<double>(length) /
                  static_cast<double>(event_length);
@@ -205,13 +214,11 @@ Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, bool in_
   }
   if (may_become_snapshot) {
     if (d.copy_credits.size() >= kMaxCopyCredits) d.copy_credits.pop_front();
-    d.copy_credits.push_back(
-        {c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}, continued, whole_bytes});
+    d.copy_credits.push_back({c, when, gap_serial, continued, whole_bytes});
   }
   if (c.event_class == EventClass::kUploadWrite && !c.gpu_side && c.object != 0) {
     if (d.write_credits.size() >= kMaxCopyCredits) d.write_credits.pop_front();
-    d.write_credits.push_back(
-        {c, when, in_open_gap ? d.gap_serial : ~uint64_t{0}, continued, whole_bytes});
+    d.write_credits.push_back({c, when, gap_serial, continued, whole_bytes});
   }
   const uint64_t slices = continued ? 0 : 1;
   if (c.stack != 0) acc.stacks.Add({c.process, c.stack}, length, whole_bytes, slices);
@@ -257,7 +264,7 @@ void Crediting::ReclaimSlices(uint32_t device, const Candidate& c, Ns attributed
     } else {
       d.causes[Index(part.cause)].ns -= taken;
     }
-    CreditCause(d, c, part.when, part.open, may_become_snapshot);
+    CreditCause(d, c, part.when, part.gap_serial, may_become_snapshot);
     // An open slice was not handed out yet (its cause waits for the gap's end).
     Observe(device, part.when, c.cause, &c, !part.open, part.cause);
     reclaimed_ns_ += taken;
@@ -292,7 +299,7 @@ void Crediting::MoveToCheckpointing(uint32_t device, Device& d, const CopyCredit
   }
   Candidate moved = old;
   make(moved);
-  CreditCause(d, moved, credit.when, open, false);
+  CreditCause(d, moved, credit.when, credit.gap_serial, false);
   Observe(device, credit.when, Cause::kCheckpointing, &moved, true, old.cause);
 }
 
@@ -330,6 +337,20 @@ void Crediting::ReclassifyWrites(uint32_t device, std::span<const EvidenceKey> w
     return true;
   });
   d.run = run;
+}
+
+void Crediting::CountOutlastingWrites(uint32_t device, Ns work_end) {
+  Device& d = devices_[device];
+  Ns outlast = 0;
+  for (auto it = d.saves.begin(); work_end > 0 && it != d.saves.end(); ++it) {
+    const Save& save = it->second;
+    if (save.first >= work_end) break;  // in the tail gap: tail_ns
+    const auto next = std::next(it);
+    const Ns until = next != d.saves.end() ? std::min(next->second.first, work_end) : work_end;
+    const Ns writes = save.ns - save.snapshot_ns;
+    outlast += std::max<Ns>(0, writes - std::max<Ns>(0, until - save.last));
+  }
+  d.causes[Index(Cause::kCheckpointing)].outlast_ns = outlast;
 }
 
 void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
@@ -372,7 +393,7 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       open.residual -= length;
       open.cause_ns[Index(Cause::kSynchronization)] += length;
       acc.exposed_ns += length;
-      CreditCause(d, sync, it->when, true, false);
+      CreditCause(d, sync, it->when, d.gap_serial, false);
       it->open = false;
       it->cause = Cause::kSynchronization;
       Observe(device, it->when, Cause::kSynchronization, &sync);
@@ -396,7 +417,7 @@ void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {
       open.residual -= length;
       open.cause_ns[Index(cpu)] += length;
       cpu_ns += length;
-      CreditCause(d, it->cpu_work, it->when, true, false);
+      CreditCause(d, it->cpu_work, it->when, d.gap_serial, false);
       it->open = false;
       it->cause = cpu;
       Observe(device, it->when, cpu, &it->cpu_work);

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -52,7 +53,10 @@ struct CauseTotals {
   Ns stdin_ns = 0;    // data_loading: reading stdin from a pipe (the program before in a pipeline)
   Ns socket_ns = 0;   // communication: receives and sends with other processes of the job
   Ns tail_ns = 0;     // in the device's tail gap (after its last kernel)
-  double bytes = 0;   // bytes of the credited events, in proportion to the time credited
+  // checkpointing: writes of a save that outlast the time until the next save (or until the
+  // device's last kernel ends), outside the tail gap (Crediting::CountOutlastingWrites)
+  Ns outlast_ns = 0;
+  double bytes = 0;  // bytes of the credited events, in proportion to the time credited
   std::array<Ns, NcclOp_ARRAYSIZE> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;
   TopEvidence objects;
@@ -89,6 +93,8 @@ struct ClosedGap {
 void ExtendClosedGap(ClosedGap& gap, Ns end, std::array<CauseTotals, kCauseCount>& totals);
 
 class Crediting {
+  static constexpr uint64_t kNoGap = ~uint64_t{0};
+
  public:
   explicit Crediting(size_t top_gaps) : top_gaps_limit_(top_gaps) {}
   void SetObserver(SliceObserver* observer) { observer_ = observer; }
@@ -104,10 +110,17 @@ class Crediting {
   // totals and the observer see it, the longest gaps do not).
   void CreditShortGap(uint32_t device, const Candidate& c, Interval slice,
                       bool may_become_snapshot) {
-    CreditCause(devices_[device], c, slice, false, may_become_snapshot);
+    CreditCause(devices_[device], c, slice, kNoGap, may_become_snapshot);
     Observe(device, slice, c.cause, &c, /*correction=*/false, Cause::kUnknown,
             /*in_short_gap=*/true);
   }
+  // `device`'s work ended at `work_end` (its last kernel's end; 0: it ran none). A save is the
+  // checkpointing credited in one gap (the holes in the compute band: a save's copies and writes
+  // run no kernel); an asynchronous writer with one save in flight hides a save's writes (its
+  // time less its snapshot) behind the time until the next save, or until `work_end` for the
+  // last: what is longer is counted as checkpointing's `outlast_ns` (savings.cc). Saves in the
+  // tail gap are tail_ns's. Sets the count (may be called again).
+  void CountOutlastingWrites(uint32_t device, Ns work_end);
   // A gap of `device` shorter than min_gap closed (before its slices, if any, are credited).
   void ObserveShortGap(uint32_t device, Interval gap) {
     if (observer_ != nullptr) observer_->OnShortGap(device, gap);
@@ -194,12 +207,14 @@ class Crediting {
     // Open: a sampled run of CPU work covers it (CreditCpuWork); `cpu_work` is that run.
     bool has_cpu_work = false;
     Candidate cpu_work;
+    uint64_t gap_serial = kNoGap;  // the gap it lies in (Device::gap_serial then)
   };
   // A slice credited to a device-to-host copy (or a sync of a copy run).
   struct CopyCredit {
     Candidate candidate;
     Interval when;
-    uint64_t gap_serial;   // the gap it was credited in (the open gap while equal to gap_serial)
+    uint64_t gap_serial;   // the gap it was credited in (the open gap while equal to gap_serial;
+                           // kNoGap: a short gap)
     bool continued;        // it continued the run before it (Run): no slice of its own
     uint64_t whole_bytes;  // the bytes its evidence was given
   };
@@ -215,8 +230,16 @@ class Crediting {
     Ns length = 0;
     uint64_t whole_bytes = 0;
   };
+  // The checkpointing credited in one long gap: a save (CountOutlastingWrites).
+  struct Save {
+    Ns first = 0;  // its first slice's start
+    Ns last = 0;   // its last slice's end
+    Ns ns = 0;
+    Ns snapshot_ns = 0;
+  };
   struct Device {
     std::array<CauseTotals, kCauseCount> causes;
+    std::map<uint64_t, Save> saves;  // by gap serial: in time order
     OpenGap open;
     std::deque<ResidualSlice> residual_log;
     std::deque<CopyCredit> copy_credits;
@@ -246,8 +269,8 @@ class Crediting {
   void MoveToCheckpointing(uint32_t device, Device& d, const CopyCredit& credit, Make&& make,
                            IsSame&& is_same);
   // Returns the length of the run `when` ends (the slice itself, or with the contiguous slices of
-  // the same candidate before it).
-  Ns CreditCause(Device& d, const Candidate& c, Interval when, bool in_open_gap,
+  // the same candidate before it). `gap_serial`: the long gap `when` lies in (kNoGap: a short one).
+  Ns CreditCause(Device& d, const Candidate& c, Interval when, uint64_t gap_serial,
                  bool may_become_snapshot);
   void Observe(uint32_t device, Interval when, Cause cause, const Candidate* c,
                bool correction = false, Cause replaces = Cause::kUnknown,

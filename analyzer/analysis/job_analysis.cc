@@ -738,6 +738,7 @@ PartResults JobAnalysis::TakeResults() {
     r.launcher_cpu_ns = d.launcher_cpu_ns;
     r.stretched_gaps = crediting_.stretched_gaps(i);
     r.stretched_ns = crediting_.stretched_ns(i);
+    crediting_.CountOutlastingWrites(i, t.ran_kernels() ? t.last_kernel_end() : 0);
     r.causes = crediting_.totals(i);
     r.finished_at = finished_at_;
     if (const ClosedGap* last = crediting_.last_gap(i)) {

@@ -68,9 +68,11 @@ Saving PageableAtPinnedRate(Ns idle_ns, const CauseTotals& acc, const CopyRates&
 }
 
 // An asynchronous checkpoint keeps the snapshot: the one measured before the writes, or the one
-// their bytes need (a device-to-host copy into pinned memory), whichever is longer. It hides the
-// writes behind the training that follows: a checkpoint after the last kernel (the device's tail
-// gap) has nothing to hide behind, the job waits for it before it exits.
+// their bytes need (a device-to-host copy into pinned memory), whichever is longer. It hides a
+// save's writes behind the training that follows, until the next save is due: a writer with one
+// save in flight makes that save wait for the writes that outlast it (outlast_ns), and the job's
+// exit waits for the last; a checkpoint after the last kernel (the device's tail gap) has nothing
+// to hide behind.
 Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRates& rates,
                                const DeviceWork&) {
   double rate = rates.d2h_pinned.BytesPerNs();
@@ -87,14 +89,17 @@ Saving CheckpointMinusSnapshot(Ns idle_ns, const CauseTotals& acc, const CopyRat
   // The bytes are a sum of shares of events (bytes in proportion to the time credited): the
   // report gives the nearest whole byte.
   const uint64_t bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)));
-  const Ns hidden = idle_ns - std::clamp<Ns>(acc.tail_ns, 0, idle_ns);
+  const Ns tail = std::clamp<Ns>(acc.tail_ns, 0, idle_ns);
+  const Ns outlast = std::clamp<Ns>(acc.outlast_ns, 0, idle_ns - tail);
+  const Ns hidden = idle_ns - tail - outlast;
   return {.ns = std::max<Ns>(0, hidden - snapshot),
           .basis = {.method = SavingMethod::kCheckpointMinusSnapshot,
                     .rate_bytes_per_ns = rate,
                     .rate_source = source,
                     .bytes = bytes,
                     .snapshot_ns = acc.snapshot_ns,
-                    .tail_ns = idle_ns - hidden}};
+                    .tail_ns = tail,
+                    .outlast_ns = outlast}};
 }
 
 // The rule of a saving method. kSpreadOverDevices is no device's rule: the report spreads the

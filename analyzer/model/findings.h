@@ -99,6 +99,7 @@ struct SavingBasis {
   uint64_t bytes = 0;  // kCheckpointMinusSnapshot: the bytes written, whose snapshot is kept
   Ns snapshot_ns = 0;  // kCheckpointMinusSnapshot: snapshot copies measured before the writes
   Ns tail_ns = 0;      // kCheckpointMinusSnapshot: writes after the last kernel, not hidden
+  Ns outlast_ns = 0;   // kCheckpointMinusSnapshot: writes outlasting the time to the next save
   Ns wait_ns = 0;      // kOverlapWithCompute: waits for slower ranks, which overlap cannot hide
   double batch_growth = 0;       // kFillTheDevice: the factor the batch grows by
   uint32_t used_devices = 0;     // kSpreadOverDevices: devices that ran kernels

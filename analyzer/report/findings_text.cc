@@ -236,6 +236,12 @@ std::string SavingBasisText(Cause cause, const SavingBasis& b) {
         absl::StrAppendFormat(&text, "; not the %s after the last kernel, which the job waits for",
                               Seconds(b.tail_ns));
       }
+      if (b.outlast_ns > 0) {
+        absl::StrAppendFormat(&text,
+                              "; not the %s of writes outlasting the training until the next save "
+                              "(a writer with one save in flight makes that save wait for them)",
+                              Seconds(b.outlast_ns));
+      }
       return text;
     }
     case SavingMethod::kHalf:

@@ -178,6 +178,7 @@ void WriteSaving(JsonWriter& j, const SavingBasis& b) {
     j.Uint("written_bytes", b.bytes);
     j.Int("snapshot_ns", b.snapshot_ns);
     j.Int("tail_ns", b.tail_ns);
+    j.Int("outlast_ns", b.outlast_ns);
   }
   if (b.method == SavingMethod::kOverlapWithCompute) j.Int("wait_ns", b.wait_ns);
   if (b.method == SavingMethod::kFillTheDevice) {

@@ -114,6 +114,56 @@ TEST(AttributionRules, AFinalCheckpointAfterTheLastKernelSavesNothing) {
               static_cast<double>(Ms(1)));  // less the 1 MiB's snapshot at 12 GB/s (87 us)
 }
 
+// Saves due more often than their writes take (docs/attribution.md, "Estimated savings"): an
+// asynchronous writer with one save in flight hides each save's writes only until the next save
+// is due, then that save waits for the rest; the job's exit waits for what the last one's
+// writes outlast of the training after it.
+TEST(AttributionRules, WritesOutlastingTheTrainingUntilTheNextSaveAreNotHidden) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 100);
+  job.Io(p, kTid, FILE_WRITE, 100, 200, "/ckpt/a.pt", FS_LOCAL, 1 << 20);  // 100 ms of writes
+  job.Kernel(p, 200, 230);  // 30 ms of training: 70 ms of the writes outlast it
+  job.Io(p, kTid, FILE_WRITE, 230, 330, "/ckpt/b.pt", FS_LOCAL, 1 << 20);
+  job.Kernel(p, 330, 1330);  // all hidden
+  job.Io(p, kTid, FILE_WRITE, 1330, 1430, "/ckpt/c.pt", FS_LOCAL, 1 << 20);
+  job.Kernel(p, 1430, 1470);  // 60 ms of this save's writes outlast the training after it
+  job.End(p, 1470);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ns, Ms(300));
+  EXPECT_EQ(c->basis.tail_ns, 0);
+  EXPECT_EQ(c->basis.outlast_ns, Ms(130));
+  EXPECT_NEAR(static_cast<double>(c->job_saving_ns), static_cast<double>(Ms(170)),
+              static_cast<double>(Ms(1)));  // less the snapshots of 3 MiB at 12 GB/s
+}
+
+// Close case: one save's writes cut by a device-to-host copy of its own (a copy runs no
+// kernel: the same gap, the same save) and training as long as the writes before the next.
+TEST(AttributionRules, ASaveCutByItsOwnCopyIsOneSaveAndHidesBehindTheTrainingAfterIt) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 100);
+  job.Io(p, kTid, FILE_WRITE, 100, 150, "/ckpt/a.pt", FS_LOCAL, 1 << 20);
+  job.CopyToHost(p, kTid, 150, 160, 1 << 20);
+  job.GpuCopy(p, 152, 158, MEM_PAGEABLE);
+  job.Io(p, kTid, FILE_WRITE, 160, 200, "/ckpt/a.pt", FS_LOCAL, 1 << 20);
+  job.Kernel(p, 200, 300);  // 100 ms of training: the save's 90 ms of writes hide
+  job.Io(p, kTid, FILE_WRITE, 300, 400, "/ckpt/b.pt", FS_LOCAL, 1 << 20);
+  job.Kernel(p, 400, 500);
+  job.End(p, 500);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ns, Ms(200));
+  EXPECT_EQ(c->basis.outlast_ns, 0);
+}
+
 // torch.save on the training thread: the weights are copied to the host, then written. The copy
 // is the checkpoint's (its snapshot), not a data transfer of the training loop.
 TEST(AttributionRules, DeviceToHostCopyBeforeAModelWriteIsCheckpointSnapshot) {

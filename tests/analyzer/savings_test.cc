@@ -92,6 +92,14 @@ TEST(Savings, CheckpointsKeepTheirSnapshot) {
   s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
   EXPECT_EQ(s.ns, Ms(35));
   EXPECT_EQ(s.basis.tail_ns, Ms(40));
+  t.outlast_ns = Ms(20);  // writes outlasting the training until the next save: waited for
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
+  EXPECT_EQ(s.ns, Ms(15));
+  EXPECT_EQ(s.basis.outlast_ns, Ms(20));
+  t.outlast_ns = Ms(90);  // never more than the time left after the tail
+  s = EstimateSaving(Cause::kCheckpointing, Ms(100), t, rates, {});
+  EXPECT_EQ(s.ns, 0);
+  EXPECT_EQ(s.basis.outlast_ns, Ms(60));
 }
 
 TEST(Savings, EveryOtherCauseIsAllHalfOrNothing) {
