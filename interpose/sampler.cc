@@ -54,6 +54,9 @@ constexpr uint32_t kMaxWorkerThreads = 16;    // their threads, all together
 // A worker thread is looked at on every 4th tick of the grid (50 Hz at the default 200): a look
 // costs 2-3 us of the writer's CPU, and DataLoader workers are many.
 constexpr uint64_t kWorkerEvery = 4;
+// A worker's main thread's Python frames are read at most every this many Python periods (about
+// 17 Hz at the default IDLESCOPE_SAMPLE_PYTHON_HZ=50): 3-5 process_vm_readv calls a read.
+constexpr uint64_t kWorkerPythonEvery = 3;
 // How often the family is checked: children adopted, workers' threads listed, an exec or a
 // writer of a worker's own noticed (one process_vm_readv per child, one getdents per worker).
 constexpr uint64_t kFamilyCheckNs = 100'000'000;
@@ -81,12 +84,20 @@ uint32_t g_mark_pid_before_fork = 0;  // under the fork handlers' locks
 struct PendingChild {
   std::atomic<uint32_t> pid{0};  // 0: free
   std::atomic<uint64_t> forked_ns{0};
+  // The forking thread's PyThreadState (0: none we read): fork copies it to the same address,
+  // the child's main thread's (python::ReadThreadFrames of the child).
+  std::atomic<uintptr_t> py_tstate{0};
+  std::atomic<unsigned long> py_thread_id{0};
+  std::atomic<uint32_t> forking_tid{0};
 };
 
 // A worker process adopted: its /proc/PID/task, kept open for listing its threads.
 struct Worker {
   uint32_t pid = 0;  // 0: free
   int task_fd = -1;
+  uintptr_t py_tstate = 0;  // its main thread's PyThreadState (PendingChild)
+  unsigned long py_thread_id = 0;
+  uint32_t forking_tid = 0;
 };
 
 // One sampled thread. `tid` is published by the thread itself (AddThisThread); everything else is
@@ -105,6 +116,7 @@ struct Slot {
   // CPython keeps in it, for reading its frames from the writer (python::ReadThreadFrames).
   std::atomic<uintptr_t> py_tstate{0};
   std::atomic<unsigned long> py_thread_id{0};
+  uint32_t py_forked_from = 0;   // a worker's main thread: ThreadStateRef::forked_from
   uint64_t py_next_ns = 0;       // the next look that may read its Python frames
   uintptr_t py_gone_tstate = 0;  // a state that no longer named it: not read again
   RunStack run_stacks[kRunStacks];
@@ -598,10 +610,17 @@ void LookAtPython(Slot& s, uint32_t tid, uint64_t now) {
   ref.tstate = s.py_tstate.load(std::memory_order_acquire);
   if (ref.tstate == 0 || ref.tstate == s.py_gone_tstate) return;
   ref.thread_id = s.py_thread_id.load(std::memory_order_relaxed);
-  // Not one period after now: a look a little early (the writer's looks drift) still reads.
-  s.py_next_ns = now + g_sampler.python_period_ns - g_sampler.python_period_ns / 8;
+  ref.forked_from = s.py_forked_from;
+  // Not one period after now: a look a little early (the writer's looks drift) still reads. A
+  // worker's thread every third period (kWorkerPythonEvery): workers are many, and a run's stack
+  // is what most of its reads found.
+  const uint64_t period = g_sampler.python_period_ns * (s.pid != 0 ? kWorkerPythonEvery : 1);
+  s.py_next_ns = now + period - period / 8;
   uint64_t keys[kPythonFrames];
-  const int n = python::ReadThreadFrames(g_sampler.pid, tid, ref, keys, kPythonFrames);
+  // A worker's thread: its frames are in its own memory (forked: the interpreter's objects of
+  // before the fork at the same addresses, the code cache's checks tell the others apart).
+  const int pid = s.pid != 0 ? static_cast<int>(s.pid) : g_sampler.pid;
+  const int n = python::ReadThreadFrames(pid, tid, ref, keys, kPythonFrames);
   if (n == python::kStateGone) {
     s.py_gone_tstate = ref.tstate;  // until the thread names another (NoteThisThreadState)
     return;
@@ -657,6 +676,11 @@ void FreeSlot(Slot& s) {
   s.joined_cpu.store(0, std::memory_order_relaxed);
   s.exited_ns.store(0, std::memory_order_relaxed);
   s.exited_cpu.store(0, std::memory_order_relaxed);
+  // The next thread's state may be at the same address (CPython reuses freed ones; every worker
+  // forked by one thread has that thread's).
+  s.py_gone_tstate = 0;
+  s.py_forked_from = 0;
+  s.py_next_ns = 0;
   s.due_ns = 0;
   s.tid.store(0, std::memory_order_release);
 }
@@ -694,17 +718,22 @@ void RetireWorker(Worker& w) {
   w = Worker();
 }
 
-// Thread `tid` of worker `pid` takes a free worker slot unless it has one; false when none is free.
-bool AddWorkerThread(uint32_t pid, uint32_t tid) {
+// Thread `tid` of worker `w` takes a free worker slot unless it has one; false when none is free.
+// Its main thread gets the state of the thread that forked it, for its Python frames.
+bool AddWorkerThread(const Worker& w, uint32_t tid) {
   Slot* free_slot = nullptr;
   for (Slot& s : g_sampler.worker_slots) {
     const uint32_t t = s.tid.load(std::memory_order_relaxed);
-    if (t == tid && s.pid == pid) return true;
+    if (t == tid && s.pid == w.pid) return true;
     if (t == 0 && free_slot == nullptr) free_slot = &s;
   }
   if (free_slot == nullptr) return false;
-  free_slot->pid = pid;
+  free_slot->pid = w.pid;
   free_slot->due_ns = 0;  // looked at next
+  const bool main_thread = tid == w.pid;
+  free_slot->py_thread_id.store(main_thread ? w.py_thread_id : 0, std::memory_order_relaxed);
+  free_slot->py_tstate.store(main_thread ? w.py_tstate : 0, std::memory_order_relaxed);
+  free_slot->py_forked_from = main_thread ? w.forking_tid : 0;
   free_slot->tid.store(tid, std::memory_order_relaxed);
   return true;
 }
@@ -724,7 +753,7 @@ void ListWorkerThreads(Worker& w) {
       at += reclen;
       if (name[0] < '1' || name[0] > '9') continue;
       const uint32_t tid = static_cast<uint32_t>(strtoul(name, nullptr, 10));
-      if (!AddWorkerThread(w.pid, tid)) return;  // the bound: the others are not sampled
+      if (!AddWorkerThread(w, tid)) return;  // the bound: the others are not sampled
     }
   }
 }
@@ -739,6 +768,9 @@ void CheckFamily(uint64_t now) {
     const uint32_t pid = c.pid.load(std::memory_order_acquire);
     if (pid == 0) continue;
     const uint64_t forked = c.forked_ns.load(std::memory_order_acquire);
+    const uintptr_t py_tstate = c.py_tstate.load(std::memory_order_relaxed);
+    const unsigned long py_thread_id = c.py_thread_id.load(std::memory_order_relaxed);
+    const uint32_t forking_tid = c.forking_tid.load(std::memory_order_relaxed);
     active = true;
     if (forked == 0) continue;  // being published
     const Mark mark = ReadMark(pid);
@@ -764,6 +796,9 @@ void CheckFamily(uint64_t now) {
     if (fd < 0) continue;
     free_worker->pid = pid;
     free_worker->task_fd = static_cast<int>(fd);
+    free_worker->py_tstate = py_tstate;
+    free_worker->py_thread_id = py_thread_id;
+    free_worker->forking_tid = forking_tid;
   }
   for (Worker& w : g_sampler.workers) {
     if (w.pid == 0) continue;
@@ -775,7 +810,7 @@ void CheckFamily(uint64_t now) {
     active = true;
     // Every worker's main thread first (a DataLoader worker computes there), then the others'
     // threads: a worker of many threads does not leave the next one unsampled.
-    AddWorkerThread(w.pid, w.pid);
+    AddWorkerThread(w, w.pid);
   }
   for (Worker& w : g_sampler.workers) {
     if (w.pid != 0) ListWorkerThreads(w);
@@ -795,6 +830,7 @@ void ForgetInChild(Slot& s) {
   s.py_thread_id.store(0, std::memory_order_relaxed);
   s.py_next_ns = 0;
   s.py_gone_tstate = 0;
+  s.py_forked_from = 0;
   for (RunStack& r : s.run_stacks) r = RunStack();
   s.due_ns = 0;
   s.steady = false;
@@ -956,6 +992,7 @@ void Look(uint64_t now) {
         continue;
       }
       if (LookAt(s, tid, now)) {
+        LookAtPython(s, tid, now);
         s.due_ns = worker_tick;
         next = std::min(next, s.due_ns);
       } else {  // the thread ended (or its process): its runs end at its last look
@@ -1008,9 +1045,14 @@ uint32_t WriterTid() { return g_sampler.writer_tid; }
 
 void NoteChild(uint32_t pid) {
   if (g_sampler.hz == 0 || pid == 0) return;
+  python::ThreadStateRef ref;
+  if (g_sampler.python_period_ns == 0 || !python::ThisThreadState(&ref)) ref = {};
   for (PendingChild& c : g_sampler.pending) {
     uint32_t free_pid = 0;
     if (c.pid.compare_exchange_strong(free_pid, pid, std::memory_order_acq_rel)) {
+      c.py_tstate.store(ref.tstate, std::memory_order_relaxed);
+      c.py_thread_id.store(ref.thread_id, std::memory_order_relaxed);
+      c.forking_tid.store(ref.tstate != 0 ? ThisTid() : 0, std::memory_order_relaxed);
       c.forked_ns.store(NowNs(), std::memory_order_release);
       g_sampler.child_noted.store(true, std::memory_order_relaxed);
       return;

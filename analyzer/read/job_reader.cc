@@ -599,15 +599,15 @@ void JobReader::Process(File& f, const Packet& packet, RecordSink& sink) {
             sink.AddHostEvent(e);
           } else if (File* worker = WorkerFile(f, ev.sampled_pid(), e.start); worker != nullptr) {
             // A worker's thread, looked at from this process's writer: the worker process's run
-            // (its own file holds its traced calls). Its path joins the worker's strings; its
-            // stack, none (the sampler reads no worker's frames), would be an id of this file.
+            // (its own file holds its traced calls). Its path and its stack (the Python frames
+            // of a worker's main thread) join the worker's tables.
             e.process = worker->process;
             e.path_id =
                 e.path.empty()
                     ? 0
                     : worker->interned->Borrow(absl::string_view(e.path.data(), e.path.size()));
             e.path = View(worker->interned->String(e.path_id));
-            e.stack = 0;
+            e.stack = worker->interned->BorrowStack(*f.interned, e.stack);
             sink.AddHostEvent(e);
             e.process = f.process;
           }

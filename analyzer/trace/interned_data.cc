@@ -159,13 +159,45 @@ std::string InternedData::FormatFrame(const Frame& frame) const {
   return out;
 }
 
+// Recorders count their ids up from 1: 2^55 is never reached (and stays below the analysis's
+// marker ids, analysis/processes.h).
+constexpr uint64_t kBorrowedBase = uint64_t{1} << 55;
+
 uint64_t InternedData::Borrow(absl::string_view s) {
-  // Recorders count their ids up from 1: 2^55 is never reached (and stays below the analysis's
-  // marker ids, analysis/processes.h).
-  constexpr uint64_t kBorrowedBase = uint64_t{1} << 55;
   auto [it, added] = borrowed_.try_emplace(std::string(s), kBorrowedBase + borrowed_.size());
   if (added) strings_[it->second] = std::string(s);
   return it->second;
+}
+
+uint64_t InternedData::BorrowStack(const InternedData& from, uint64_t stack_id) {
+  if (stack_id == 0) return 0;
+  bool complete = false;
+  const std::vector<const Frame*> frames = from.Stack(stack_id, &complete);
+  if (!complete || frames.empty()) return 0;
+  auto borrow_string = [&](uint64_t id) { return id == 0 ? 0 : Borrow(from.String(id)); };
+  uint64_t parent = 0;
+  for (auto f = frames.rbegin(); f != frames.rend(); ++f) {  // outermost first
+    Frame frame = **f;
+    frame.set_function(borrow_string(frame.function()));
+    frame.set_module(borrow_string(frame.module()));
+    frame.set_file(borrow_string(frame.file()));
+    frame.set_id(0);
+    auto [known, added] =
+        borrowed_frames_.try_emplace(frame.SerializeAsString(), kBorrowedBase + borrowed_ids_);
+    if (added) {
+      ++borrowed_ids_;
+      frame.set_id(known->second);
+      frames_[known->second] = frame;
+    }
+    auto [node, new_node] = borrowed_nodes_.try_emplace(std::pair{parent, known->second},
+                                                        kBorrowedBase + borrowed_ids_);
+    if (new_node) {
+      ++borrowed_ids_;
+      stack_nodes_[node->second] = StackNodeEntry{parent, known->second};
+    }
+    parent = node->second;
+  }
+  return parent;
 }
 
 }  // namespace idlescope

@@ -27,6 +27,10 @@ class InternedData {
   // parent's sampler recorded names a path in the parent's table): an id of its own, above every
   // id a recorder hands out, the same one for the same string.
   uint64_t Borrow(absl::string_view s);
+  // Stack `stack_id` of `from` as a stack of this file (a worker's run whose Python frames its
+  // parent's sampler read): its frames, their strings and its nodes get ids of their own, as
+  // Borrow; the same stack gets the same id. 0 for 0, or a stack `from` does not define whole.
+  uint64_t BorrowStack(const InternedData& from, uint64_t stack_id);
 
   // nullptr when not defined.
   const Frame* FindFrame(uint64_t id) const;
@@ -69,6 +73,10 @@ class InternedData {
   };
   absl::flat_hash_map<uint64_t, std::string> strings_;
   absl::flat_hash_map<std::string, uint64_t> borrowed_;
+  // BorrowStack's: frames by their content (borrowed string ids), nodes by (parent, frame).
+  absl::flat_hash_map<std::string, uint64_t> borrowed_frames_;
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint64_t> borrowed_nodes_;
+  uint64_t borrowed_ids_ = 0;  // frames' and nodes' (each table has its own ids)
   absl::flat_hash_map<uint64_t, Frame> frames_;
   absl::flat_hash_map<uint64_t, StackNodeEntry> stack_nodes_;
   absl::flat_hash_map<uint64_t, InternedStream> streams_;

@@ -381,10 +381,13 @@ int ReadThreadFrames(int pid, uint32_t tid, const ThreadStateRef& ref, uint64_t*
   uint8_t state[kMaxObjectBytes];
   // The state must still be the thread's: a thread that ended frees it (its memory may then hold
   // anything, another thread's state included).
+  const auto native = [&] {
+    return Get<unsigned long>(state, static_cast<uint32_t>(l.tstate_native_thread_id));
+  };
   if (!ReadOwnMemory(pid, ref.tstate, state, state_bytes) ||
       Get<unsigned long>(state, l.tstate_thread_id) != ref.thread_id ||
-      (l.tstate_native_thread_id >= 0 &&
-       Get<unsigned long>(state, static_cast<uint32_t>(l.tstate_native_thread_id)) != tid)) {
+      (l.tstate_native_thread_id >= 0 && native() != tid &&
+       (ref.forked_from == 0 || native() != ref.forked_from))) {
     g_sampled_gone.fetch_add(1, std::memory_order_relaxed);
     return kStateGone;
   }

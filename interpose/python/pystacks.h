@@ -56,6 +56,9 @@ inline bool IsFrameKey(uint64_t key) { return (key >> 63) != 0; }
 struct ThreadStateRef {
   uintptr_t tstate = 0;
   unsigned long thread_id = 0;
+  // A forked child's main thread: the native id of the thread that forked it, which the state
+  // may still hold (CPython 3.11 does not set it again in the child); 0: none.
+  uint32_t forked_from = 0;
 };
 bool ThisThreadState(ThreadStateRef* out);
 
@@ -65,13 +68,15 @@ inline constexpr int kStateGone = -1;
 
 // Writer thread: the innermost Python frames (at most `max`) of thread `tid`, whose state `ref`
 // was taken on it, as stack trie keys, innermost first; read while that thread runs, through
-// process_vm_readv on our own process `pid` (python/own_memory.h), so that a frame that is popped,
-// freed or unmapped under us ends the walk and never faults. The state must still name the thread
-// (CPython's thread id, and from 3.11 its native id, the tid); each frame's code object must be
-// one (its type), its instruction inside its bytecode; at most 4 * `max` frames are visited. A
-// code object first seen here is copied into the code cache the same way. The frames are read one
-// after the other, not at one instant: each is a frame the thread had during the read (a few
-// microseconds), and a walk that meets something that is not a frame ends there.
+// process_vm_readv on process `pid`, ours or a worker forked from us (python/own_memory.h; a
+// worker's main thread: `ref` its forking thread's), so that a frame that is popped, freed or
+// unmapped under us ends the walk and never faults. The state must still name the thread
+// (CPython's thread id, and from 3.11 its native id, the tid or ref.forked_from); each frame's
+// code object must be one (its type), its instruction inside its bytecode; at most 4 * `max`
+// frames are visited. A code object first seen here is copied into the code cache the same way.
+// The frames are read one after the other, not at one instant: each is a frame the thread had
+// during the read (a few microseconds), and a walk that meets something that is not a frame ends
+// there.
 int ReadThreadFrames(int pid, uint32_t tid, const ThreadStateRef& ref, uint64_t* keys, int max);
 
 // Writer thread: the Frame id of Python frame key `key`, appending a new Frame (and its strings)

@@ -670,24 +670,30 @@ class Bench:
         rates (its Python frames read at IDLESCOPE_SAMPLE_PYTHON_HZ=50), with no frames read (0),
         and off, interleaved; the sampler's share of a core, and the frames' share of it, from
         the writer thread's CPU time (the process's varies by more than that with four Python
-        threads contending for the GIL)."""
+        threads contending for the GIL). And the same job with as many forked Python workers
+        doing the same, frames read and not."""
         python = "/usr/bin/python3"
         if not os.path.exists(python):
             row("sampler", "%d Python threads" % threads, "skipped: no %s" % python)
             return
         script = os.path.join(self.src, "tests/bench/sampled_threads.py")
         log("3b. thread sampler, Python: %d runs of %d threads x %d s" % (reps, threads, seconds))
-        configs = {"frames": {"IDLESCOPE_SAMPLE_HZ": "200"},
-                   "no frames": {"IDLESCOPE_SAMPLE_HZ": "200", "IDLESCOPE_SAMPLE_PYTHON_HZ": "0"},
-                   "off": {"IDLESCOPE_SAMPLE_HZ": "0"}}
-        sampler, frames, wakes = [], [], []
+        no_frames = {"IDLESCOPE_SAMPLE_HZ": "200", "IDLESCOPE_SAMPLE_PYTHON_HZ": "0"}
+        # name: (environment, forked Python workers)
+        configs = {"frames": ({"IDLESCOPE_SAMPLE_HZ": "200"}, 0),
+                   "no frames": (no_frames, 0),
+                   "off": ({"IDLESCOPE_SAMPLE_HZ": "0"}, 0),
+                   "workers": ({"IDLESCOPE_SAMPLE_HZ": "200"}, threads),
+                   "workers, no frames": (no_frames, threads)}
+        sampler, frames, wakes, with_workers, worker_frames = [], [], [], [], []
         for _ in range(reps):
             order = list(configs)
             self.rng.shuffle(order)
             got = {}
             for name in order:
-                env = self.traced_env(self.fresh("sampler-py-trace"), **configs[name])
-                stdout = timed([python, script, str(threads), str(seconds)], env=env,
+                config, forked = configs[name]
+                env = self.traced_env(self.fresh("sampler-py-trace"), **config)
+                stdout = timed([python, script, str(threads), str(seconds), str(forked)], env=env,
                                timeout=120)[1]
                 _, _, wall, _, writer, writer_wakes = stdout.split()
                 got[name] = (int(wall), int(writer), int(writer_wakes))
@@ -695,6 +701,8 @@ class Bench:
             sampler.append((got["frames"][1] - got["off"][1]) / wall * 100)
             frames.append((got["frames"][1] - got["no frames"][1]) / wall * 100)
             wakes.append(got["frames"][2] / (got["frames"][0] / 1e9))
+            with_workers.append((got["workers"][1] - got["off"][1]) / wall * 100)
+            worker_frames.append((got["workers"][1] - got["workers, no frames"][1]) / wall * 100)
         pct = median(sampler)
         row("sampler", "%d Python threads, frames read (IDLESCOPE_SAMPLE_PYTHON_HZ=50)" % threads,
             "%.2f%% of a core" % pct,
@@ -702,6 +710,11 @@ class Bench:
             "IDLESCOPE_SAMPLE_PYTHON_HZ=0); the writer woke %.0f times a second"
             % (median(frames), median(wakes)),
             verdict_below(pct, TARGET_SAMPLER_CORE_PCT, "%"))
+        row("sampler", "%d Python threads + %d forked Python workers, frames read" %
+            (threads, threads), "%.2f%% of a core" % median(with_workers),
+            "writer CPU vs sampling off; of which reading frames (the threads' and the "
+            "workers', every third Python period): %.2f%% (vs IDLESCOPE_SAMPLE_PYTHON_HZ=0)"
+            % median(worker_frames))
 
     def generated(self, gen, name, events):
         """A tools/gen_trace trace of `events` events, 2 ranks, the analyzer's cause mix."""

@@ -42,6 +42,7 @@ class StackBuilder {
     }
     return parent;
   }
+  const Interned& interned() const { return interned_; }
   std::vector<std::string> Merged(uint64_t stack) {
     InternedData data;
     data.Add(interned_);
@@ -64,6 +65,40 @@ class StackBuilder {
 };
 
 const char kEval[] = "_PyEval_EvalFrameDefault";
+
+std::vector<std::string> Described(const InternedData& data, uint64_t stack) {
+  std::vector<std::string> out;
+  for (const Frame* f : data.MergedStack(stack)) out.push_back(data.FormatFrame(*f));
+  return out;
+}
+
+// A worker's run whose Python frames its parent's sampler read: the stack, an id of the parent's
+// file, becomes one of the worker's (job_reader.cc), its frames and strings the same.
+TEST(MergedStack, ABorrowedStackReadsTheSameInTheFileThatBorrowedIt) {
+  StackBuilder parent, worker;
+  const uint64_t decode = parent.Stack({"py:decode", "py:worker_loop", "py:<module>:entry"});
+  const uint64_t load = parent.Stack({"py:load", "py:worker_loop", "py:<module>:entry"});
+  const uint64_t own = worker.Stack({"py:read", "read", kEval, "main"});  // ids that clash
+  InternedData from, into, alone;
+  from.Add(parent.interned());
+  into.Add(worker.interned());
+  alone.Add(worker.interned());
+  const uint64_t borrowed = into.BorrowStack(from, decode);
+  ASSERT_NE(borrowed, 0u);
+  EXPECT_EQ(Described(into, borrowed), Described(from, decode));
+  EXPECT_EQ(Described(into, borrowed)[0], "/job/decode.py:3 in decode");
+  const size_t frames = into.frame_count(), nodes = into.stack_node_count();
+  EXPECT_EQ(into.BorrowStack(from, decode), borrowed);  // the same stack, the same id
+  EXPECT_EQ(into.frame_count(), frames);
+  EXPECT_EQ(into.stack_node_count(), nodes);
+  const uint64_t other = into.BorrowStack(from, load);
+  EXPECT_NE(other, borrowed);
+  EXPECT_EQ(Described(into, other), Described(from, load));
+  // The file's own stacks are untouched; no stack, or one not defined whole, borrows nothing.
+  EXPECT_EQ(Described(into, own), Described(alone, own));
+  EXPECT_EQ(into.BorrowStack(from, 0), 0u);
+  EXPECT_EQ(into.BorrowStack(from, 999), 0u);
+}
 
 TEST(MergedStack, RunsReplaceTheirEvaluationLoops) {
   StackBuilder b;

@@ -89,8 +89,8 @@ std::vector<PyTraceFile> ReadPyTraceDir(const std::string& dir) {
       if (packet.has_notice()) f.notices.push_back(packet.notice());
       if (!packet.has_events()) continue;
       for (const Event& e : packet.events().events()) {
-        f.events.push_back(
-            {e.type(), packet.events().tid(), std::string(f.interned.String(e.path())), e.stack()});
+        f.events.push_back({e.type(), packet.events().tid(),
+                            std::string(f.interned.String(e.path())), e.stack(), e.sampled_pid()});
       }
     }
   }

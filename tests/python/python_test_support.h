@@ -35,6 +35,7 @@ struct PyEvent {
   uint32_t tid = 0;
   std::string path;  // Event.path resolved
   uint64_t stack = 0;
+  uint32_t sampled_pid = 0;  // THREAD_SAMPLE: a worker process's thread
 };
 
 // One trace file, its Interned packets kept.

@@ -102,6 +102,48 @@ TEST_P(SampledLinesTest, CpuWorkNamesThePythonLine) {
 #endif
 }
 
+// Forked workers (no exec, DataLoader's default) computing in pure Python while the training
+// loop waits for them: the training process's sampler reads their frames (the state of the thread
+// that forked them, in their memory), and the report gives their line as data_loading's evidence.
+TEST_P(SampledLinesTest, WorkersComputingNameTheirPythonLine) {
+  const uint32_t line = Marks(kScript)["decode"];
+  ASSERT_EQ(RunScript("workers"), 0);
+  std::vector<PyTraceFile> files = ReadPyTraceDir(out_);
+  ASSERT_EQ(files.size(), 3u);  // the training process and its two workers
+  size_t worker_runs = 0, at_line = 0;
+  std::string seen;
+  for (const PyTraceFile& f : files) {
+    for (const PyEvent& e : f.events) {
+      if (e.type != THREAD_SAMPLE || e.sampled_pid == 0) continue;
+      ++worker_runs;
+      if (e.stack == 0) continue;
+      std::vector<PyFrame> frames = f.PythonFrames(e.stack);
+      ASSERT_FALSE(frames.empty());
+      if (frames[0].file == kScript && frames[0].function == "decode" && frames[0].line == line) {
+        ++at_line;
+        ASSERT_GE(frames.size(), 2u) << Describe(frames);
+        EXPECT_EQ(frames[1].function, "worker_loop");
+      } else if (seen.size() < 2000) {
+        seen += "\n   " + Describe(frames);
+      }
+    }
+  }
+  // 25 rounds of 30 ms in decode per worker; adopted after 100 ms, looked at 50 Hz: runs on a
+  // CPU of up to 250 ms each, most of them at the line (a run's stack is its most read one).
+  EXPECT_GE(at_line, 2u) << worker_runs << " worker runs; other stacks:" << seen;
+
+#ifdef IDLESCOPE_CLI
+  int status = 0;
+  const std::string at = kScript + ":" + std::to_string(line) + " in decode";
+  const std::string text = Report(IDLESCOPE_CLI, out_, "--top 100", &status);
+  ASSERT_EQ(status, 0);
+  const size_t cause = text.find("data_loading");
+  ASSERT_NE(cause, std::string::npos) << text;
+  EXPECT_NE(text.find("worker processes that were computing", cause), std::string::npos) << text;
+  EXPECT_NE(text.find(at, cause), std::string::npos) << text;
+#endif
+}
+
 // IDLESCOPE_SAMPLE_PYTHON_HZ=0: the runs carry no stack, and the evidence is the thread's last
 // traced call, as before.
 TEST_P(SampledLinesTest, OffWithTheVariable) {

@@ -6,7 +6,12 @@
 #   churn  threads that feed the GPU, then recurse up and down (and run generators) as fast as
 #          they can, and end, round after round: frames change under every look of the sampler,
 #          which must read only frames of this file (or the interpreter's own), and never crash.
+#   workers  a training loop that waits for two forked workers (os.fork, no exec: DataLoader's
+#          default) decoding in pure Python (the line marked "decode"): the sampler reads the
+#          workers' frames from the training process, and the report names that line as the
+#          data_loading evidence.
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -77,5 +82,45 @@ def churn():
     step(cudart, kernel)
 
 
+def decode(seconds):
+    end = time.perf_counter() + seconds
+    total = 0
+    while time.perf_counter() < end: total = (total * 17 + 3) % 1000003  # MARK:decode
+    return total
+
+
+def worker_loop(tasks, results):
+    while os.read(tasks, 1):
+        decode(0.03)
+        os.write(results, b"x")
+    os._exit(0)
+
+
+def workers():
+    cudart, kernel = load_cudart()
+    step(cudart, kernel)  # joins the sampler before the workers are forked
+    pipes = []
+    for _ in range(2):
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        if os.fork() == 0:
+            for fd in [task_w, result_r] + [fd for pair in pipes for fd in pair]:
+                os.close(fd)  # the others' ends: the loop's close of a task pipe ends its worker
+            worker_loop(task_r, result_w)
+        os.close(task_r)
+        os.close(result_w)
+        pipes.append((task_w, result_r))
+    for _ in range(25):
+        for task_w, _ in pipes:
+            os.write(task_w, b"t")
+        for _, result_r in pipes:
+            os.read(result_r, 1)  # the training loop waits for its workers
+        step(cudart, kernel)
+    for task_w, _ in pipes:
+        os.close(task_w)
+    for _ in pipes:
+        os.wait()
+
+
 if __name__ == "__main__":
-    {"spin": spin, "churn": churn}[sys.argv[1]]()
+    {"spin": spin, "churn": churn, "workers": workers}[sys.argv[1]]()
