@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -423,10 +425,22 @@ uint64_t CUPTIAPI TraceClock() { return NowNs(); }
 // handed over and recorded before another flush returns. CUPTI may deliver them on the periodic
 // flush's thread after a forced flush elsewhere has returned; at exit their records then came
 // after the footer and were lost, uncounted (a run's kernels and copies all gone beside two CPU
-// hogs). A flush waits for it at most kFlushWaitMs, then goes on without it: the job wins.
+// hogs). A flush waits for it at most kFlushWaitMs, then goes on without it: the job wins (a
+// polled try_lock: std::timed_mutex waits in pthread_mutex_clocklock, glibc 2.34, above the floor:
+// docs/architecture.md, "The glibc floor").
 // Never destroyed, like the flush thread's own state below.
-std::timed_mutex& g_flush_all_mu = *new std::timed_mutex;
-constexpr int kFlushWaitMs = 2000;
+std::mutex& g_flush_all_mu = *new std::mutex;
+constexpr uint64_t kFlushWaitMs = 2000;
+
+bool LockFlushAll() {
+  const uint64_t deadline = NowNs() + kFlushWaitMs * 1'000'000;
+  while (!g_flush_all_mu.try_lock()) {
+    if (NowNs() >= deadline) return false;
+    timespec pause{0, 1'000'000};  // the system call: libc's nanosleep is our hook (hooks/wait.cc)
+    syscall(SYS_nanosleep, &pause, nullptr);
+  }
+  return true;
+}
 
 // Never destroyed: the flush thread runs until the process exits (it is joined only when the
 // program's last thread ends first) and may be inside a timed wait then, and glibc's
@@ -469,7 +483,7 @@ void* FlushLoop(void*) {
     const Api* api = g_loaded.load(std::memory_order_acquire);
     if (api != nullptr) {
       HookGuard guard(Family::kCupti);  // nothing CUPTI does on this thread is traced
-      std::lock_guard<std::timed_mutex> flushing(g_flush_all_mu);
+      std::lock_guard<std::mutex> flushing(g_flush_all_mu);
       api->cuptiActivityFlushAll(0);
     }
   }
@@ -622,9 +636,9 @@ void Flush() {
   if (getpid() != g_start_pid) return;  // a forked child: CUPTI's state is the parent's
   {
     HookGuard guard(Family::kCupti);
-    std::unique_lock<std::timed_mutex> flushing(g_flush_all_mu, std::defer_lock);
-    bool serialized = flushing.try_lock_for(std::chrono::milliseconds(kFlushWaitMs));
+    const bool serialized = LockFlushAll();
     api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (serialized) g_flush_all_mu.unlock();
     if (!serialized) {
       RecordNotice(NoticeSeverity::kWarning, "cupti_flush_unfinished",
                    "a periodic CUPTI flush still ran after " + std::to_string(kFlushWaitMs) +
