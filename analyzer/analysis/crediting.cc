@@ -68,6 +68,7 @@ void CauseTotals::Add(const CauseTotals& from) {
   socket_ns += from.socket_ns;
   tail_ns += from.tail_ns;
   outlast_ns += from.outlast_ns;
+  writer_behind_ns += from.writer_behind_ns;
   bytes += from.bytes;
   for (size_t op = 0; op < nccl_op_ns.size(); ++op) nccl_op_ns[op] += from.nccl_op_ns[op];
   stacks.Merge(from.stacks);
@@ -189,7 +190,12 @@ Ns Crediting::CreditCause(Device& d, const Candidate& c, Interval when, uint64_t
     save.first = std::min(save.first, when.start);
     save.last = std::max(save.last, when.end);
     save.ns += length;
-    if (c.snapshot) save.snapshot_ns += length;
+    if (c.snapshot) {
+      save.snapshot_ns += length;
+      save.first_snapshot = std::min(save.first_snapshot, when.start);
+    } else {
+      save.last_write = std::max(save.last_write, when.end);
+    }
   }
   Ns event_length = std::max<Ns>(c.when.length(), 1);
   double bytes = static_cast<double>(c.bytes) * static_cast<double>(length) /
@@ -341,16 +347,22 @@ void Crediting::ReclassifyWrites(uint32_t device, std::span<const EvidenceKey> w
 
 void Crediting::CountOutlastingWrites(uint32_t device, Ns work_end) {
   Device& d = devices_[device];
-  Ns outlast = 0;
+  Ns outlast = 0, behind = 0;
   for (auto it = d.saves.begin(); work_end > 0 && it != d.saves.end(); ++it) {
     const Save& save = it->second;
     if (save.first >= work_end) break;  // in the tail gap: tail_ns
+    const Ns writes = save.ns - save.snapshot_ns;
+    if (save.snapshot_ns > 0 && writes > 0 && save.last_write <= save.first_snapshot) {
+      behind += writes;
+      continue;
+    }
     const auto next = std::next(it);
     const Ns until = next != d.saves.end() ? std::min(next->second.first, work_end) : work_end;
-    const Ns writes = save.ns - save.snapshot_ns;
     outlast += std::max<Ns>(0, writes - std::max<Ns>(0, until - save.last));
   }
-  d.causes[Index(Cause::kCheckpointing)].outlast_ns = outlast;
+  CauseTotals& checkpointing = d.causes[Index(Cause::kCheckpointing)];
+  checkpointing.outlast_ns = outlast;
+  checkpointing.writer_behind_ns = behind;
 }
 
 void Crediting::CloseGap(uint32_t device, Interval gap, GapKind kind) {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <span>
 #include <vector>
@@ -56,6 +57,9 @@ struct CauseTotals {
   // checkpointing: writes of a save that outlast the time until the next save (or until the
   // device's last kernel ends), outside the tail gap (Crediting::CountOutlastingWrites)
   Ns outlast_ns = 0;
+  // checkpointing: writes before a save's snapshot, in its gap: the previous save's, which an
+  // asynchronous writer had not finished (Crediting::CountOutlastingWrites)
+  Ns writer_behind_ns = 0;
   double bytes = 0;  // bytes of the credited events, in proportion to the time credited
   std::array<Ns, NcclOp_ARRAYSIZE> nccl_op_ns{};  // by NcclOp
   TopEvidence stacks;
@@ -119,7 +123,10 @@ class Crediting {
   // run no kernel); an asynchronous writer with one save in flight hides a save's writes (its
   // time less its snapshot) behind the time until the next save, or until `work_end` for the
   // last: what is longer is counted as checkpointing's `outlast_ns` (savings.cc). Saves in the
-  // tail gap are tail_ns's. Sets the count (may be called again).
+  // tail gap are tail_ns's. A save whose writes all came before its snapshot copies was waiting
+  // for the previous save's writes (the checkpoint is asynchronous already, its writer behind):
+  // they count as `writer_behind_ns`, and outlast nothing (saving less often removes them). Sets
+  // the counts (may be called again).
   void CountOutlastingWrites(uint32_t device, Ns work_end);
   // A gap of `device` shorter than min_gap closed (before its slices, if any, are credited).
   void ObserveShortGap(uint32_t device, Interval gap) {
@@ -236,6 +243,8 @@ class Crediting {
     Ns last = 0;   // its last slice's end
     Ns ns = 0;
     Ns snapshot_ns = 0;
+    Ns last_write = 0;                                   // the end of its last write slice
+    Ns first_snapshot = std::numeric_limits<Ns>::max();  // the start of its first snapshot slice
   };
   struct Device {
     std::array<CauseTotals, kCauseCount> causes;

@@ -494,6 +494,7 @@ void TotalsFindings(Cause cause, Ns idle_ns, const CauseTotals& acc, const Kerne
       return;
     case Cause::kCheckpointing:
       note(FindingKind::kSnapshotCopies, acc.snapshot_ns);
+      note(FindingKind::kCheckpointWriterBehind, acc.writer_behind_ns);
       out->push_back({.kind = FindingKind::kCheckpointBytes,
                       .bytes = static_cast<uint64_t>(std::nearbyint(std::max(acc.bytes, 0.0)))});
       return;

@@ -65,6 +65,12 @@ std::string FindingText(const Finding& f, const JobReport& report) {
                              Seconds(f.ns));
     case FindingKind::kCheckpointBytes:
       return absl::StrFormat("%d bytes of model files written while the GPU idled", f.bytes);
+    case FindingKind::kCheckpointWriterBehind:
+      return absl::StrFormat(
+          "%s waiting for the previous save's writes before a snapshot: the checkpoint is "
+          "asynchronous already and its writer falls behind the saves (save less often, or write "
+          "faster: more writer threads, faster storage)",
+          Seconds(f.ns));
     case FindingKind::kNcclOpBlocked:
       return absl::StrFormat("%s blocked in %s", Seconds(f.ns), NcclOpName(f.nccl_op));
     case FindingKind::kExposedNcclKernels:

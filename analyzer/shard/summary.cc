@@ -117,6 +117,7 @@ void ToMessage(const CauseTotals& t, shard::CauseTotals* out) {
   out->set_socket_ns(t.socket_ns);
   out->set_tail_ns(t.tail_ns);
   out->set_outlast_ns(t.outlast_ns);
+  out->set_writer_behind_ns(t.writer_behind_ns);
   out->set_bytes(t.bytes);
   for (Ns ns : t.nccl_op_ns) out->add_nccl_op_ns(ns);
   ToMessage(t.stacks, out->mutable_stacks());
@@ -142,6 +143,7 @@ CauseTotals FromMessage(const shard::CauseTotals& m) {
   t.socket_ns = m.socket_ns();
   t.tail_ns = m.tail_ns();
   t.outlast_ns = m.outlast_ns();
+  t.writer_behind_ns = m.writer_behind_ns();
   t.bytes = m.bytes();
   for (int i = 0; i < m.nccl_op_ns_size() && i < static_cast<int>(t.nccl_op_ns.size()); ++i) {
     t.nccl_op_ns[static_cast<size_t>(i)] = m.nccl_op_ns(i);

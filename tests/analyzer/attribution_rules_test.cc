@@ -164,6 +164,38 @@ TEST(AttributionRules, ASaveCutByItsOwnCopyIsOneSaveAndHidesBehindTheTrainingAft
   EXPECT_EQ(c->basis.outlast_ns, 0);
 }
 
+// An asynchronous checkpoint whose writer falls behind: each save's gap is the training thread
+// waiting for the previous save's writes (on the writer thread), then its own snapshot copy. Those
+// waits are the writer's, not writes to hide (finding checkpoint_writer_behind); saving less
+// often removes them whole.
+TEST(AttributionRules, AnAsynchronousWriterThatFallsBehindIsNamedAndItsWaitsCountWhole) {
+  JobBuilder job;
+  uint32_t p = job.Process(100, 1, 0);
+  job.Device(p, 0, "GPU-a", 80 * kGiB, 132);
+  job.Launch(p, kTid, 0);
+  job.Kernel(p, 0, 100);
+  const uint64_t bytes = 8 << 20;
+  // Each save: a 10 ms snapshot copy on the training thread, a launch, 210 ms of writes on the
+  // writer thread; 40 ms of training before the next save is due, which waits for them.
+  for (double copy : {100.0, 320.0, 540.0}) {
+    job.CopyToHost(p, kTid, copy, copy + 10, bytes);
+    job.Launch(p, kTid, copy + 10);
+    job.Io(p, kTid + 1, FILE_WRITE, copy + 10, copy + 220, "/ckpt/model.pt", FS_LOCAL, bytes);
+    job.Kernel(p, copy + 10, copy == 540.0 ? 1000 : copy + 50);
+  }
+  job.End(p, 1000);
+  JobReport r = job.Finish();
+  const CauseReport* c = FindCause(r, Cause::kCheckpointing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->ns, Ms(370));  // 10 ms, then twice 170 ms of waits and 10 ms of snapshot
+  EXPECT_EQ(c->basis.snapshot_ns, Ms(30));
+  const Finding* f = FindFinding(*c, FindingKind::kCheckpointWriterBehind);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ns, Ms(340));
+  EXPECT_EQ(c->basis.outlast_ns, 0);
+  EXPECT_EQ(c->saving_ns, Ms(340));  // all but the snapshots
+}
+
 // torch.save on the training thread: the weights are copied to the host, then written. The copy
 // is the checkpoint's (its snapshot), not a data transfer of the training loop.
 TEST(AttributionRules, DeviceToHostCopyBeforeAModelWriteIsCheckpointSnapshot) {

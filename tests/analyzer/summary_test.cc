@@ -68,6 +68,7 @@ CauseTotals Totals(int cause) {
   t.worker_cpu_wait_ns = 16;
   t.tail_ns = 10;
   t.outlast_ns = 17;
+  t.writer_behind_ns = 18;
   t.bytes = 11.5;
   for (size_t op = 0; op < t.nccl_op_ns.size(); ++op) t.nccl_op_ns[op] = 20 + op;
   t.stacks = Evidence(1, 3);
