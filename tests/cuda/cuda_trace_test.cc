@@ -167,6 +167,19 @@ Trace ReadTraceOf(const fs::path& dir, const std::string& exe) {
 
 std::string SimgpuEnv() { return std::string("LD_LIBRARY_PATH=") + SIMGPU_LIB_DIR; }
 
+// Every GPU record of cuda_copies' work: 3 kernels, 6 copies, 2 memsets.
+void ExpectAllOfCudaCopiesGpuWork(const Trace& t) {
+  int kernels = 0, copies = 0, memsets = 0;
+  for (const auto& a : t.gpu) {
+    kernels += a.kind() == idlescope::GPU_KERNEL;
+    copies += a.kind() == idlescope::GPU_MEMCPY;
+    memsets += a.kind() == idlescope::GPU_MEMSET;
+  }
+  EXPECT_EQ(kernels, 3);
+  EXPECT_EQ(copies, 6);
+  EXPECT_EQ(memsets, 2);
+}
+
 struct Expected {
   const char* api;
   const char* function;  // must appear in the stack
@@ -284,15 +297,7 @@ TEST(CudaTrace, SigtermFlushesCuptiOnTheCuptiThread) {
   EXPECT_EQ(r.status, 128 + SIGTERM);
   Trace t = ReadTraceOf(dir, CUDA_COPIES);
   ASSERT_TRUE(t.has_footer);
-  int kernels = 0, copies = 0, memsets = 0;
-  for (const auto& a : t.gpu) {
-    kernels += a.kind() == idlescope::GPU_KERNEL;
-    copies += a.kind() == idlescope::GPU_MEMCPY;
-    memsets += a.kind() == idlescope::GPU_MEMSET;
-  }
-  EXPECT_EQ(kernels, 3);
-  EXPECT_EQ(copies, 6);
-  EXPECT_EQ(memsets, 2);
+  ExpectAllOfCudaCopiesGpuWork(t);
 }
 
 // A periodic flush that took CUPTI's buffers and hands them over slowly (simgpu holds it 1 s)
@@ -307,15 +312,7 @@ TEST(CudaTrace, AnExitDuringAPeriodicCuptiFlushKeepsItsRecords) {
   ASSERT_EQ(r.status, 0) << r.out;
   Trace t = ReadTraceOf(dir, CUDA_COPIES);
   ASSERT_TRUE(t.has_footer);
-  int kernels = 0, copies = 0, memsets = 0;
-  for (const auto& a : t.gpu) {
-    kernels += a.kind() == idlescope::GPU_KERNEL;
-    copies += a.kind() == idlescope::GPU_MEMCPY;
-    memsets += a.kind() == idlescope::GPU_MEMSET;
-  }
-  EXPECT_EQ(kernels, 3);
-  EXPECT_EQ(copies, 6);
-  EXPECT_EQ(memsets, 2);
+  ExpectAllOfCudaCopiesGpuWork(t);
 }
 
 // Done-when 3: libcudart loaded RTLD_LOCAL by a dlopen'ed plugin (dlsym(RTLD_NEXT) cannot see it).
