@@ -665,23 +665,28 @@ void LookAtExit(Slot& s, uint32_t tid) {
   s.deferred = 0;
 }
 
-// Slot `s` is free again: its thread ended, or its worker process stopped being one.
-void FreeSlot(Slot& s) {
-  CloseFiles(s);
+// What slot `s` knew of its thread, forgotten: its process, its times, its Python state, its next
+// look. The next thread's state may be at the same address (CPython reuses freed ones; every worker
+// forked by one thread has that thread's), so the gone one is forgotten too.
+void ForgetThread(Slot& s) {
   s.open_tid = 0;
   s.pid = 0;
-  s.py_tstate.store(0, std::memory_order_relaxed);
-  s.py_thread_id.store(0, std::memory_order_relaxed);
   s.joined_ns.store(0, std::memory_order_relaxed);
   s.joined_cpu.store(0, std::memory_order_relaxed);
   s.exited_ns.store(0, std::memory_order_relaxed);
   s.exited_cpu.store(0, std::memory_order_relaxed);
-  // The next thread's state may be at the same address (CPython reuses freed ones; every worker
-  // forked by one thread has that thread's).
+  s.py_tstate.store(0, std::memory_order_relaxed);
+  s.py_thread_id.store(0, std::memory_order_relaxed);
   s.py_gone_tstate = 0;
   s.py_forked_from = 0;
   s.py_next_ns = 0;
   s.due_ns = 0;
+}
+
+// Slot `s` is free again: its thread ended, or its worker process stopped being one.
+void FreeSlot(Slot& s) {
+  CloseFiles(s);
+  ForgetThread(s);
   s.tid.store(0, std::memory_order_release);
 }
 
@@ -822,20 +827,9 @@ void CheckFamily(uint64_t now) {
 // are the parent writer's (its table was its own), not to be closed.
 void ForgetInChild(Slot& s) {
   s.tid.store(0, std::memory_order_relaxed);
-  s.joined_ns.store(0, std::memory_order_relaxed);
-  s.joined_cpu.store(0, std::memory_order_relaxed);
-  s.exited_ns.store(0, std::memory_order_relaxed);
-  s.exited_cpu.store(0, std::memory_order_relaxed);
-  s.py_tstate.store(0, std::memory_order_relaxed);
-  s.py_thread_id.store(0, std::memory_order_relaxed);
-  s.py_next_ns = 0;
-  s.py_gone_tstate = 0;
-  s.py_forked_from = 0;
+  ForgetThread(s);
   for (RunStack& r : s.run_stacks) r = RunStack();
-  s.due_ns = 0;
   s.steady = false;
-  s.open_tid = 0;
-  s.pid = 0;
   s.schedstat_fd = s.stat_fd = s.syscall_fd = -1;
   s.kind = kNone;
   s.have_last = false;
